@@ -1,0 +1,87 @@
+//! The PEP's configuration: what a user can set (the driver reads it from the service's
+//! `Parameters` registry key; `ppm-sim` from a scenario file) and its documented defaults.
+//!
+//! A [`Config`] is plain data, validated where it is built; the engine never trusts a value it
+//! cannot use (an impossible perf ordering, a zero rate) and falls back to what it detects.
+
+use crate::device_id::DeviceIdPatterns;
+use crate::perf::PerfCapabilities;
+
+/// Whether the PEP reports feedback counters at all.
+///
+/// Microsoft documents that `FeedbackCounterCount` "must be zero" on x86/AMD64. The mission of
+/// this PEP is APERF/MPERF feedback on x86-64, so the default is [`Self::Enabled`]: counters are
+/// reported where the hardware has them. [`Self::Disabled`] restores the documented contract.
+/// Registry: `FeedbackCounters` (`REG_DWORD`, 0 = disabled, 1 = enabled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeedbackCounterPolicy {
+    /// Report counters where a usable counter source exists (default).
+    Enabled,
+    /// Report `FeedbackCounterCount = 0` whatever the hardware has.
+    Disabled,
+}
+
+/// Which counter source the engine may select. Registry: `CounterSource` (`REG_DWORD`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterSourcePreference {
+    /// The best source CPUID offers, in order: APERF/MPERF (the AMD read-only copies where
+    /// present), then none (default). Registry value 0.
+    Auto,
+    /// APERF/MPERF only (registry value 1); none when CPUID does not offer them.
+    AperfMperf,
+    /// No counter source (registry value 3): `FeedbackCounterCount = 0`.
+    None,
+}
+
+/// Everything a user can configure. Built at `PASSIVE_LEVEL`; read-only afterwards.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// See [`FeedbackCounterPolicy`]. Default: enabled.
+    pub feedback_counters: FeedbackCounterPolicy,
+    /// See [`CounterSourcePreference`]. Default: auto.
+    pub counter_source: CounterSourcePreference,
+    /// Also describe a `PROCESSOR_FEEDBACK_COUNTER_PERFORMANCE` view of the same counter pair
+    /// (counter index 1, `NominalRate` = nominal performance). Default: off.
+    /// Registry: `PerformanceCounterView` (`REG_DWORD`, 0/1).
+    pub performance_counter_view: bool,
+    /// The rate, in MHz, at which the nominal counter (MPERF) counts in C0, overriding
+    /// detection. `None` (default): detected. Registry: `NominalMhz` (`REG_DWORD`, 1..=100000).
+    pub nominal_mhz: Option<u32>,
+    /// Perf capabilities overriding detection; used only when ordered
+    /// (Lowest <= LowestNonlinear <= Nominal <= Highest, Lowest > 0). `None` (default): detected.
+    /// Registry: `HighestPerformance`, `NominalPerformance`, `LowestNonlinearPerformance`,
+    /// `LowestPerformance` (`REG_DWORD`, all four or none).
+    pub perf_capabilities: Option<PerfCapabilities>,
+    /// Device-id patterns of the processor devices this PEP accepts. Default:
+    /// [`crate::device_id::DEFAULT_DEVICE_ID_PATTERNS`].
+    /// Registry: `ProcessorDeviceIdPatterns` (`REG_MULTI_SZ`, replaces the defaults).
+    pub device_id_patterns: DeviceIdPatterns,
+    /// Worst-case perf transition latency reported in domain info, in 100 ns units. Default 0
+    /// (not reported). Registry: `TransitionLatency100ns` (`REG_DWORD`).
+    pub transition_latency_100ns: u32,
+}
+
+impl Config {
+    /// The documented defaults.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            feedback_counters: FeedbackCounterPolicy::Enabled,
+            counter_source: CounterSourcePreference::Auto,
+            performance_counter_view: false,
+            nominal_mhz: None,
+            perf_capabilities: None,
+            device_id_patterns: DeviceIdPatterns::defaults(),
+            transition_latency_100ns: 0,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The largest nominal rate the engine accepts from configuration, in MHz.
+pub const MAX_NOMINAL_MHZ: u32 = 100_000;

@@ -1,0 +1,332 @@
+//! Feedback counters: the hardware pair behind them, their descriptors and their reads.
+//!
+//! Which pair backs them, how they are described to PoFx
+//! (`PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS`) and how a read (`PEP_NOTIFY_PPM_FEEDBACK_READ`)
+//! turns raw hardware values into the accumulated, monotonic counts Windows expects.
+//!
+//! Semantics of a read, per handle: the first read is a baseline and reports 0/0; each later
+//! read adds the hardware deltas since the previous read. When either raw value is below the
+//! previous one — the counters were reset (S3/S4 resume, a hypervisor, other software) or
+//! overflowed (the SDM: when either overflows both restart at zero) — that interval adds
+//! nothing and the new raw values become the baseline: a reset can lose one interval, never
+//! produce a huge delta. The totals wrap only after 2^64 counts (centuries at GHz rates).
+
+use core::sync::atomic::Ordering;
+
+use crate::abi::{
+    PEP_PROCESSOR_FEEDBACK_COUNTER, PROCESSOR_FEEDBACK_COUNTER_FREQUENCY,
+    PROCESSOR_FEEDBACK_COUNTER_PERFORMANCE, PROCESSOR_FEEDBACK_TYPE_RELATIVE,
+};
+use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
+use crate::cpu::CpuFeatures;
+use crate::perf::PerfCapabilities;
+use crate::platform::{MsrFault, Platform};
+use crate::processor::{ProcessorSlot, REBASELINE};
+use crate::x86::{bits, msr};
+
+/// The most counters the engine describes per processor (a FREQUENCY and a PERFORMANCE view of
+/// the same pair).
+pub const MAX_FEEDBACK_COUNTERS: usize = 2;
+
+/// How long initialisation measures the nominal counter against the platform's time source.
+pub const CALIBRATION_MICROSECONDS: u32 = 10_000;
+
+/// The hardware counter pair behind the feedback counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterSource {
+    /// No usable pair: `FeedbackCounterCount = 0`.
+    None,
+    /// `IA32_APERF` / `IA32_MPERF` (0xE8 / 0xE7).
+    AperfMperf,
+    /// AMD's read-only copies (0xC00000E8 / 0xC00000E7), preferred on AMD: other software is
+    /// known to reset the writable pair there.
+    AmdAperfMperfReadOnly,
+}
+
+impl CounterSource {
+    /// The (actual, nominal) MSR pair, if any.
+    #[must_use]
+    pub const fn msrs(self) -> Option<(u32, u32)> {
+        match self {
+            Self::None => None,
+            Self::AperfMperf => Some((msr::IA32_APERF, msr::IA32_MPERF)),
+            Self::AmdAperfMperfReadOnly => {
+                Some((msr::AMD_APERF_READ_ONLY, msr::AMD_MPERF_READ_ONLY))
+            }
+        }
+    }
+
+    /// A short stable name (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::AperfMperf => "aperf-mperf",
+            Self::AmdAperfMperfReadOnly => "amd-aperf-mperf-ro",
+        }
+    }
+}
+
+/// Why no counters are reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoCountersReason {
+    /// The configuration's policy turned them off.
+    DisabledByPolicy,
+    /// The configuration asked for no counter source.
+    NoSourceConfigured,
+    /// CPUID announces no supported counter pair.
+    NotAnnounced,
+    /// The announced counters faulted when read.
+    ReadFaulted,
+    /// The announced counters did not advance over a busy calibration interval
+    /// (a hypervisor exposing zeros).
+    NotAdvancing,
+    /// No nominal rate could be configured, read or measured.
+    NominalRateUnknown,
+}
+
+/// Where the nominal rate came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NominalRateSource {
+    /// The configuration's override.
+    Configuration,
+    /// CPUID leaf 16h base frequency.
+    CpuidBaseFrequency,
+    /// `MSR_PLATFORM_INFO` maximum non-turbo ratio × 100 MHz.
+    PlatformInfo,
+    /// Measured against the platform's time source during initialisation.
+    Calibrated,
+    /// Not known.
+    Unknown,
+}
+
+/// The counter setup decided at initialisation; read-only afterwards.
+#[derive(Clone, Copy, Debug)]
+pub struct FeedbackSetup {
+    /// The selected source.
+    pub source: CounterSource,
+    /// Why there are no counters, when `count == 0`.
+    pub reason: Option<NoCountersReason>,
+    /// The actual-count MSR read first.
+    pub actual_msr: u32,
+    /// The nominal-count MSR read second.
+    pub nominal_msr: u32,
+    /// Counters described per processor (0..=2).
+    pub count: u32,
+    /// The descriptors, the first `count` valid.
+    pub descriptors: [PEP_PROCESSOR_FEEDBACK_COUNTER; MAX_FEEDBACK_COUNTERS],
+    /// The nominal rate in MHz (0 when unknown).
+    pub nominal_mhz: u32,
+    /// Where the nominal rate came from.
+    pub nominal_source: NominalRateSource,
+    /// The rate measured during initialisation, in MHz (0 when not measured).
+    pub calibrated_mhz: u32,
+}
+
+impl FeedbackSetup {
+    const fn none(reason: NoCountersReason) -> Self {
+        Self {
+            source: CounterSource::None,
+            reason: Some(reason),
+            actual_msr: 0,
+            nominal_msr: 0,
+            count: 0,
+            descriptors: [PEP_PROCESSOR_FEEDBACK_COUNTER::new(false, 0, 0, false, 0);
+                MAX_FEEDBACK_COUNTERS],
+            nominal_mhz: 0,
+            nominal_source: NominalRateSource::Unknown,
+            calibrated_mhz: 0,
+        }
+    }
+
+    /// Selects the source, measures it and describes the counters. `PASSIVE_LEVEL`, on one
+    /// processor for the whole call (the caller pins the thread: the calibration reads the
+    /// nominal counter twice and both reads must come from the same processor).
+    pub(crate) fn detect<P: Platform>(
+        platform: &P,
+        cpu: &CpuFeatures,
+        config: &Config,
+        perf: impl FnOnce(u32) -> PerfCapabilities,
+    ) -> (Self, PerfCapabilities) {
+        let mut nominal = configured_nominal(config);
+        let setup = Self::select(platform, cpu, config, &mut nominal);
+        let nominal_mhz = nominal.0;
+        let perf = perf(nominal_mhz);
+        let Ok(mut setup) = setup else {
+            let reason = setup.err().unwrap_or(NoCountersReason::NotAnnounced);
+            let mut none = Self::none(reason);
+            none.nominal_mhz = nominal_mhz;
+            none.nominal_source = nominal.1;
+            return (none, perf);
+        };
+        setup.nominal_mhz = nominal_mhz;
+        setup.nominal_source = nominal.1;
+        let frequency = PEP_PROCESSOR_FEEDBACK_COUNTER::new(
+            true,
+            PROCESSOR_FEEDBACK_TYPE_RELATIVE,
+            PROCESSOR_FEEDBACK_COUNTER_FREQUENCY,
+            true,
+            nominal_mhz,
+        );
+        let performance = PEP_PROCESSOR_FEEDBACK_COUNTER::new(
+            true,
+            PROCESSOR_FEEDBACK_TYPE_RELATIVE,
+            PROCESSOR_FEEDBACK_COUNTER_PERFORMANCE,
+            true,
+            perf.nominal,
+        );
+        setup.descriptors = [frequency, performance];
+        setup.count = if config.performance_counter_view { 2 } else { 1 };
+        (setup, perf)
+    }
+
+    fn select<P: Platform>(
+        platform: &P,
+        cpu: &CpuFeatures,
+        config: &Config,
+        nominal: &mut (u32, NominalRateSource),
+    ) -> Result<Self, NoCountersReason> {
+        if config.feedback_counters == FeedbackCounterPolicy::Disabled {
+            return Err(NoCountersReason::DisabledByPolicy);
+        }
+        let source = match config.counter_source {
+            CounterSourcePreference::None => return Err(NoCountersReason::NoSourceConfigured),
+            CounterSourcePreference::Auto | CounterSourcePreference::AperfMperf => {
+                if cpu.has_amd_read_only_copies() {
+                    CounterSource::AmdAperfMperfReadOnly
+                } else if cpu.has_aperf_mperf() {
+                    CounterSource::AperfMperf
+                } else {
+                    return Err(NoCountersReason::NotAnnounced);
+                }
+            }
+        };
+        let (actual_msr, nominal_msr) = source.msrs().ok_or(NoCountersReason::NotAnnounced)?;
+        let calibrated_mhz = calibrate(platform, actual_msr, nominal_msr)?;
+        if nominal.1 == NominalRateSource::Unknown {
+            *nominal = hardware_nominal(platform, cpu)
+                .unwrap_or((calibrated_mhz, NominalRateSource::Calibrated));
+        }
+        if nominal.0 == 0 {
+            return Err(NoCountersReason::NominalRateUnknown);
+        }
+        let mut setup = Self::none(NoCountersReason::NotAnnounced);
+        setup.source = source;
+        setup.reason = None;
+        setup.actual_msr = actual_msr;
+        setup.nominal_msr = nominal_msr;
+        setup.calibrated_mhz = calibrated_mhz;
+        Ok(setup)
+    }
+}
+
+fn configured_nominal(config: &Config) -> (u32, NominalRateSource) {
+    match config.nominal_mhz {
+        Some(mhz) if (1..=MAX_NOMINAL_MHZ).contains(&mhz) => {
+            (mhz, NominalRateSource::Configuration)
+        }
+        _ => (0, NominalRateSource::Unknown),
+    }
+}
+
+fn hardware_nominal<P: Platform>(
+    platform: &P,
+    cpu: &CpuFeatures,
+) -> Option<(u32, NominalRateSource)> {
+    if cpu.is_intel && cpu.base_mhz != 0 {
+        return Some((cpu.base_mhz, NominalRateSource::CpuidBaseFrequency));
+    }
+    if cpu.has_intel_platform_msrs() {
+        let info = platform.read_msr(msr::MSR_PLATFORM_INFO).ok()?;
+        let ratio = u32::try_from(bits(info, 8, 15)).ok()?;
+        let mhz = ratio.checked_mul(100).filter(|&mhz| mhz != 0)?;
+        return Some((mhz, NominalRateSource::PlatformInfo));
+    }
+    None
+}
+
+/// Reads the pair, busy-waits [`CALIBRATION_MICROSECONDS`] and reads it again: fails when the
+/// reads fault or either counter did not advance; otherwise returns the nominal counter's rate
+/// in MHz measured against the platform's time source (0 when the time source did not advance).
+fn calibrate<P: Platform>(
+    platform: &P,
+    actual_msr: u32,
+    nominal_msr: u32,
+) -> Result<u32, NoCountersReason> {
+    let read = || -> Result<(u64, u64), MsrFault> {
+        platform.with_interrupts_masked(|| {
+            let actual = platform.read_msr(actual_msr)?;
+            let nominal = platform.read_msr(nominal_msr)?;
+            Ok((actual, nominal))
+        })
+    };
+    let start_time = platform.performance_counter();
+    let (start_actual, start_nominal) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
+    platform.stall_microseconds(CALIBRATION_MICROSECONDS);
+    let (end_actual, end_nominal) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
+    let end_time = platform.performance_counter();
+    let actual = end_actual.saturating_sub(start_actual);
+    let nominal = end_nominal.saturating_sub(start_nominal);
+    if actual == 0 || nominal == 0 {
+        return Err(NoCountersReason::NotAdvancing);
+    }
+    let ticks = end_time.ticks.saturating_sub(start_time.ticks);
+    if ticks == 0 || start_time.frequency == 0 {
+        return Ok(0);
+    }
+    // MHz = nominal counts / seconds / 1e6 = nominal × frequency / ticks / 1e6, rounded.
+    let numerator = u128::from(nominal).saturating_mul(u128::from(start_time.frequency));
+    let denominator = u128::from(ticks).saturating_mul(1_000_000);
+    let mhz = numerator.saturating_add(denominator / 2).checked_div(denominator).unwrap_or(0);
+    Ok(u32::try_from(mhz).unwrap_or(0).min(MAX_NOMINAL_MHZ))
+}
+
+/// The accumulated counts a read reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Accumulated {
+    pub actual: u64,
+    pub nominal: u64,
+}
+
+/// Reads the counter pair on the current processor with interrupts masked and accumulates it
+/// into `slot`. Any IRQL; the caller has established that the current processor owns `slot`.
+///
+/// # Errors
+/// [`MsrFault`] when a read faulted; `slot` is then unchanged.
+#[inline]
+pub(crate) fn read_and_accumulate<P: Platform>(
+    platform: &P,
+    setup: &FeedbackSetup,
+    slot: &ProcessorSlot,
+) -> Result<Accumulated, MsrFault> {
+    platform.with_interrupts_masked(|| {
+        let actual = platform.read_msr(setup.actual_msr)?;
+        let nominal = platform.read_msr(setup.nominal_msr)?;
+        let last_actual = slot.last_actual.load(Ordering::Relaxed);
+        let last_nominal = slot.last_nominal.load(Ordering::Relaxed);
+        slot.last_actual.store(actual, Ordering::Relaxed);
+        slot.last_nominal.store(nominal, Ordering::Relaxed);
+        let mut total_actual = slot.total_actual.load(Ordering::Relaxed);
+        let mut total_nominal = slot.total_nominal.load(Ordering::Relaxed);
+        if actual >= last_actual && nominal >= last_nominal {
+            total_actual = total_actual.wrapping_add(actual.wrapping_sub(last_actual));
+            total_nominal = total_nominal.wrapping_add(nominal.wrapping_sub(last_nominal));
+            slot.total_actual.store(total_actual, Ordering::Relaxed);
+            slot.total_nominal.store(total_nominal, Ordering::Relaxed);
+        } else {
+            note_rebaseline(slot, last_actual);
+        }
+        Ok(Accumulated { actual: total_actual, nominal: total_nominal })
+    })
+}
+
+/// The cold path of a read whose raw values went backwards: counts a reset unless this was a
+/// requested baseline.
+#[cold]
+#[inline(never)]
+fn note_rebaseline(slot: &ProcessorSlot, last_actual: u64) {
+    if last_actual != REBASELINE {
+        let resets = slot.resets.load(Ordering::Relaxed);
+        slot.resets.store(resets.saturating_add(1), Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,224 @@
+//! The PEP instance and the `PEP_INFORMATION` callbacks PoFx calls.
+//!
+//! One [`Pep`] exists per registration. The C callbacks find it through
+//! [`Platform::instance`], decode the notification and hand it to [`crate::dpm`] or
+//! [`crate::ppm`]. The kernel and the emulator call exactly these functions.
+
+use core::ffi::c_void;
+use core::sync::atomic::Ordering;
+
+use crate::abi::{BOOLEAN, FALSE, PEP_INFORMATION, PEP_INFORMATION_V3, PEPHANDLE, TRUE, ULONG};
+use crate::config::Config;
+use crate::counters::{CounterSource, FeedbackSetup, NoCountersReason, NominalRateSource};
+use crate::cpu::CpuFeatures;
+use crate::device_id::{DeviceIdLog, DeviceIdPatterns};
+use crate::perf::{self, PerfCapabilities, PerfSource};
+use crate::platform::Platform;
+use crate::processor::{ProcessorSlot, decode_handle, generation_of, state, state_of};
+use crate::{dpm, ppm};
+
+/// The PEP: configuration, detected hardware facts and the processor table.
+///
+/// Created once at `PASSIVE_LEVEL` by [`Pep::new`]; afterwards only its atomics change, so the
+/// callbacks share it by reference at any IRQL.
+pub struct Pep<P: Platform> {
+    platform: P,
+    pub(crate) feedback: FeedbackSetup,
+    pub(crate) perf: PerfCapabilities,
+    perf_source: PerfSource,
+    pub(crate) cpu: CpuFeatures,
+    pub(crate) patterns: DeviceIdPatterns,
+    pub(crate) transition_latency_100ns: u32,
+    pub(crate) slots: &'static [ProcessorSlot],
+    pub(crate) device_log: DeviceIdLog,
+}
+
+impl<P: Platform> Pep<P> {
+    /// Detects the hardware, decides the counter setup and takes `slots` as the processor
+    /// table (one slot per processor device the PEP may accept; size it for the maximum
+    /// processor count of all groups).
+    ///
+    /// `PASSIVE_LEVEL`. The caller keeps the thread on one processor for the whole call (set
+    /// its affinity): the nominal-rate calibration reads the counters twice, ~10 ms apart, and
+    /// both reads must come from the same processor.
+    pub fn new(platform: P, config: &Config, slots: &'static [ProcessorSlot]) -> Self {
+        let cpu = CpuFeatures::detect(&platform);
+        let mut perf_source = PerfSource::Flat;
+        let (feedback, perf) = FeedbackSetup::detect(&platform, &cpu, config, |nominal_mhz| {
+            let (caps, source) =
+                perf::detect(&platform, &cpu, config.perf_capabilities, nominal_mhz);
+            perf_source = source;
+            caps
+        });
+        for slot in slots {
+            slot.lifecycle.store(0, Ordering::Relaxed);
+            slot.reset_counters();
+        }
+        Self {
+            platform,
+            feedback,
+            perf,
+            perf_source,
+            cpu,
+            patterns: config.device_id_patterns.clone(),
+            transition_latency_100ns: config.transition_latency_100ns,
+            slots,
+            device_log: DeviceIdLog::new(),
+        }
+    }
+
+    /// The platform.
+    pub const fn platform(&self) -> &P {
+        &self.platform
+    }
+
+    /// Feedback counters described per processor (0 without a usable source).
+    #[must_use]
+    pub const fn feedback_counter_count(&self) -> u32 {
+        self.feedback.count
+    }
+
+    /// The counter source in use.
+    #[must_use]
+    pub const fn counter_source(&self) -> CounterSource {
+        self.feedback.source
+    }
+
+    /// Why no counters are reported, when [`Self::feedback_counter_count`] is 0.
+    #[must_use]
+    pub const fn no_counters_reason(&self) -> Option<NoCountersReason> {
+        self.feedback.reason
+    }
+
+    /// The nominal rate in MHz (0 when unknown).
+    #[must_use]
+    pub const fn nominal_mhz(&self) -> u32 {
+        self.feedback.nominal_mhz
+    }
+
+    /// Where the nominal rate came from.
+    #[must_use]
+    pub const fn nominal_rate_source(&self) -> NominalRateSource {
+        self.feedback.nominal_source
+    }
+
+    /// The nominal rate measured at initialisation, in MHz (0 when not measured).
+    #[must_use]
+    pub const fn calibrated_mhz(&self) -> u32 {
+        self.feedback.calibrated_mhz
+    }
+
+    /// The perf capabilities served.
+    #[must_use]
+    pub const fn perf_capabilities(&self) -> PerfCapabilities {
+        self.perf
+    }
+
+    /// Where the perf capabilities came from.
+    #[must_use]
+    pub const fn perf_source(&self) -> PerfSource {
+        self.perf_source
+    }
+
+    /// The CPUID facts read at initialisation.
+    #[must_use]
+    pub const fn cpu_features(&self) -> &CpuFeatures {
+        &self.cpu
+    }
+
+    /// The processor table's capacity.
+    #[must_use]
+    pub const fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Processor devices currently registered (registered or started). `PASSIVE_LEVEL`.
+    #[must_use]
+    pub fn registered_count(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|slot| {
+                let current = state_of(slot.lifecycle.load(Ordering::Acquire));
+                current == state::REGISTERED || current == state::STARTED
+            })
+            .count()
+    }
+
+    /// The device ids PoFx offered and the decisions taken.
+    #[must_use]
+    pub const fn device_log(&self) -> &DeviceIdLog {
+        &self.device_log
+    }
+
+    /// The live slot a handle names: registered or started, and of the handle's generation.
+    /// Any IRQL; touches only the table.
+    #[inline]
+    pub(crate) fn slot_for_handle(&self, handle: PEPHANDLE) -> Option<(usize, &ProcessorSlot)> {
+        let (index, generation) = decode_handle(handle)?;
+        let slot = self.slots.get(index)?;
+        let lifecycle = slot.lifecycle.load(Ordering::Acquire);
+        let live = matches!(state_of(lifecycle), state::REGISTERED | state::STARTED);
+        (live && generation_of(lifecycle) == generation).then_some((index, slot))
+    }
+}
+
+/// The `PEP_INFORMATION` to pass to `PoFxRegisterPluginEx`: version 3, size 32, the DPM and
+/// PPM callbacks of this engine instantiated for `P`, no ACPI callback.
+#[must_use]
+pub fn pep_information<P: Platform>() -> PEP_INFORMATION {
+    PEP_INFORMATION {
+        Version: PEP_INFORMATION_V3,
+        Size: PEP_INFORMATION_SIZE,
+        AcceptDeviceNotification: Some(accept_device_notification::<P>),
+        AcceptProcessorNotification: Some(accept_processor_notification::<P>),
+        AcceptAcpiNotification: None,
+    }
+}
+
+const PEP_INFORMATION_SIZE: u16 = {
+    let size = core::mem::size_of::<PEP_INFORMATION>();
+    assert!(size == 32);
+    32
+};
+
+const fn boolean(value: bool) -> BOOLEAN {
+    if value { TRUE } else { FALSE }
+}
+
+/// `PEPCALLBACKNOTIFYDPM`: PoFx's device power management notifications.
+///
+/// IRQL: as PoFx documents per notification (`PASSIVE_LEVEL` for prepare/register/unregister/
+/// abandon, `<= DISPATCH_LEVEL` for device started). Returns TRUE only for the notifications
+/// handled; FALSE, without touching `data`, for every other one and for malformed data.
+///
+/// # Safety
+/// `data` must be NULL or point to the structure PoFx documents for `notification`, valid for
+/// the duration of the call.
+pub unsafe extern "C" fn accept_device_notification<P: Platform>(
+    notification: ULONG,
+    data: *mut c_void,
+) -> BOOLEAN {
+    let Some(pep) = P::instance() else { return FALSE };
+    // SAFETY: the caller's contract for `data` is passed on unchanged.
+    boolean(unsafe { dpm::dispatch(pep, notification, data) })
+}
+
+/// `PEPCALLBACKNOTIFYPPM`: PoFx's processor power management notifications.
+///
+/// IRQL: `PASSIVE_LEVEL` up to `HIGH_LEVEL`, interrupts possibly disabled. Nothing reached from
+/// here allocates, blocks, logs or panics. Returns TRUE only for the notifications handled;
+/// FALSE, without touching `data`, for every other one, for NULL or misaligned data and for an
+/// unknown, stale or forged handle.
+///
+/// # Safety
+/// `data` must be NULL or point to the structure PoFx documents for `notification`, valid for
+/// the duration of the call. `handle` may be anything: it is validated, never dereferenced.
+pub unsafe extern "C" fn accept_processor_notification<P: Platform>(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: *mut c_void,
+) -> BOOLEAN {
+    let Some(pep) = P::instance() else { return FALSE };
+    // SAFETY: the caller's contract for `data` is passed on unchanged.
+    boolean(unsafe { ppm::dispatch(pep, handle, notification, data) })
+}

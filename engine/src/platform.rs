@@ -1,0 +1,78 @@
+//! The platform: the kernel and hardware services the engine needs, and nothing more.
+//!
+//! The Windows driver implements it over `ntoskrnl` and the processor's own instructions
+//! (see [`crate::x86`]); `ppm-sim` implements it over simulated processors.
+
+use crate::pep::Pep;
+
+/// The four registers `CPUID` returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuidResult {
+    /// EAX.
+    pub eax: u32,
+    /// EBX.
+    pub ebx: u32,
+    /// ECX.
+    pub ecx: u32,
+    /// EDX.
+    pub edx: u32,
+}
+
+/// An MSR read that did not produce a value.
+///
+/// On real hardware the engine reads an MSR only after CPUID says it exists, so the kernel
+/// platform never returns this; a simulated platform returns it to model a hypervisor that
+/// faults on an advertised MSR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsrFault;
+
+/// A reading of the platform's high-resolution time source (`KeQueryPerformanceCounter`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerformanceCounter {
+    /// Ticks since an arbitrary origin.
+    pub ticks: u64,
+    /// Ticks per second.
+    pub frequency: u64,
+}
+
+/// Kernel and hardware services for the engine.
+///
+/// Every method may be called at any IRQL up to `HIGH_LEVEL` unless its documentation says
+/// otherwise, and none may allocate, block, log or panic.
+pub trait Platform: Sized + Sync + 'static {
+    /// The engine instance whose C callbacks are being called, or `None` before it exists.
+    ///
+    /// The kernel keeps one instance in static storage; an emulator may keep one per thread.
+    /// Any IRQL.
+    fn instance() -> Option<&'static Pep<Self>>;
+
+    /// The system-wide index of the processor executing the caller (the index
+    /// `KeGetCurrentProcessorNumberEx` reports, `group * 64 + number` on a host emulator).
+    /// Any IRQL.
+    fn current_processor_index(&self) -> u32;
+
+    /// Executes `CPUID` with `leaf` in EAX and `subleaf` in ECX on the current processor.
+    /// Any IRQL.
+    fn cpuid(&self, leaf: u32, subleaf: u32) -> CpuidResult;
+
+    /// Reads model-specific register `msr` on the current processor.
+    ///
+    /// The engine calls this only for MSRs whose existence CPUID (or a vendor rule documented in
+    /// [`crate::x86`]) established. Any IRQL.
+    ///
+    /// # Errors
+    /// [`MsrFault`] when the read faulted (only a simulated platform reports this).
+    fn read_msr(&self, msr: u32) -> Result<u64, MsrFault>;
+
+    /// Runs `f` with interrupts masked on the current processor, restoring the previous
+    /// interrupt state afterwards (save flags, disable, run, restore: never a blind enable).
+    /// Any IRQL.
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R;
+
+    /// Reads the platform's high-resolution time source. `PASSIVE_LEVEL` only (initialisation).
+    fn performance_counter(&self) -> PerformanceCounter;
+
+    /// Busy-waits for `microseconds` on the current processor, staying in C0
+    /// (`KeStallExecutionProcessor`). `PASSIVE_LEVEL` only (initialisation).
+    fn stall_microseconds(&self, microseconds: u32);
+}

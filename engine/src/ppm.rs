@@ -1,0 +1,314 @@
+//! Processor power management notifications (`AcceptProcessorNotification`).
+//!
+//! Handled: `QUERY_CAPABILITIES`, `QUERY_FEEDBACK_COUNTERS`, `FEEDBACK_READ`,
+//! `QUERY_PERF_CAPABILITIES`, `QUERY_DOMAIN_INFO`, `ENTER_SYSTEM_STATE`,
+//! `RESUME_FROM_SYSTEM_STATE`, `PERF_CHECK_COMPLETE`. Every other notification returns FALSE;
+//! idle states stay with the OS (`IdleStateCount = 0`) and perf control with ACPI
+//! (`PerformanceStatesSupported = FALSE`).
+//!
+//! IRQL: `PASSIVE_LEVEL` up to `HIGH_LEVEL`, interrupts possibly disabled. Nothing here
+//! allocates, blocks, logs or panics; every pointer is checked for NULL and alignment and every
+//! handle against the table before anything is read or written.
+//!
+//! Domain model: one perf domain per processor device. `DomainId` is the device's slot index in
+//! the processor table, `DomainMembers` is 1 and the coordination type is `SW_ALL` (trivially
+//! satisfied by one member): per-logical-processor HWP/CPPC requests are independent, and a PEP
+//! that does not control perf states has nothing to coordinate.
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering;
+
+use crate::abi::{
+    FALSE, PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
+    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+    PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
+    PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_PERF_CHECK_COMPLETE,
+    PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_RESUME_FROM_SYSTEM_STATE,
+    PEP_PROCESSOR_FEEDBACK_COUNTER, PEPHANDLE, PROCESSOR_DOMAIN_COORDIANTION_SW_ALL,
+    PowerSystemShutdown, PowerSystemWorking, SYSTEM_POWER_STATE,
+};
+use crate::counters::read_and_accumulate;
+use crate::pep::Pep;
+use crate::platform::Platform;
+use crate::processor::{ProcessorSlot, UNBOUND};
+
+/// `data` as a pointer to `T`, if it is non-NULL and aligned for `T`.
+#[inline]
+pub(crate) fn typed<T>(data: *mut c_void) -> Option<NonNull<T>> {
+    let data = NonNull::new(data.cast::<T>())?;
+    data.is_aligned().then_some(data)
+}
+
+/// Routes one processor notification. Returns whether it was handled.
+///
+/// # Safety
+/// `data` is NULL or points to the structure PoFx documents for `notification`.
+#[inline]
+pub(crate) unsafe fn dispatch<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    notification: u32,
+    data: *mut c_void,
+) -> bool {
+    match notification {
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_FEEDBACK_READ => unsafe { feedback_read(pep, handle, data) },
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_QUERY_CAPABILITIES => unsafe { query_capabilities(pep, handle, data) },
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS => unsafe {
+            query_feedback_counters(pep, handle, data)
+        },
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES => unsafe {
+            query_perf_capabilities(pep, handle, data)
+        },
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO => unsafe { query_domain_info(pep, handle, data) },
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE => unsafe {
+            system_state::<P, PEP_PPM_ENTER_SYSTEM_STATE>(pep, handle, data, false)
+        },
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE => unsafe {
+            system_state::<P, PEP_PPM_RESUME_FROM_SYSTEM_STATE>(pep, handle, data, true)
+        },
+        PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE => perf_check_complete(pep, handle, data),
+        _ => false,
+    }
+}
+
+/// `PEP_NOTIFY_PPM_FEEDBACK_READ`: up to `DISPATCH_LEVEL` (or with interrupts disabled), on the
+/// processor the handle is bound to. The first read of a handle binds it to the processor it
+/// runs on; a read on any other processor, an index beyond `FeedbackCounterCount` or a faulting
+/// counter read is refused.
+///
+/// # Safety
+/// `data` is NULL or points to a `PEP_PPM_FEEDBACK_READ`.
+#[inline]
+unsafe fn feedback_read<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: *mut c_void) -> bool {
+    let Some(data) = typed::<PEP_PPM_FEEDBACK_READ>(data) else { return false };
+    let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
+    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_FEEDBACK_READ.
+    let index = unsafe { (*data.as_ptr()).CounterIndex };
+    if index >= pep.feedback.count {
+        return false;
+    }
+    let current = pep.platform().current_processor_index();
+    let bound = slot.bound_processor.load(Ordering::Relaxed);
+    if bound != current && !bind(slot, bound, current) {
+        return false;
+    }
+    let Ok(counts) = read_and_accumulate(pep.platform(), &pep.feedback, slot) else { return false };
+    let out = PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1 {
+        NominalCount: counts.nominal,
+        ActualCount: counts.actual,
+    };
+    // SAFETY: as above; taking the address of a field reads nothing.
+    let counts = unsafe { &raw mut (*data.as_ptr()).__bindgen_anon_1 };
+    // SAFETY: the union is in the structure PoFx gave the PEP to fill; the relative view is
+    // one of its members, at offset 0 and of the union's alignment.
+    unsafe { counts.cast::<PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1>().write(out) };
+    true
+}
+
+/// Binds an unbound handle to `current`; false when it is bound elsewhere (or another
+/// processor won the race to bind it).
+#[cold]
+#[inline(never)]
+fn bind(slot: &ProcessorSlot, bound: u32, current: u32) -> bool {
+    bound == UNBOUND
+        && slot
+            .bound_processor
+            .compare_exchange(UNBOUND, current, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+}
+
+/// `PEP_NOTIFY_PPM_QUERY_CAPABILITIES`: `PASSIVE_LEVEL`, once per processor.
+///
+/// # Safety
+/// `data` is NULL or points to a `PEP_PPM_QUERY_CAPABILITIES`.
+unsafe fn query_capabilities<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: *mut c_void,
+) -> bool {
+    let Some(data) = typed::<PEP_PPM_QUERY_CAPABILITIES>(data) else { return false };
+    if pep.slot_for_handle(handle).is_none() {
+        return false;
+    }
+    let answer = PEP_PPM_QUERY_CAPABILITIES {
+        FeedbackCounterCount: pep.feedback.count,
+        IdleStateCount: 0,
+        PerformanceStatesSupported: FALSE,
+        ParkingSupported: FALSE,
+        DiscretePerformanceStateCount: 0,
+        Reserved: 0,
+    };
+    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_CAPABILITIES.
+    unsafe { data.as_ptr().write(answer) };
+    true
+}
+
+/// `PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS`: `PASSIVE_LEVEL`, processor init. `Count` must equal
+/// `FeedbackCounterCount` (the buffer holds that many descriptors).
+///
+/// # Safety
+/// `data` is NULL or points to a `PEP_PPM_QUERY_FEEDBACK_COUNTERS` whose buffer holds `Count`
+/// descriptors.
+unsafe fn query_feedback_counters<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: *mut c_void,
+) -> bool {
+    let Some(data) = typed::<PEP_PPM_QUERY_FEEDBACK_COUNTERS>(data) else { return false };
+    if pep.slot_for_handle(handle).is_none() {
+        return false;
+    }
+    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_FEEDBACK_COUNTERS.
+    let count = unsafe { (*data.as_ptr()).Count };
+    if count == 0 || count != pep.feedback.count {
+        return false;
+    }
+    // SAFETY: as above; taking the address of a field reads nothing.
+    let counters = unsafe { &raw mut (*data.as_ptr()).Counters };
+    let first = counters.cast::<PEP_PROCESSOR_FEEDBACK_COUNTER>();
+    let described = usize::try_from(count).unwrap_or(0);
+    for (offset, descriptor) in pep.feedback.descriptors.iter().take(described).enumerate() {
+        // SAFETY: the buffer holds `Count` descriptors (caller) and `offset < Count`; the
+        // descriptor array starts at an aligned offset of an aligned structure.
+        unsafe { first.wrapping_add(offset).write(*descriptor) };
+    }
+    true
+}
+
+/// `PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES`: `PASSIVE_LEVEL`, processor init.
+///
+/// # Safety
+/// `data` is NULL or points to a `PEP_PPM_QUERY_PERF_CAPABILITIES`.
+unsafe fn query_perf_capabilities<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: *mut c_void,
+) -> bool {
+    let Some(data) = typed::<PEP_PPM_QUERY_PERF_CAPABILITIES>(data) else { return false };
+    let Some((index, _)) = pep.slot_for_handle(handle) else { return false };
+    let Ok(domain) = u32::try_from(index) else { return false };
+    let answer = PEP_PPM_QUERY_PERF_CAPABILITIES {
+        HighestPerformance: pep.perf.highest,
+        NominalPerformance: pep.perf.nominal,
+        LowestNonlinearPerformance: pep.perf.lowest_nonlinear,
+        LowestPerformance: pep.perf.lowest,
+        DomainId: domain,
+        DomainMembers: 1,
+    };
+    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_PERF_CAPABILITIES.
+    unsafe { data.as_ptr().write(answer) };
+    true
+}
+
+/// A NULL handle, or a live one.
+fn handle_acceptable<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE) -> bool {
+    handle.is_null() || pep.slot_for_handle(handle).is_some()
+}
+
+/// `PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO`: `PASSIVE_LEVEL`. Known domains are the slot indexes of
+/// live processor devices.
+///
+/// # Safety
+/// `data` is NULL or points to a `PEP_PPM_QUERY_DOMAIN_INFO`.
+unsafe fn query_domain_info<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: *mut c_void,
+) -> bool {
+    let Some(data) = typed::<PEP_PPM_QUERY_DOMAIN_INFO>(data) else { return false };
+    if !handle_acceptable(pep, handle) {
+        return false;
+    }
+    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_DOMAIN_INFO.
+    let domain = unsafe { (*data.as_ptr()).DomainId };
+    let live =
+        usize::try_from(domain).ok().and_then(|index| pep.slots.get(index)).is_some_and(|slot| {
+            let state = crate::processor::state_of(slot.lifecycle.load(Ordering::Acquire));
+            matches!(state, crate::processor::state::REGISTERED | crate::processor::state::STARTED)
+        });
+    if !live {
+        return false;
+    }
+    let answer = PEP_PPM_QUERY_DOMAIN_INFO {
+        DomainId: domain,
+        CoordinationType: PROCESSOR_DOMAIN_COORDIANTION_SW_ALL,
+        IdleProcessorsDiscounted: FALSE,
+        SchedulerDirectedTransitionsSupported: FALSE,
+        AffinitizePerfSet: FALSE,
+        WorstCaseTransitionLatency: pep.transition_latency_100ns,
+        WorstCaseTransitionOverhead: 0,
+    };
+    // SAFETY: as above.
+    unsafe { data.as_ptr().write(answer) };
+    true
+}
+
+/// The structures of `ENTER_SYSTEM_STATE` and `RESUME_FROM_SYSTEM_STATE`.
+trait SystemStateData {
+    /// Reads `TargetState`.
+    ///
+    /// # Safety
+    /// `data` points to a valid instance.
+    unsafe fn target_state(data: NonNull<Self>) -> SYSTEM_POWER_STATE;
+}
+
+impl SystemStateData for PEP_PPM_ENTER_SYSTEM_STATE {
+    unsafe fn target_state(data: NonNull<Self>) -> SYSTEM_POWER_STATE {
+        // SAFETY: `data` points to a valid instance (caller).
+        unsafe { (*data.as_ptr()).TargetState }
+    }
+}
+
+impl SystemStateData for PEP_PPM_RESUME_FROM_SYSTEM_STATE {
+    unsafe fn target_state(data: NonNull<Self>) -> SYSTEM_POWER_STATE {
+        // SAFETY: `data` points to a valid instance (caller).
+        unsafe { (*data.as_ptr()).TargetState }
+    }
+}
+
+/// `PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE` / `RESUME_FROM_SYSTEM_STATE`: `DISPATCH_LEVEL`, on every
+/// processor at once. Nothing is queued. On resume the handle's next read re-baselines (the
+/// counters restarted while the processor was off); with a NULL handle, every handle's does.
+///
+/// # Safety
+/// `data` is NULL or points to a `T`.
+unsafe fn system_state<P: Platform, T: SystemStateData>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: *mut c_void,
+    resume: bool,
+) -> bool {
+    let Some(data) = typed::<T>(data) else { return false };
+    if !handle_acceptable(pep, handle) {
+        return false;
+    }
+    // SAFETY: `data` is non-NULL, aligned and, per the caller, a `T`.
+    let target = unsafe { T::target_state(data) };
+    if !(PowerSystemWorking..=PowerSystemShutdown).contains(&target) {
+        return false;
+    }
+    if resume {
+        match pep.slot_for_handle(handle) {
+            Some((_, slot)) => slot.request_rebaseline(),
+            None => pep.slots.iter().for_each(ProcessorSlot::request_rebaseline),
+        }
+    }
+    true
+}
+
+/// `PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE`: `DISPATCH_LEVEL`, any processor. Acknowledged; this PEP
+/// has no perf-check work.
+fn perf_check_complete<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: *mut c_void) -> bool {
+    typed::<PEP_PPM_PERF_CHECK_COMPLETE>(data).is_some() && handle_acceptable(pep, handle)
+}

@@ -1,0 +1,455 @@
+//! Unit tests of the engine through its C callbacks, on a scripted platform.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::missing_panics_doc,
+    clippy::too_many_lines,
+    clippy::unused_self,
+    clippy::items_after_statements
+)]
+
+extern crate std;
+
+use core::cell::Cell;
+use core::ffi::c_void;
+use std::boxed::Box;
+use std::string::String;
+use std::vec::Vec;
+
+use crate::abi::*;
+use crate::config::{Config, FeedbackCounterPolicy};
+use crate::counters::{CounterSource, NoCountersReason, NominalRateSource};
+use crate::device_id::DeviceIdPatterns;
+use crate::perf::PerfCapabilities;
+use crate::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
+use crate::x86::{cpuid, msr};
+use crate::{Pep, ProcessorSlot, pep_information};
+
+std::thread_local! {
+    static INSTANCE: Cell<*const Pep<Scripted>> = const { Cell::new(core::ptr::null()) };
+    static CURRENT: Cell<u32> = const { Cell::new(0) };
+    static MASKED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A scripted Intel HWP processor whose APERF/MPERF values are set by the test.
+struct Scripted {
+    aperf: Cell<u64>,
+    mperf: Cell<u64>,
+    fault: Cell<bool>,
+    unmasked_counter_reads: Cell<u32>,
+    has_counters: bool,
+    time: Cell<u64>,
+}
+
+// SAFETY: the tests use one thread per engine instance.
+unsafe impl Sync for Scripted {}
+
+impl Scripted {
+    fn new(has_counters: bool) -> Self {
+        Self {
+            aperf: Cell::new(1_000),
+            mperf: Cell::new(1_000),
+            fault: Cell::new(false),
+            unmasked_counter_reads: Cell::new(0),
+            has_counters,
+            time: Cell::new(0),
+        }
+    }
+}
+
+impl Platform for Scripted {
+    fn instance() -> Option<&'static Pep<Self>> {
+        let pointer = INSTANCE.with(Cell::get);
+        // SAFETY: set by `Harness` to a live leaked instance for the thread's lifetime.
+        unsafe { pointer.as_ref() }
+    }
+    fn current_processor_index(&self) -> u32 {
+        CURRENT.with(Cell::get)
+    }
+    fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
+        match leaf {
+            0 => CpuidResult {
+                eax: 0x16,
+                ebx: cpuid::VENDOR_INTEL[0],
+                edx: cpuid::VENDOR_INTEL[1],
+                ecx: cpuid::VENDOR_INTEL[2],
+            },
+            1 => CpuidResult { eax: 0x000A_0655, ..CpuidResult::default() },
+            6 => CpuidResult {
+                eax: cpuid::POWER_EAX_TURBO | cpuid::POWER_EAX_HWP,
+                ecx: u32::from(self.has_counters),
+                ..CpuidResult::default()
+            },
+            0x16 => CpuidResult { eax: 2_000, ..CpuidResult::default() },
+            _ => CpuidResult::default(),
+        }
+    }
+    fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
+        let counter = number == msr::IA32_APERF || number == msr::IA32_MPERF;
+        if counter && (!self.has_counters || self.fault.get()) {
+            return Err(MsrFault);
+        }
+        if counter && MASKED.with(Cell::get) == 0 {
+            self.unmasked_counter_reads.set(self.unmasked_counter_reads.get() + 1);
+        }
+        match number {
+            msr::IA32_APERF => Ok(self.aperf.get()),
+            msr::IA32_MPERF => Ok(self.mperf.get()),
+            msr::IA32_PM_ENABLE => Ok(1),
+            // highest 40, guaranteed 20, most efficient 8, lowest 4
+            msr::IA32_HWP_CAPABILITIES => Ok(0x0408_1428),
+            _ => Err(MsrFault),
+        }
+    }
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+        MASKED.with(|m| m.set(m.get() + 1));
+        let result = f();
+        MASKED.with(|m| m.set(m.get() - 1));
+        result
+    }
+    fn performance_counter(&self) -> PerformanceCounter {
+        PerformanceCounter { ticks: self.time.get(), frequency: 10_000_000 }
+    }
+    fn stall_microseconds(&self, microseconds: u32) {
+        // Busy in C0 at 3 GHz with MPERF at 2 GHz.
+        let us = u64::from(microseconds);
+        self.time.set(self.time.get() + us * 10);
+        self.aperf.set(self.aperf.get() + us * 3_000);
+        self.mperf.set(self.mperf.get() + us * 2_000);
+    }
+}
+
+struct Harness {
+    pep: &'static Pep<Scripted>,
+}
+
+impl Harness {
+    fn new(config: &Config, has_counters: bool, capacity: usize) -> Self {
+        let slots: Vec<ProcessorSlot> = (0..capacity).map(|_| ProcessorSlot::new()).collect();
+        let slots: &'static [ProcessorSlot] = Box::leak(slots.into_boxed_slice());
+        let pep: &'static Pep<Scripted> =
+            Box::leak(Box::new(Pep::new(Scripted::new(has_counters), config, slots)));
+        INSTANCE.with(|cell| cell.set(pep));
+        CURRENT.with(|cell| cell.set(0));
+        Self { pep }
+    }
+
+    fn dpm(&self, notification: ULONG, data: *mut c_void) -> bool {
+        let info = pep_information::<Scripted>();
+        let callback = info.AcceptDeviceNotification.unwrap();
+        // SAFETY: data is NULL or the structure for the notification.
+        unsafe { callback(notification, data) == TRUE }
+    }
+
+    fn ppm(&self, handle: PEPHANDLE, notification: ULONG, data: *mut c_void) -> bool {
+        let info = pep_information::<Scripted>();
+        let callback = info.AcceptProcessorNotification.unwrap();
+        // SAFETY: data is NULL or the structure for the notification.
+        unsafe { callback(handle, notification, data) == TRUE }
+    }
+
+    fn prepare(&self, id: &str) -> bool {
+        let mut units: Vec<u16> = id.encode_utf16().collect();
+        let string = UNICODE_STRING {
+            Length: u16::try_from(units.len() * 2).unwrap(),
+            MaximumLength: u16::try_from(units.len() * 2).unwrap(),
+            Buffer: units.as_mut_ptr(),
+        };
+        let mut data = PEP_PREPARE_DEVICE { DeviceId: &raw const string, DeviceAccepted: 0xAA };
+        assert!(self.dpm(PEP_DPM_PREPARE_DEVICE, (&raw mut data).cast()));
+        data.DeviceAccepted == TRUE
+    }
+
+    fn register(&self, id: &str) -> PEPHANDLE {
+        let mut units: Vec<u16> = id.encode_utf16().collect();
+        let string = UNICODE_STRING {
+            Length: u16::try_from(units.len() * 2).unwrap(),
+            MaximumLength: u16::try_from(units.len() * 2).unwrap(),
+            Buffer: units.as_mut_ptr(),
+        };
+        let mut data = PEP_REGISTER_DEVICE_V2 {
+            DeviceId: &raw const string,
+            KernelHandle: core::ptr::without_provenance_mut(0x1000),
+            Register: core::ptr::null_mut(),
+            DeviceHandle: core::ptr::null_mut(),
+            DeviceAccepted: PepDeviceNotAccepted,
+        };
+        assert!(self.dpm(PEP_DPM_REGISTER_DEVICE, (&raw mut data).cast()));
+        if data.DeviceAccepted == PepDeviceAccepted {
+            assert!(!data.DeviceHandle.is_null());
+        } else {
+            assert!(data.DeviceHandle.is_null());
+        }
+        data.DeviceHandle
+    }
+
+    fn processor(&self, id: &str) -> PEPHANDLE {
+        assert!(self.prepare(id), "{id} not accepted");
+        let handle = self.register(id);
+        assert!(!handle.is_null());
+        handle
+    }
+
+    fn read(&self, handle: PEPHANDLE, index: u32) -> Option<(u64, u64)> {
+        let mut data = PEP_PPM_FEEDBACK_READ {
+            CounterIndex: index,
+            __bindgen_anon_1: PEP_PPM_FEEDBACK_READ__bindgen_ty_1 { InstantaneousValue: 0xDEAD },
+        };
+        if !self.ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, (&raw mut data).cast()) {
+            // Refused reads must leave the structure untouched.
+            // SAFETY: the union was initialised through InstantaneousValue.
+            assert_eq!(unsafe { data.__bindgen_anon_1.InstantaneousValue }, 0xDEAD);
+            return None;
+        }
+        // SAFETY: a handled read fills the NominalCount/ActualCount view.
+        let counts = unsafe { data.__bindgen_anon_1.__bindgen_anon_1 };
+        Some((counts.NominalCount, counts.ActualCount))
+    }
+
+    fn advance(&self, aperf: u64, mperf: u64) {
+        let platform = self.pep.platform();
+        platform.aperf.set(platform.aperf.get() + aperf);
+        platform.mperf.set(platform.mperf.get() + mperf);
+    }
+}
+
+#[test]
+fn detection_on_an_hwp_processor() {
+    let harness = Harness::new(&Config::new(), true, 4);
+    let pep = harness.pep;
+    assert_eq!(pep.counter_source(), CounterSource::AperfMperf);
+    assert_eq!(pep.feedback_counter_count(), 1);
+    assert_eq!(pep.nominal_mhz(), 2_000);
+    assert_eq!(pep.nominal_rate_source(), NominalRateSource::CpuidBaseFrequency);
+    assert_eq!(pep.calibrated_mhz(), 2_000);
+    assert_eq!(
+        pep.perf_capabilities(),
+        PerfCapabilities { highest: 0x28, nominal: 0x14, lowest_nonlinear: 0x08, lowest: 0x04 }
+    );
+}
+
+#[test]
+fn no_counters_without_cpuid_and_when_disabled() {
+    let harness = Harness::new(&Config::new(), false, 2);
+    assert_eq!(harness.pep.feedback_counter_count(), 0);
+    assert_eq!(harness.pep.no_counters_reason(), Some(NoCountersReason::NotAnnounced));
+    let handle = harness.processor("\\_SB.CPU0");
+    assert_eq!(harness.read(handle, 0), None);
+
+    let mut config = Config::new();
+    config.feedback_counters = FeedbackCounterPolicy::Disabled;
+    let harness = Harness::new(&config, true, 2);
+    assert_eq!(harness.pep.feedback_counter_count(), 0);
+    assert_eq!(harness.pep.no_counters_reason(), Some(NoCountersReason::DisabledByPolicy));
+}
+
+#[test]
+fn devices_are_accepted_by_pattern_and_capacity() {
+    let harness = Harness::new(&Config::new(), true, 2);
+    assert!(!harness.prepare("\\_SB.PCI0.GFX0"));
+    assert!(!harness.prepare("\\_SB.COM1"));
+    assert!(harness.prepare("\\_SB.CPU0"));
+    assert!(harness.prepare("\\_sb.cpu1"));
+    // The table holds two processors.
+    assert!(!harness.prepare("\\_SB.CPU2"));
+    // Registering something never prepared is declined.
+    assert!(harness.register("\\_SB.CPU7").is_null());
+    let first = harness.register("\\_SB.CPU0");
+    let second = harness.register("\\_SB.CPU1");
+    assert!(!first.is_null() && !second.is_null() && first != second);
+    assert_eq!(harness.pep.registered_count(), 2);
+    let mut seen = Vec::new();
+    assert!(harness.pep.device_log().for_each(|entry| {
+        seen.push((String::from_utf16(entry.as_units()).unwrap(), entry.accepted))
+    }));
+    assert_eq!(seen.len(), 5);
+    assert_eq!(seen[0], ("\\_SB.PCI0.GFX0".into(), false));
+    assert_eq!(seen[2], ("\\_SB.CPU0".into(), true));
+}
+
+#[test]
+fn reads_accumulate_bind_and_survive_resets() {
+    let harness = Harness::new(&Config::new(), true, 4);
+    let handle = harness.processor("\\_SB.CPU0");
+    CURRENT.with(|cell| cell.set(3));
+    assert_eq!(harness.read(handle, 0), Some((0, 0)), "first read is the baseline");
+    harness.advance(300, 200);
+    assert_eq!(harness.read(handle, 0), Some((200, 300)));
+    // Another processor may not read this handle.
+    CURRENT.with(|cell| cell.set(1));
+    assert_eq!(harness.read(handle, 0), None);
+    CURRENT.with(|cell| cell.set(3));
+    // Index out of range.
+    assert_eq!(harness.read(handle, 1), None);
+    // A reset: the raw values restart at zero; that interval adds nothing.
+    harness.pep.platform().aperf.set(10);
+    harness.pep.platform().mperf.set(10);
+    assert_eq!(harness.read(handle, 0), Some((200, 300)));
+    assert_eq!(harness.pep.slots[0].resets(), 1);
+    harness.advance(30, 20);
+    assert_eq!(harness.read(handle, 0), Some((220, 330)));
+    // Only one counter going backwards is a reset too, never a huge delta.
+    harness.pep.platform().mperf.set(5);
+    harness.advance(1_000, 0);
+    assert_eq!(harness.read(handle, 0), Some((220, 330)));
+    // A faulting read is refused and changes nothing.
+    harness.pep.platform().fault.set(true);
+    assert_eq!(harness.read(handle, 0), None);
+    harness.pep.platform().fault.set(false);
+    harness.advance(3, 2);
+    assert_eq!(harness.read(handle, 0), Some((222, 333)));
+    assert_eq!(harness.pep.platform().unmasked_counter_reads.get(), 0);
+}
+
+#[test]
+fn resume_rebaselines_without_counting_a_reset() {
+    let harness = Harness::new(&Config::new(), true, 1);
+    let handle = harness.processor("\\_SB.CPU0");
+    harness.read(handle, 0).unwrap();
+    harness.advance(30, 20);
+    assert_eq!(harness.read(handle, 0), Some((20, 30)));
+    let mut resume = PEP_PPM_RESUME_FROM_SYSTEM_STATE { TargetState: PowerSystemWorking };
+    assert!(harness.ppm(handle, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, (&raw mut resume).cast()));
+    harness.advance(9_999, 9_999);
+    assert_eq!(harness.read(handle, 0), Some((20, 30)));
+    harness.advance(3, 2);
+    assert_eq!(harness.read(handle, 0), Some((22, 33)));
+    assert_eq!(harness.pep.slots[0].resets(), 0);
+    let mut bad = PEP_PPM_RESUME_FROM_SYSTEM_STATE { TargetState: 42 };
+    assert!(!harness.ppm(handle, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, (&raw mut bad).cast()));
+}
+
+#[test]
+fn stale_forged_and_null_inputs_are_refused() {
+    let harness = Harness::new(&Config::new(), true, 2);
+    let handle = harness.processor("\\_SB.CPU0");
+    let forged: PEPHANDLE = core::ptr::without_provenance_mut(0xFFFF_0001);
+    assert_eq!(harness.read(forged, 0), None);
+    assert_eq!(harness.read(core::ptr::null_mut(), 0), None);
+    assert!(!harness.ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, core::ptr::null_mut()));
+    assert!(!harness.ppm(handle, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, core::ptr::null_mut()));
+    assert!(!harness.ppm(handle, 0x7F, core::ptr::null_mut()));
+    assert!(!harness.dpm(PEP_DPM_PREPARE_DEVICE, core::ptr::null_mut()));
+    assert!(!harness.dpm(0x7F, core::ptr::null_mut()));
+    // Unregister makes the handle stale, and a new registration of the slot does not revive it.
+    let mut unregister = PEP_UNREGISTER_DEVICE { DeviceHandle: handle };
+    assert!(harness.dpm(PEP_DPM_UNREGISTER_DEVICE, (&raw mut unregister).cast()));
+    assert_eq!(harness.read(handle, 0), None);
+    assert!(!harness.dpm(PEP_DPM_UNREGISTER_DEVICE, (&raw mut unregister).cast()));
+    let again = harness.processor("\\_SB.CPU0");
+    assert_ne!(again, handle);
+    assert_eq!(harness.read(handle, 0), None);
+    assert_eq!(harness.read(again, 0), Some((0, 0)));
+}
+
+#[test]
+fn queries_answer_consistently() {
+    let mut config = Config::new();
+    config.performance_counter_view = true;
+    let harness = Harness::new(&config, true, 2);
+    let handle = harness.processor("\\_SB.PR00");
+    let mut caps = PEP_PPM_QUERY_CAPABILITIES {
+        FeedbackCounterCount: 99,
+        IdleStateCount: 99,
+        PerformanceStatesSupported: 9,
+        ParkingSupported: 9,
+        DiscretePerformanceStateCount: 9,
+        Reserved: 9,
+    };
+    assert!(harness.ppm(handle, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, (&raw mut caps).cast()));
+    assert_eq!(
+        (caps.FeedbackCounterCount, caps.IdleStateCount, caps.PerformanceStatesSupported),
+        (2, 0, FALSE)
+    );
+    assert_eq!(caps.Reserved, 0);
+
+    #[repr(C, align(4))]
+    struct Buffer([u32; 5]);
+    let mut buffer = Buffer([2, 0, 0, 0, 0]);
+    assert!(harness.ppm(handle, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, (&raw mut buffer).cast()));
+    assert_eq!(buffer.0, [2, 0x83, 2_000, 0x83 | (1 << 3), 0x14]);
+    let mut wrong = Buffer([1, 0, 0, 0, 0]);
+    assert!(!harness.ppm(handle, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, (&raw mut wrong).cast()));
+    assert_eq!(wrong.0, [1, 0, 0, 0, 0]);
+
+    let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES {
+        HighestPerformance: 0,
+        NominalPerformance: 0,
+        LowestNonlinearPerformance: 0,
+        LowestPerformance: 0,
+        DomainId: 99,
+        DomainMembers: 0,
+    };
+    assert!(harness.ppm(handle, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, (&raw mut perf).cast()));
+    assert_eq!((perf.DomainId, perf.DomainMembers, perf.NominalPerformance), (0, 1, 0x14));
+    let mut domain = PEP_PPM_QUERY_DOMAIN_INFO {
+        DomainId: perf.DomainId,
+        CoordinationType: 9,
+        IdleProcessorsDiscounted: 9,
+        SchedulerDirectedTransitionsSupported: 9,
+        AffinitizePerfSet: 9,
+        WorstCaseTransitionLatency: 9,
+        WorstCaseTransitionOverhead: 9,
+    };
+    assert!(harness.ppm(
+        core::ptr::null_mut(),
+        PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+        (&raw mut domain).cast()
+    ));
+    assert_eq!(domain.CoordinationType, PROCESSOR_DOMAIN_COORDIANTION_SW_ALL);
+    domain.DomainId = 1;
+    assert!(!harness.ppm(
+        core::ptr::null_mut(),
+        PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+        (&raw mut domain).cast()
+    ));
+}
+
+#[test]
+fn patterns_match_as_documented() {
+    let patterns = DeviceIdPatterns::defaults();
+    let units = |text: &str| -> Vec<u16> { text.encode_utf16().collect() };
+    for id in [
+        "\\_SB.CPU0",
+        "\\_SB.CPU12",
+        "\\_SB.CP0A",
+        "\\_SB.PR00",
+        "\\_SB.P000",
+        "\\_PR.CPU3",
+        "\\_SB.C000",
+        "\\_SB.C01F",
+        "\\_SB.SCK1.CP05",
+        "\\_SB.SCK0.C003",
+    ] {
+        assert!(patterns.matches(&units(id)), "{id}");
+    }
+    for id in [
+        "\\_SB.COM1",
+        "\\_SB.PCI0",
+        "\\_SB.PCI0.GFX0",
+        "\\_SB.CPUS",
+        "ACPI\\PNP0C0C",
+        "",
+        "\\_SB.C00",
+        "\\_SB.PRT0",
+    ] {
+        assert!(!patterns.matches(&units(id)), "{id}");
+    }
+    let mut custom = DeviceIdPatterns::empty();
+    custom.push_str("ACPI\\GenuineIntel_-_*").unwrap();
+    assert!(custom.matches(&units("acpi\\genuineintel_-_intel64_family_6")));
+    assert!(custom.push_str(&"x".repeat(49)).is_err());
+}
+
+#[test]
+fn perf_ordering_is_enforced() {
+    assert_eq!(PerfCapabilities::ordered_from_raw(0, 0, 5, 1), None);
+    let caps = PerfCapabilities::ordered_from_raw(10, 20, 30, 0).unwrap();
+    assert!(caps.is_ordered());
+    assert_eq!(
+        caps,
+        PerfCapabilities { highest: 20, nominal: 20, lowest_nonlinear: 20, lowest: 20 }
+    );
+    assert!(PerfCapabilities::flat(0).is_ordered());
+}
