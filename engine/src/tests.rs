@@ -261,7 +261,7 @@ fn devices_are_accepted_by_pattern_and_capacity() {
     assert_eq!(harness.pep.registered_count(), 2);
     let mut seen = Vec::new();
     assert!(harness.pep.device_log().for_each(|entry| {
-        seen.push((String::from_utf16(entry.as_units()).unwrap(), entry.accepted))
+        seen.push((String::from_utf16(entry.as_units()).unwrap(), entry.accepted));
     }));
     assert_eq!(seen.len(), 5);
     assert_eq!(seen[0], ("\\_SB.PCI0.GFX0".into(), false));
