@@ -21,16 +21,43 @@ pub enum FeedbackCounterPolicy {
     Disabled,
 }
 
-/// Which counter source the engine may select. Registry: `CounterSource` (`REG_DWORD`).
+/// Which counter sources the engine may select, in which order. Registry: `CounterSource`
+/// (`REG_DWORD`, the value in brackets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterSourcePreference {
-    /// The best source CPUID offers, in order: APERF/MPERF (the AMD read-only copies where
-    /// present), then none (default). Registry value 0.
+    /// APERF/MPERF (the AMD read-only copies where present), then the architectural fixed
+    /// counters (only where the host reserved them), then none. Default. [0]
     Auto,
-    /// APERF/MPERF only (registry value 1); none when CPUID does not offer them.
+    /// APERF/MPERF only; none when CPUID does not offer them. [1]
     AperfMperf,
-    /// No counter source (registry value 3): `FeedbackCounterCount = 0`.
+    /// The architectural fixed counters only (`IA32_FIXED_CTR1` / `IA32_FIXED_CTR2`). [2]
+    FixedPmc,
+    /// No counter source: `FeedbackCounterCount = 0`. [3]
     None,
+    /// The fixed counters first, then APERF/MPERF. [4]
+    PreferFixedPmc,
+}
+
+impl CounterSourcePreference {
+    /// The registry value's preference, if the value is known.
+    #[must_use]
+    pub const fn from_registry(value: u32) -> Option<Self> {
+        match value {
+            0 => Some(Self::Auto),
+            1 => Some(Self::AperfMperf),
+            2 => Some(Self::FixedPmc),
+            3 => Some(Self::None),
+            4 => Some(Self::PreferFixedPmc),
+            _ => None,
+        }
+    }
+
+    /// Whether the preference may select the fixed counters (and so the host should reserve
+    /// them when CPUID offers them).
+    #[must_use]
+    pub const fn allows_fixed_pmc(self) -> bool {
+        matches!(self, Self::Auto | Self::FixedPmc | Self::PreferFixedPmc)
+    }
 }
 
 /// Everything a user can configure. Built at `PASSIVE_LEVEL`; read-only afterwards.

@@ -21,6 +21,7 @@ use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_
 use crate::cpu::CpuFeatures;
 use crate::perf::PerfCapabilities;
 use crate::platform::{MsrFault, Platform};
+use crate::pmc::FixedCounters;
 use crate::processor::{ProcessorSlot, REBASELINE};
 use crate::x86::{bits, msr};
 
@@ -41,6 +42,13 @@ pub enum CounterSource {
     /// AMD's read-only copies (0xC00000E8 / 0xC00000E7), preferred on AMD: other software is
     /// known to reset the writable pair there.
     AmdAperfMperfReadOnly,
+    /// The architectural fixed counters `IA32_FIXED_CTR1` (unhalted core cycles) and
+    /// `IA32_FIXED_CTR2` (unhalted reference cycles), `width` bits wide: they wrap modulo
+    /// 2^width, which is not a reset. Only where the host reserved the PMU.
+    FixedPmc {
+        /// The counters' bit width.
+        width: u32,
+    },
 }
 
 impl CounterSource {
@@ -53,16 +61,27 @@ impl CounterSource {
             Self::AmdAperfMperfReadOnly => {
                 Some((msr::AMD_APERF_READ_ONLY, msr::AMD_MPERF_READ_ONLY))
             }
+            Self::FixedPmc { .. } => Some((msr::IA32_FIXED_CTR1, msr::IA32_FIXED_CTR2)),
         }
     }
 
-    /// A short stable name (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`).
+    /// The mask of a raw value: all ones below the counter width.
+    #[must_use]
+    pub const fn mask(self) -> u64 {
+        match self {
+            Self::FixedPmc { width } if width < 64 => (1u64 << width).wrapping_sub(1),
+            _ => u64::MAX,
+        }
+    }
+
+    /// A short stable name (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`, `fixed-pmc`).
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
             Self::None => "none",
             Self::AperfMperf => "aperf-mperf",
             Self::AmdAperfMperfReadOnly => "amd-aperf-mperf-ro",
+            Self::FixedPmc { .. } => "fixed-pmc",
         }
     }
 }
@@ -76,6 +95,9 @@ pub enum NoCountersReason {
     NoSourceConfigured,
     /// CPUID announces no supported counter pair.
     NotAnnounced,
+    /// CPUID announces the fixed counters, but the host did not reserve the PMU (the HAL
+    /// refused: another owner holds it).
+    PmuNotReserved,
     /// The announced counters faulted when read.
     ReadFaulted,
     /// The announced counters did not advance over a busy calibration interval
@@ -111,6 +133,10 @@ pub struct FeedbackSetup {
     pub actual_msr: u32,
     /// The nominal-count MSR read second.
     pub nominal_msr: u32,
+    /// The mask of a raw value (all ones for 64-bit counters).
+    pub mask: u64,
+    /// Whether raw values wrap modulo `mask + 1` (the fixed counters) rather than reset.
+    pub modular: bool,
     /// Counters described per processor (0..=2).
     pub count: u32,
     /// The descriptors, the first `count` valid.
@@ -130,6 +156,8 @@ impl FeedbackSetup {
             reason: Some(reason),
             actual_msr: 0,
             nominal_msr: 0,
+            mask: u64::MAX,
+            modular: false,
             count: 0,
             descriptors: [PEP_PROCESSOR_FEEDBACK_COUNTER::new(false, 0, 0, false, 0);
                 MAX_FEEDBACK_COUNTERS],
@@ -189,20 +217,33 @@ impl FeedbackSetup {
         if config.feedback_counters == FeedbackCounterPolicy::Disabled {
             return Err(NoCountersReason::DisabledByPolicy);
         }
-        let source = match config.counter_source {
-            CounterSourcePreference::None => return Err(NoCountersReason::NoSourceConfigured),
-            CounterSourcePreference::Auto | CounterSourcePreference::AperfMperf => {
-                if cpu.has_amd_read_only_copies() {
-                    CounterSource::AmdAperfMperfReadOnly
-                } else if cpu.has_aperf_mperf() {
-                    CounterSource::AperfMperf
-                } else {
-                    return Err(NoCountersReason::NotAnnounced);
-                }
-            }
+        let aperf_mperf = if cpu.has_amd_read_only_copies() {
+            Ok(CounterSource::AmdAperfMperfReadOnly)
+        } else if cpu.has_aperf_mperf() {
+            Ok(CounterSource::AperfMperf)
+        } else {
+            Err(NoCountersReason::NotAnnounced)
         };
+        let fixed_pmc = match FixedCounters::detect(cpu) {
+            Some(counters) if platform.fixed_counters_reserved() => {
+                Ok(CounterSource::FixedPmc { width: counters.width })
+            }
+            Some(_) => Err(NoCountersReason::PmuNotReserved),
+            None => Err(NoCountersReason::NotAnnounced),
+        };
+        let source = match config.counter_source {
+            CounterSourcePreference::None => Err(NoCountersReason::NoSourceConfigured),
+            CounterSourcePreference::AperfMperf => aperf_mperf,
+            CounterSourcePreference::FixedPmc => fixed_pmc,
+            CounterSourcePreference::Auto => {
+                aperf_mperf.or_else(|aperf| fixed_pmc.map_err(|fixed| worse(aperf, fixed)))
+            }
+            CounterSourcePreference::PreferFixedPmc => {
+                fixed_pmc.or_else(|fixed| aperf_mperf.map_err(|aperf| worse(aperf, fixed)))
+            }
+        }?;
         let (actual_msr, nominal_msr) = source.msrs().ok_or(NoCountersReason::NotAnnounced)?;
-        let calibrated_mhz = calibrate(platform, actual_msr, nominal_msr)?;
+        let calibrated_mhz = calibrate(platform, actual_msr, nominal_msr, source.mask())?;
         if nominal.1 == NominalRateSource::Unknown {
             *nominal = hardware_nominal(platform, cpu)
                 .unwrap_or((calibrated_mhz, NominalRateSource::Calibrated));
@@ -213,10 +254,21 @@ impl FeedbackSetup {
         let mut setup = Self::none(NoCountersReason::NotAnnounced);
         setup.source = source;
         setup.reason = None;
+        setup.mask = source.mask();
+        setup.modular = matches!(source, CounterSource::FixedPmc { .. });
         setup.actual_msr = actual_msr;
         setup.nominal_msr = nominal_msr;
         setup.calibrated_mhz = calibrated_mhz;
         Ok(setup)
+    }
+}
+
+/// The more telling of two reasons for having no source: a refused reservation says more than
+/// an absent feature.
+const fn worse(aperf: NoCountersReason, fixed: NoCountersReason) -> NoCountersReason {
+    match fixed {
+        NoCountersReason::NotAnnounced => aperf,
+        _ => fixed,
     }
 }
 
@@ -252,6 +304,7 @@ fn calibrate<P: Platform>(
     platform: &P,
     actual_msr: u32,
     nominal_msr: u32,
+    mask: u64,
 ) -> Result<u32, NoCountersReason> {
     let read = || -> Result<(u64, u64), MsrFault> {
         platform.with_interrupts_masked(|| {
@@ -265,8 +318,14 @@ fn calibrate<P: Platform>(
     platform.stall_microseconds(CALIBRATION_MICROSECONDS);
     let (end_actual, end_nominal) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
     let end_time = platform.performance_counter();
-    let actual = end_actual.saturating_sub(start_actual);
-    let nominal = end_nominal.saturating_sub(start_nominal);
+    let (actual, nominal) = if mask == u64::MAX {
+        (end_actual.saturating_sub(start_actual), end_nominal.saturating_sub(start_nominal))
+    } else {
+        (
+            end_actual.wrapping_sub(start_actual) & mask,
+            end_nominal.wrapping_sub(start_nominal) & mask,
+        )
+    };
     if actual == 0 || nominal == 0 {
         return Err(NoCountersReason::NotAdvancing);
     }
@@ -299,6 +358,9 @@ pub(crate) fn read_and_accumulate<P: Platform>(
     setup: &FeedbackSetup,
     slot: &ProcessorSlot,
 ) -> Result<Accumulated, MsrFault> {
+    if setup.modular {
+        return read_and_accumulate_modular(platform, setup, slot);
+    }
     platform.with_interrupts_masked(|| {
         let actual = platform.read_msr(setup.actual_msr)?;
         let nominal = platform.read_msr(setup.nominal_msr)?;
@@ -329,4 +391,56 @@ fn note_rebaseline(slot: &ProcessorSlot, last_actual: u64) {
         let resets = slot.resets.load(Ordering::Relaxed);
         slot.resets.store(resets.saturating_add(1), Ordering::Relaxed);
     }
+}
+
+/// The most a modular counter's delta may exceed the elapsed time stamp by (the reference
+/// cycles count at the TSC rate): 1/16 of the interval plus a fixed slack.
+const TIMESTAMP_SLACK: u64 = 100_000;
+/// The highest plausible ratio of actual to reference cycles (turbo over nominal).
+const MAX_ACTUAL_TO_REFERENCE: u64 = 16;
+
+/// [`read_and_accumulate`] for counters that wrap modulo 2^width (the fixed counters).
+///
+/// Deltas are taken modulo the width, and a delta the elapsed time cannot explain (another PMU
+/// owner reprogrammed or cleared the counters) re-baselines instead of counting. Without a
+/// time stamp, a delta above half the range is taken as such a reset.
+#[inline(never)]
+fn read_and_accumulate_modular<P: Platform>(
+    platform: &P,
+    setup: &FeedbackSetup,
+    slot: &ProcessorSlot,
+) -> Result<Accumulated, MsrFault> {
+    platform.with_interrupts_masked(|| {
+        let actual = platform.read_msr(setup.actual_msr)? & setup.mask;
+        let nominal = platform.read_msr(setup.nominal_msr)? & setup.mask;
+        let timestamp = platform.read_timestamp();
+        let last_actual = slot.last_actual.load(Ordering::Relaxed);
+        let last_nominal = slot.last_nominal.load(Ordering::Relaxed);
+        let last_timestamp = slot.last_timestamp.load(Ordering::Relaxed);
+        slot.last_actual.store(actual, Ordering::Relaxed);
+        slot.last_nominal.store(nominal, Ordering::Relaxed);
+        slot.last_timestamp.store(timestamp.unwrap_or(REBASELINE), Ordering::Relaxed);
+        let mut total_actual = slot.total_actual.load(Ordering::Relaxed);
+        let mut total_nominal = slot.total_nominal.load(Ordering::Relaxed);
+        let delta_actual = actual.wrapping_sub(last_actual) & setup.mask;
+        let delta_nominal = nominal.wrapping_sub(last_nominal) & setup.mask;
+        let plausible = match timestamp {
+            Some(now) if last_timestamp != REBASELINE => {
+                let elapsed = now.wrapping_sub(last_timestamp);
+                let bound = elapsed.saturating_add(elapsed / 16).saturating_add(TIMESTAMP_SLACK);
+                delta_nominal <= bound
+                    && delta_actual <= bound.saturating_mul(MAX_ACTUAL_TO_REFERENCE)
+            }
+            _ => delta_nominal <= setup.mask / 2 && delta_actual <= setup.mask / 2,
+        };
+        if last_actual != REBASELINE && last_nominal != REBASELINE && plausible {
+            total_actual = total_actual.wrapping_add(delta_actual);
+            total_nominal = total_nominal.wrapping_add(delta_nominal);
+            slot.total_actual.store(total_actual, Ordering::Relaxed);
+            slot.total_nominal.store(total_nominal, Ordering::Relaxed);
+        } else {
+            note_rebaseline(slot, last_actual);
+        }
+        Ok(Accumulated { actual: total_actual, nominal: total_nominal })
+    })
 }

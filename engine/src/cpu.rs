@@ -32,6 +32,8 @@ pub struct CpuFeatures {
     pub base_mhz: u32,
     /// Leaf 0Ah EAX (0 when absent).
     pub pmu_eax: u32,
+    /// Leaf 0Ah ECX (0 when absent): fixed-counter support bitmask (PMU version 5+).
+    pub pmu_ecx: u32,
     /// Leaf 0Ah EDX (0 when absent).
     pub pmu_edx: u32,
 }
@@ -87,6 +89,7 @@ impl CpuFeatures {
             extended_features_ebx: extended(cpuid::LEAF_EXTENDED_FEATURES).ebx,
             base_mhz: frequency.eax & 0xFFFF,
             pmu_eax: pmu.eax,
+            pmu_ecx: pmu.ecx,
             pmu_edx: pmu.edx,
         }
     }

@@ -32,6 +32,7 @@ pub mod dpm;
 pub mod pep;
 pub mod perf;
 pub mod platform;
+pub mod pmc;
 pub mod ppm;
 pub mod processor;
 pub mod x86;

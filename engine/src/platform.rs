@@ -75,4 +75,28 @@ pub trait Platform: Sized + Sync + 'static {
     /// Busy-waits for `microseconds` on the current processor, staying in C0
     /// (`KeStallExecutionProcessor`). `PASSIVE_LEVEL` only (initialisation).
     fn stall_microseconds(&self, microseconds: u32);
+
+    /// Writes model-specific register `msr` on the current processor. Used only to enable the
+    /// architectural fixed counters after the host reserved them (see [`crate::pmc`]), at
+    /// `PASSIVE_LEVEL`; never on a notification path. The default refuses.
+    ///
+    /// # Errors
+    /// [`MsrFault`] when the write faulted or the platform does not write MSRs.
+    fn write_msr(&self, msr: u32, value: u64) -> Result<(), MsrFault> {
+        let _ = (msr, value);
+        Err(MsrFault)
+    }
+
+    /// The processor's time-stamp counter (`RDTSC`), if the platform offers it. Used to bound
+    /// the deltas of modular counters (the fixed-counter source). Any IRQL. Default: `None`.
+    fn read_timestamp(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether the host reserved the architectural fixed counters through the HAL's counter
+    /// arbitration (`HalAllocateHardwareCounters`) and enabled them on every processor; only
+    /// then may the engine select the fixed-counter source. Default: `false`.
+    fn fixed_counters_reserved(&self) -> bool {
+        false
+    }
 }

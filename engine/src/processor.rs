@@ -31,13 +31,16 @@ pub(crate) const UNBOUND: u32 = u32::MAX;
 /// `last_*` value that makes the next read a baseline (contributes no delta).
 pub(crate) const REBASELINE: u64 = u64::MAX;
 
-/// The per-processor state. 64 bytes, aligned to a cache line, so no two processors' hot state
-/// share a line.
+/// The per-processor state: 128 bytes, aligned to 128.
+///
+/// No two processors' state share a cache line or an adjacent-line prefetch pair (Intel's
+/// spatial prefetcher pulls 128-byte pairs). Everything the APERF/MPERF read path touches is in
+/// the first 64 bytes; the fixed-counter path also touches `last_timestamp` in the second.
 ///
 /// The counter fields are written only by the processor the handle is bound to, with
 /// interrupts masked; they are atomics (relaxed loads and stores compile to plain moves) so
 /// that the lifecycle code running elsewhere at `PASSIVE_LEVEL` never races in the Rust sense.
-#[repr(C, align(64))]
+#[repr(C, align(128))]
 #[derive(Debug)]
 pub struct ProcessorSlot {
     /// `generation << 32 | state`.
@@ -58,10 +61,13 @@ pub struct ProcessorSlot {
     pub(crate) total_actual: AtomicU64,
     /// Accumulated nominal count reported to the OS.
     pub(crate) total_nominal: AtomicU64,
+    /// The time stamp of the last read (modular sources only), or [`REBASELINE`].
+    pub(crate) last_timestamp: AtomicU64,
 }
 
-const _: () = assert!(core::mem::size_of::<ProcessorSlot>() == 64);
-const _: () = assert!(core::mem::align_of::<ProcessorSlot>() == 64);
+const _: () = assert!(core::mem::size_of::<ProcessorSlot>() == 128);
+const _: () = assert!(core::mem::align_of::<ProcessorSlot>() == 128);
+const _: () = assert!(core::mem::offset_of!(ProcessorSlot, total_nominal) < 64);
 
 impl ProcessorSlot {
     /// A free slot.
@@ -77,6 +83,7 @@ impl ProcessorSlot {
             last_nominal: AtomicU64::new(REBASELINE),
             total_actual: AtomicU64::new(0),
             total_nominal: AtomicU64::new(0),
+            last_timestamp: AtomicU64::new(REBASELINE),
         }
     }
 
@@ -88,12 +95,14 @@ impl ProcessorSlot {
         self.last_nominal.store(REBASELINE, Ordering::Relaxed);
         self.total_actual.store(0, Ordering::Relaxed);
         self.total_nominal.store(0, Ordering::Relaxed);
+        self.last_timestamp.store(REBASELINE, Ordering::Relaxed);
     }
 
     /// Makes the next read a baseline (after resume from a system sleep state). Any IRQL.
     pub(crate) fn request_rebaseline(&self) {
         self.last_actual.store(REBASELINE, Ordering::Relaxed);
         self.last_nominal.store(REBASELINE, Ordering::Relaxed);
+        self.last_timestamp.store(REBASELINE, Ordering::Relaxed);
     }
 
     /// The global processor index the handle is bound to, if any.

@@ -6,7 +6,9 @@
     clippy::missing_panics_doc,
     clippy::too_many_lines,
     clippy::unused_self,
-    clippy::items_after_statements
+    clippy::items_after_statements,
+    clippy::struct_excessive_bools,
+    clippy::panic
 )]
 
 extern crate std;
@@ -40,6 +42,15 @@ struct Scripted {
     unmasked_counter_reads: Cell<u32>,
     has_counters: bool,
     time: Cell<u64>,
+    /// CPUID leaf 0Ah announces a version-4 PMU with three 48-bit fixed counters.
+    fixed: bool,
+    /// The host reserved the PMU.
+    reserved: bool,
+    /// Offer a time stamp (counting with MPERF).
+    timestamp: bool,
+    tsc: Cell<u64>,
+    writes: std::cell::RefCell<Vec<(u32, u64)>>,
+    failing_write: Cell<Option<u32>>,
 }
 
 // SAFETY: the tests use one thread per engine instance.
@@ -54,6 +65,12 @@ impl Scripted {
             unmasked_counter_reads: Cell::new(0),
             has_counters,
             time: Cell::new(0),
+            fixed: false,
+            reserved: false,
+            timestamp: false,
+            tsc: Cell::new(0),
+            writes: std::cell::RefCell::new(Vec::new()),
+            failing_write: Cell::new(None),
         }
     }
 }
@@ -82,6 +99,10 @@ impl Platform for Scripted {
                 ..CpuidResult::default()
             },
             0x16 => CpuidResult { eax: 2_000, ..CpuidResult::default() },
+            // Version 4, 8 general counters; 3 fixed counters of 48 bits.
+            0x0A if self.fixed => {
+                CpuidResult { eax: 0x0730_0804, edx: 3 | (48 << 5), ..CpuidResult::default() }
+            }
             _ => CpuidResult::default(),
         }
     }
@@ -99,6 +120,10 @@ impl Platform for Scripted {
             msr::IA32_PM_ENABLE => Ok(1),
             // highest 40, guaranteed 20, most efficient 8, lowest 4
             msr::IA32_HWP_CAPABILITIES => Ok(0x0408_1428),
+            msr::IA32_FIXED_CTR1 if self.fixed => Ok(self.aperf.get() & FIXED_MASK),
+            msr::IA32_FIXED_CTR2 if self.fixed => Ok(self.mperf.get() & FIXED_MASK),
+            msr::IA32_FIXED_CTR_CTRL if self.fixed => Ok(0xB),
+            msr::IA32_PERF_GLOBAL_CTRL if self.fixed => Ok(0xF),
             _ => Err(MsrFault),
         }
     }
@@ -117,8 +142,24 @@ impl Platform for Scripted {
         self.time.set(self.time.get() + us * 10);
         self.aperf.set(self.aperf.get() + us * 3_000);
         self.mperf.set(self.mperf.get() + us * 2_000);
+        self.tsc.set(self.tsc.get() + us * 2_000);
+    }
+    fn write_msr(&self, number: u32, value: u64) -> Result<(), MsrFault> {
+        if self.failing_write.get() == Some(number) {
+            return Err(MsrFault);
+        }
+        self.writes.borrow_mut().push((number, value));
+        Ok(())
+    }
+    fn read_timestamp(&self) -> Option<u64> {
+        self.timestamp.then(|| self.tsc.get())
+    }
+    fn fixed_counters_reserved(&self) -> bool {
+        self.reserved
     }
 }
+
+const FIXED_MASK: u64 = (1 << 48) - 1;
 
 struct Harness {
     pep: &'static Pep<Scripted>,
@@ -126,10 +167,13 @@ struct Harness {
 
 impl Harness {
     fn new(config: &Config, has_counters: bool, capacity: usize) -> Self {
+        Self::with_platform(config, Scripted::new(has_counters), capacity)
+    }
+
+    fn with_platform(config: &Config, platform: Scripted, capacity: usize) -> Self {
         let slots: Vec<ProcessorSlot> = (0..capacity).map(|_| ProcessorSlot::new()).collect();
         let slots: &'static [ProcessorSlot] = Box::leak(slots.into_boxed_slice());
-        let pep: &'static Pep<Scripted> =
-            Box::leak(Box::new(Pep::new(Scripted::new(has_counters), config, slots)));
+        let pep: &'static Pep<Scripted> = Box::leak(Box::new(Pep::new(platform, config, slots)));
         INSTANCE.with(|cell| cell.set(pep));
         CURRENT.with(|cell| cell.set(0));
         Self { pep }
@@ -211,6 +255,7 @@ impl Harness {
         let platform = self.pep.platform();
         platform.aperf.set(platform.aperf.get() + aperf);
         platform.mperf.set(platform.mperf.get() + mperf);
+        platform.tsc.set(platform.tsc.get() + mperf);
     }
 }
 
@@ -452,4 +497,144 @@ fn perf_ordering_is_enforced() {
         PerfCapabilities { highest: 20, nominal: 20, lowest_nonlinear: 20, lowest: 20 }
     );
     assert!(PerfCapabilities::flat(0).is_ordered());
+}
+
+fn fixed_platform(reserved: bool, timestamp: bool) -> Scripted {
+    let mut platform = Scripted::new(false);
+    platform.fixed = true;
+    platform.reserved = reserved;
+    platform.timestamp = timestamp;
+    platform
+}
+
+#[test]
+fn fixed_counters_only_when_reserved() {
+    let harness = Harness::with_platform(&Config::new(), fixed_platform(false, true), 1);
+    assert_eq!(harness.pep.feedback_counter_count(), 0);
+    assert_eq!(harness.pep.no_counters_reason(), Some(NoCountersReason::PmuNotReserved));
+    let harness = Harness::with_platform(&Config::new(), fixed_platform(true, true), 1);
+    assert_eq!(harness.pep.counter_source(), CounterSource::FixedPmc { width: 48 });
+    assert_eq!(harness.pep.feedback_counter_count(), 1);
+    assert_eq!(harness.pep.calibrated_mhz(), 2_000);
+    let mut config = Config::new();
+    config.counter_source = crate::config::CounterSourcePreference::AperfMperf;
+    let harness = Harness::with_platform(&config, fixed_platform(true, true), 1);
+    assert_eq!(harness.pep.no_counters_reason(), Some(NoCountersReason::NotAnnounced));
+}
+
+#[test]
+fn fixed_counters_wrap_modulo_their_width() {
+    for timestamp in [true, false] {
+        let harness = Harness::with_platform(&Config::new(), fixed_platform(true, timestamp), 1);
+        let handle = harness.processor("\\_SB.CPU0");
+        let platform = harness.pep.platform();
+        // Just below 2^48: the next interval crosses the wrap.
+        platform.aperf.set(FIXED_MASK - 100);
+        platform.mperf.set(FIXED_MASK - 50);
+        assert_eq!(harness.read(handle, 0), Some((0, 0)));
+        harness.advance(3_000, 2_000);
+        assert_eq!(harness.read(handle, 0), Some((2_000, 3_000)), "timestamp {timestamp}");
+        assert_eq!(harness.pep.slots[0].resets(), 0);
+    }
+}
+
+#[test]
+fn fixed_counters_cleared_by_another_owner_rebaseline() {
+    for timestamp in [true, false] {
+        let harness = Harness::with_platform(&Config::new(), fixed_platform(true, timestamp), 1);
+        let handle = harness.processor("\\_SB.CPU0");
+        let platform = harness.pep.platform();
+        platform.aperf.set(1 << 40);
+        platform.mperf.set(1 << 40);
+        harness.read(handle, 0).unwrap();
+        harness.advance(300, 200);
+        assert_eq!(harness.read(handle, 0), Some((200, 300)));
+        // Another PMU owner writes zeros: modulo 2^48 that is a delta of ~2^48 - 2^40.
+        platform.aperf.set(5);
+        platform.mperf.set(5);
+        harness.advance(30, 20);
+        assert_eq!(harness.read(handle, 0), Some((200, 300)), "timestamp {timestamp}");
+        assert_eq!(harness.pep.slots[0].resets(), 1);
+        harness.advance(30, 20);
+        assert_eq!(harness.read(handle, 0), Some((220, 330)));
+    }
+}
+
+#[test]
+fn reservation_list_is_byte_exact() {
+    use crate::pmc::{FixedCounters, Reservation, ReservationPolicy, reservation};
+    let counters = FixedCounters { version: 4, general_counters: 8, fixed_counters: 3, width: 48 };
+    assert!(matches!(
+        reservation(ReservationPolicy::ExclusivePmu, &counters),
+        Reservation::ExclusivePmu
+    ));
+    let Reservation::List(list) = reservation(ReservationPolicy::AllCounterIndexes, &counters)
+    else {
+        panic!("expected a list");
+    };
+    assert_eq!(core::mem::size_of_val(&list), 32);
+    // SAFETY: the list is plain data of 32 bytes; padding bytes are read as whatever they hold,
+    // so compare only the defined ones.
+    let bytes: [u8; 32] = unsafe { core::mem::transmute(list) };
+    assert_eq!(bytes[0..4], 1u32.to_le_bytes(), "Count");
+    assert_eq!(bytes[8..12], 1u32.to_le_bytes(), "Descriptors[0].Type = ResourceTypeRange");
+    assert_eq!(bytes[12..16], 0u32.to_le_bytes(), "Flags");
+    assert_eq!(bytes[16..20], 0u32.to_le_bytes(), "u.Range.Begin");
+    assert_eq!(bytes[20..24], 10u32.to_le_bytes(), "u.Range.End = 8 general + 3 fixed - 1");
+}
+
+#[test]
+fn fixed_counter_detection_follows_cpuid() {
+    use crate::cpu::CpuFeatures;
+    use crate::pmc::FixedCounters;
+    let intel = CpuFeatures {
+        is_intel: true,
+        pmu_eax: 0x0730_0804,
+        pmu_edx: 3 | (48 << 5),
+        ..CpuFeatures::default()
+    };
+    assert_eq!(FixedCounters::detect(&intel).map(|c| c.mask()), Some(FIXED_MASK));
+    for broken in [
+        CpuFeatures { pmu_eax: 0x0730_0801, ..intel }, // version 1: no PERF_GLOBAL_CTRL
+        CpuFeatures { pmu_edx: 2 | (48 << 5), ..intel }, // only two fixed counters
+        CpuFeatures { pmu_edx: 3 | (16 << 5), ..intel }, // implausible width
+        CpuFeatures { is_intel: false, is_amd: true, ..intel }, // leaf 0Ah is Intel's
+    ] {
+        assert_eq!(FixedCounters::detect(&broken), None, "{broken:?}");
+    }
+    // Version 5 may announce counters 1 and 2 in the ECX bitmask.
+    let v5 = CpuFeatures { pmu_eax: 0x0730_0805, pmu_ecx: 0b111, pmu_edx: 48 << 5, ..intel };
+    assert!(FixedCounters::detect(&v5).is_some());
+}
+
+#[test]
+fn enabling_fixed_counters_preserves_others_and_restores_on_failure() {
+    use crate::pmc::{
+        SavedPmuControl, enable_fixed_counters, enabled_control, restore_fixed_counters,
+    };
+    let found = SavedPmuControl { fixed_ctr_ctrl: 0xFFFF_F00B, perf_global_ctrl: 0xF };
+    let enabled = enabled_control(found);
+    assert_eq!(enabled.fixed_ctr_ctrl, 0xFFFF_F33B);
+    assert_eq!(enabled.perf_global_ctrl, 0x6_0000_000F);
+
+    let platform = fixed_platform(true, true);
+    let saved = enable_fixed_counters(&platform).unwrap();
+    assert_eq!(saved, SavedPmuControl { fixed_ctr_ctrl: 0xB, perf_global_ctrl: 0xF });
+    assert_eq!(
+        *platform.writes.borrow(),
+        [(msr::IA32_FIXED_CTR_CTRL, 0x33B), (msr::IA32_PERF_GLOBAL_CTRL, 0x6_0000_000F)]
+    );
+    restore_fixed_counters(&platform, saved).unwrap();
+    assert_eq!(
+        platform.writes.borrow()[2..],
+        [(msr::IA32_PERF_GLOBAL_CTRL, 0xF), (msr::IA32_FIXED_CTR_CTRL, 0xB)]
+    );
+
+    let platform = fixed_platform(true, true);
+    platform.failing_write.set(Some(msr::IA32_PERF_GLOBAL_CTRL));
+    assert!(enable_fixed_counters(&platform).is_err());
+    assert_eq!(
+        *platform.writes.borrow(),
+        [(msr::IA32_FIXED_CTR_CTRL, 0x33B), (msr::IA32_FIXED_CTR_CTRL, 0xB)]
+    );
 }

@@ -140,6 +140,47 @@ pub mod instructions {
         (u64::from(high) << 32) | u64::from(low)
     }
 
+    /// Executes `WRMSR` for `msr` on the current processor. `PASSIVE_LEVEL` only in this PEP.
+    ///
+    /// # Safety
+    /// Ring 0 only; the MSR must exist and `value` must be valid for it (reserved bits clear),
+    /// or the write raises #GP. The caller owns the resource the MSR controls.
+    #[inline]
+    pub unsafe fn write_msr(msr: u32, value: u64) {
+        let low = u32::try_from(value & 0xFFFF_FFFF).unwrap_or(0);
+        let high = u32::try_from(value >> 32).unwrap_or(0);
+        // SAFETY: the caller guarantees ring 0, an existing MSR and a valid value. WRMSR reads
+        // ECX, EAX and EDX and touches no memory.
+        unsafe {
+            core::arch::asm!(
+                "wrmsr",
+                in("ecx") msr,
+                in("eax") low,
+                in("edx") high,
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+
+    /// Executes `RDTSC`. Any IRQL.
+    #[must_use]
+    #[inline]
+    pub fn read_timestamp() -> u64 {
+        let low: u32;
+        let high: u32;
+        // SAFETY: RDTSC is available in every mode unless CR4.TSD is set for user mode; it
+        // touches only EAX and EDX.
+        unsafe {
+            core::arch::asm!(
+                "rdtsc",
+                out("eax") low,
+                out("edx") high,
+                options(nomem, nostack, preserves_flags)
+            );
+        }
+        (u64::from(high) << 32) | u64::from(low)
+    }
+
     /// RFLAGS.IF.
     const RFLAGS_IF: u64 = 1 << 9;
 
