@@ -178,6 +178,10 @@ impl FeedbackSetup {
     ) -> (Self, PerfCapabilities) {
         let mut nominal = configured_nominal(config);
         let setup = Self::select(platform, cpu, config, &mut nominal);
+        if nominal.1 == NominalRateSource::Unknown {
+            // No usable counters: still report the documented rate where the hardware states one.
+            nominal = hardware_nominal(platform, cpu).unwrap_or(nominal);
+        }
         let nominal_mhz = nominal.0;
         let perf = perf(nominal_mhz);
         let Ok(mut setup) = setup else {

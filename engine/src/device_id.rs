@@ -2,9 +2,12 @@
 //! a small log of the ids seen, so a user can learn what their platform calls its processors.
 //!
 //! Pattern syntax (case-insensitive for ASCII letters): `*` matches any run of characters
-//! (including none), `?` any one character, `#` one hexadecimal digit; every other character
-//! matches itself. The x64 processor device-id format is not documented; the defaults cover the
-//! ACPI namespace paths firmware commonly gives processor objects and devices.
+//! (including none), `?` any one character, `#` one hexadecimal digit, `%` one decimal digit;
+//! every other character matches itself. The x64 processor device-id format is not documented;
+//! the defaults cover the ACPI namespace paths firmware commonly gives processor objects and
+//! devices. Each default names exactly one 4-character ACPI name segment, with no trailing `*`,
+//! so a processor pattern never matches a device below it; and `P%%%` takes decimal digits
+//! only, because `\_SB.PC00` is the PCI root bridge on current Intel firmware.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -19,16 +22,16 @@ pub const MAX_PATTERN_UNITS: usize = 48;
 /// `\_SB.P000`, AMD's `\_SB.C000`) and the same under a socket scope (`\_SB.SCK0.CP00`,
 /// `\_SB.SCK0.C000`).
 pub const DEFAULT_DEVICE_ID_PATTERNS: &[&str] = &[
-    "\\_PR.CPU#*",
-    "\\_PR.CP##*",
-    "\\_PR.P###*",
-    "\\_SB.CPU#*",
-    "\\_SB.CP##*",
-    "\\_SB.PR##*",
-    "\\_SB.P###*",
-    "\\_SB.C###*",
-    "\\_SB.SCK#.CP##*",
-    "\\_SB.SCK#.C###*",
+    "\\_PR.CPU#",
+    "\\_PR.CP##",
+    "\\_PR.P%%%",
+    "\\_SB.CPU#",
+    "\\_SB.CP##",
+    "\\_SB.PR##",
+    "\\_SB.P%%%",
+    "\\_SB.C###",
+    "\\_SB.SCK#.CP##",
+    "\\_SB.SCK#.C###",
 ];
 
 /// Why a pattern was not added.
@@ -175,8 +178,9 @@ const fn is_hex_digit(unit: u16) -> bool {
 
 const fn unit_matches(pattern: u16, unit: u16) -> bool {
     match pattern {
-        0x3F => true,               // '?'
-        0x23 => is_hex_digit(unit), // '#'
+        0x3F => true,                        // '?'
+        0x23 => is_hex_digit(unit),          // '#'
+        0x25 => matches!(unit, 0x30..=0x39), // '%'
         _ => fold(pattern) == fold(unit),
     }
 }

@@ -457,8 +457,9 @@ fn patterns_match_as_documented() {
     let units = |text: &str| -> Vec<u16> { text.encode_utf16().collect() };
     for id in [
         "\\_SB.CPU0",
-        "\\_SB.CPU12",
+        "\\_SB.CPUA",
         "\\_SB.CP0A",
+        "\\_SB.P127",
         "\\_SB.PR00",
         "\\_SB.P000",
         "\\_PR.CPU3",
@@ -478,6 +479,12 @@ fn patterns_match_as_documented() {
         "",
         "\\_SB.C00",
         "\\_SB.PRT0",
+        "\\_SB.PC00",
+        "\\_SB.PC01",
+        "\\_SB.PC00.GFX0",
+        "\\_SB.CPU0.XYZ0",
+        "\\_SB.CPU12",
+        "\\_SB.P00A",
     ] {
         assert!(!patterns.matches(&units(id)), "{id}");
     }

@@ -1,0 +1,73 @@
+//! The built-in scenarios, embedded from `sim/scenarios/*.toml` so that the binary is
+//! self-contained. `ppm-sim validate` runs them all; `ppm-sim` runs [`DEFAULT`].
+
+use crate::scenario::Scenario;
+
+/// The scenario `ppm-sim` runs without arguments.
+pub const DEFAULT: &str = "default";
+
+/// Every built-in scenario: (name, TOML source), in suite order.
+pub const SOURCES: [(&str, &str); 17] = [
+    ("default", include_str!("../scenarios/default.toml")),
+    ("single", include_str!("../scenarios/single.toml")),
+    ("steady-8", include_str!("../scenarios/steady-8.toml")),
+    ("turbo-burst", include_str!("../scenarios/turbo-burst.toml")),
+    ("mostly-idle", include_str!("../scenarios/mostly-idle.toml")),
+    ("big-2048", include_str!("../scenarios/big-2048.toml")),
+    ("no-counters", include_str!("../scenarios/no-counters.toml")),
+    ("hypervisor-zeros", include_str!("../scenarios/hypervisor-zeros.toml")),
+    ("hypervisor-faulting", include_str!("../scenarios/hypervisor-faulting.toml")),
+    ("counter-reset", include_str!("../scenarios/counter-reset.toml")),
+    ("near-wrap", include_str!("../scenarios/near-wrap.toml")),
+    ("wrong-processor", include_str!("../scenarios/wrong-processor.toml")),
+    ("msr-fault", include_str!("../scenarios/msr-fault.toml")),
+    ("amd-cppc", include_str!("../scenarios/amd-cppc.toml")),
+    ("intel-legacy", include_str!("../scenarios/intel-legacy.toml")),
+    ("counters-disabled", include_str!("../scenarios/counters-disabled.toml")),
+    ("performance-view", include_str!("../scenarios/performance-view.toml")),
+];
+
+/// The TOML source of built-in scenario `name`.
+#[must_use]
+pub fn source(name: &str) -> Option<&'static str> {
+    SOURCES.iter().find(|(known, _)| *known == name).map(|(_, text)| *text)
+}
+
+/// Built-in scenario `name`, parsed.
+///
+/// # Panics
+/// If the embedded file is invalid (a unit test parses every one).
+#[must_use]
+pub fn get(name: &str) -> Option<Scenario> {
+    source(name).map(|text| parse(name, text))
+}
+
+/// Every built-in scenario, parsed, in suite order.
+///
+/// # Panics
+/// As [`get`].
+#[must_use]
+pub fn all() -> Vec<(&'static str, Scenario)> {
+    SOURCES.iter().map(|(name, text)| (*name, parse(name, text))).collect()
+}
+
+fn parse(name: &str, text: &str) -> Scenario {
+    match Scenario::from_toml_str(text) {
+        Ok(scenario) => scenario,
+        Err(error) => panic!("built-in scenario {name} is invalid: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_parses_and_is_named_after_its_file() {
+        for (name, scenario) in all() {
+            assert_eq!(scenario.name, name);
+        }
+        assert!(get(DEFAULT).is_some_and(|scenario| scenario.platform.processors == 8));
+        assert!(get("big-2048").is_some_and(|scenario| scenario.platform.processors == 2048));
+    }
+}

@@ -1,0 +1,1029 @@
+//! The HLK-style conformance checks, evaluated over what a run observed.
+//!
+//! Every check has a stable id, a verdict and a one-line detail. A check that does not apply to
+//! a scenario (no counters to read, a single processor) passes with a detail starting
+//! `not applicable:`; when registration failed, every other check fails with `not run:`.
+//! [`CHECK_IDS`] lists them in report order.
+
+use std::fmt::Write as _;
+
+use ppm_engine::abi::{
+    PROCESSOR_DOMAIN_COORDIANTION_HW_ALL, PROCESSOR_FEEDBACK_COUNTER_FREQUENCY,
+    PROCESSOR_FEEDBACK_COUNTER_PERFORMANCE, PROCESSOR_FEEDBACK_TYPE_RELATIVE, STATUS_SUCCESS,
+};
+use serde::Serialize;
+
+use crate::cpu::msr;
+use crate::machine::{Activity, DiscontinuityKind, Machine};
+use crate::pofx::{Observations, PairAccess, ProbeKind, ProcessorRecord, ReadRecord};
+use crate::scenario::Scenario;
+
+/// The largest relative error `feedback.accuracy` accepts: 0.1 %.
+pub const ACCURACY_TOLERANCE: f64 = 0.001;
+/// How far an interval's rate may stray outside the true frequency range: 1 %.
+pub const SPIKE_TOLERANCE: f64 = 0.01;
+
+/// The checks, in report order.
+pub const CHECK_IDS: [&str; 24] = [
+    "registration.version_size",
+    "dpm.processors_accepted",
+    "dpm.others_declined",
+    "dpm.handles_unique_nonnull",
+    "dpm.lifecycle",
+    "dpm.unknown_refused",
+    "ppm.unknown_refused",
+    "ppm.null_data_refused",
+    "ppm.forged_handle_refused",
+    "capabilities.consistent",
+    "feedback.descriptors",
+    "perf.ordering",
+    "domain.membership",
+    "feedback.index_out_of_range_refused",
+    "feedback.wrong_processor_refused",
+    "feedback.no_counters_refused",
+    "feedback.reads_served",
+    "feedback.monotonic",
+    "feedback.accuracy",
+    "feedback.no_spike",
+    "feedback.read_masked",
+    "feedback.counter_msrs",
+    "feedback.fault_refused",
+    "msr.only_advertised",
+];
+
+/// One check's verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckResult {
+    /// The check's id.
+    pub id: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What was seen (first failures, or a summary).
+    pub detail: String,
+}
+
+impl CheckResult {
+    fn new(id: &str, passed: bool, detail: impl Into<String>) -> Self {
+        Self { id: id.to_owned(), passed, detail: detail.into() }
+    }
+
+    fn not_applicable(id: &str, why: &str) -> Self {
+        Self::new(id, true, format!("not applicable: {why}"))
+    }
+
+    /// Whether the check did not apply.
+    #[must_use]
+    pub fn is_not_applicable(&self) -> bool {
+        self.detail.starts_with("not applicable:")
+    }
+
+    /// Passes when `failures` is empty (detail `ok`), else fails listing the first three.
+    fn from_failures(id: &str, failures: &[String], ok: impl Into<String>) -> Self {
+        if failures.is_empty() {
+            return Self::new(id, true, ok);
+        }
+        let mut detail = failures.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+        if failures.len() > 3 {
+            let _ = write!(detail, "; and {} more", failures.len() - 3);
+        }
+        Self::new(id, false, detail)
+    }
+}
+
+/// One counter's measurements on one processor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterMetrics {
+    /// `CounterIndex`.
+    pub counter_index: u32,
+    /// The descriptor's `NominalRate`.
+    pub nominal_rate: u32,
+    /// Reads the PEP served (TRUE).
+    pub served: usize,
+    /// Every served read's counts were at least the previous ones.
+    pub monotonic: bool,
+    /// `ΣΔNominal`, `ΣΔActual` over the served reads (may be negative when not monotonic).
+    pub delta_nominal: i128,
+    /// `ΣΔActual`.
+    pub delta_actual: i128,
+    /// The true activity over the intervals between served reads without a counter
+    /// discontinuity (the intervals a correct PEP accounts).
+    pub expected: Activity,
+    /// Intervals whose rate was outside the true frequency range (descriptions).
+    pub spikes: Vec<String>,
+}
+
+impl CounterMetrics {
+    /// `NominalRate × ΣΔActual / ΣΔNominal`, as Windows computes it (`None` when `ΣΔNominal` is
+    /// not positive).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // Reported rates; f64 keeps 15 digits.
+    pub fn measured(&self) -> Option<f64> {
+        (self.delta_nominal > 0).then(|| {
+            f64::from(self.nominal_rate) * self.delta_actual as f64 / self.delta_nominal as f64
+        })
+    }
+}
+
+/// One processor's measurements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessorMetrics {
+    /// Global index.
+    pub index: u32,
+    /// Runtime reads issued.
+    pub reads: usize,
+    /// Runtime reads refused (FALSE).
+    pub refused: usize,
+    /// Per described counter.
+    pub counters: Vec<CounterMetrics>,
+}
+
+impl ProcessorMetrics {
+    /// The C0-weighted true frequency over the FREQUENCY counter's accounted intervals, MHz.
+    #[must_use]
+    pub fn expected_mhz(&self) -> Option<f64> {
+        self.counters.first().and_then(|counter| counter.expected.mean_mhz())
+    }
+
+    /// The frequency Windows computes from the FREQUENCY counter, MHz.
+    #[must_use]
+    pub fn measured_mhz(&self) -> Option<f64> {
+        self.counters.first().and_then(CounterMetrics::measured)
+    }
+
+    /// Whether every counter was monotonic.
+    #[must_use]
+    pub fn monotonic(&self) -> bool {
+        self.counters.iter().all(|counter| counter.monotonic)
+    }
+}
+
+/// Computes a processor's measurements from its reads and the machine's truth.
+#[must_use]
+pub fn processor_metrics(record: &ProcessorRecord, machine: &Machine) -> ProcessorMetrics {
+    let breaks: Vec<u64> = machine
+        .discontinuities(record.index)
+        .into_iter()
+        .filter(|jump| matches!(jump.kind, DiscontinuityKind::Reset | DiscontinuityKind::Overflow))
+        .map(|jump| jump.at_ns)
+        .collect();
+    let nominal_mhz = f64::from(machine.nominal_mhz());
+    let counters = record
+        .described_counters()
+        .iter()
+        .enumerate()
+        .map(|(position, descriptor)| {
+            let counter_index = u32::try_from(position).unwrap_or(u32::MAX);
+            let served: Vec<&ReadRecord> = record
+                .reads
+                .iter()
+                .filter(|read| read.counter_index == counter_index && read.returned)
+                .collect();
+            let mut metrics = CounterMetrics {
+                counter_index,
+                nominal_rate: descriptor.NominalRate,
+                served: served.len(),
+                monotonic: true,
+                delta_nominal: 0,
+                delta_actual: 0,
+                expected: Activity::default(),
+                spikes: Vec::new(),
+            };
+            for pair in served.windows(2) {
+                let [before, after] = pair else { continue };
+                let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
+                let delta_actual = i128::from(after.actual) - i128::from(before.actual);
+                metrics.delta_nominal += delta_nominal;
+                metrics.delta_actual += delta_actual;
+                if delta_nominal < 0 || delta_actual < 0 {
+                    metrics.monotonic = false;
+                    continue;
+                }
+                if !breaks.iter().any(|at| before.at_ns < *at && *at <= after.at_ns) {
+                    metrics.expected.add(machine.activity(record.index, before.at_ns, after.at_ns));
+                }
+                if let Some(spike) = spike(
+                    machine,
+                    record.index,
+                    before,
+                    after,
+                    delta_nominal,
+                    delta_actual,
+                    nominal_mhz,
+                ) {
+                    metrics.spikes.push(spike);
+                }
+            }
+            metrics
+        })
+        .collect();
+    ProcessorMetrics {
+        index: record.index,
+        reads: record.reads.len(),
+        refused: record.reads.iter().filter(|read| !read.returned).count(),
+        counters,
+    }
+}
+
+/// Whether one interval's rate is implausible: outside the slowest..fastest C0 frequency of the
+/// interval (±1 %), activity reported while the processor never left idle, or actual counts
+/// with no nominal counts.
+#[allow(clippy::cast_precision_loss)] // Ratios of counts; f64 keeps 15 digits.
+fn spike(
+    machine: &Machine,
+    index: u32,
+    before: &ReadRecord,
+    after: &ReadRecord,
+    delta_nominal: i128,
+    delta_actual: i128,
+    nominal_mhz: f64,
+) -> Option<String> {
+    let at_ms = machine.runtime_ns(after.at_ns) as f64 / 1e6;
+    if delta_nominal == 0 {
+        return (delta_actual > 0)
+            .then(|| format!("{at_ms} ms: ΔActual {delta_actual} with ΔNominal 0"));
+    }
+    let rate = nominal_mhz * delta_actual as f64 / delta_nominal as f64;
+    match machine.frequency_range(index, before.at_ns, after.at_ns) {
+        None => Some(format!("{at_ms} ms: {rate:.1} MHz reported while the processor was idle")),
+        Some((slowest, fastest)) => {
+            let low = f64::from(slowest) * (1.0 - SPIKE_TOLERANCE);
+            let high = f64::from(fastest) * (1.0 + SPIKE_TOLERANCE);
+            (!(low..=high).contains(&rate)).then(|| {
+                format!("{at_ms} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz")
+            })
+        }
+    }
+}
+
+/// Evaluates every check.
+#[must_use]
+pub fn evaluate(
+    scenario: &Scenario,
+    observations: &Observations,
+    machine: &Machine,
+    metrics: &[ProcessorMetrics],
+) -> Vec<CheckResult> {
+    let registration = registration(observations);
+    if !registration.passed {
+        let mut results = vec![registration];
+        results.extend(
+            CHECK_IDS
+                .iter()
+                .skip(1)
+                .map(|id| CheckResult::new(id, false, "not run: registration failed")),
+        );
+        return results;
+    }
+    let context = Context { scenario, observations, machine, metrics };
+    vec![
+        registration,
+        context.processors_accepted(),
+        context.others_declined(),
+        context.handles_unique_nonnull(),
+        context.lifecycle(),
+        context.probes(
+            "dpm.unknown_refused",
+            &[ProbeKind::DpmUnknown],
+            "undefined or malformed DPM notifications",
+        ),
+        context.probes(
+            "ppm.unknown_refused",
+            &[ProbeKind::PpmUnknown],
+            "undefined PPM notifications",
+        ),
+        context.probes(
+            "ppm.null_data_refused",
+            &[ProbeKind::PpmNullData],
+            "PPM notifications with NULL data",
+        ),
+        context.probes(
+            "ppm.forged_handle_refused",
+            &[ProbeKind::ForgedHandle],
+            "forged-handle calls",
+        ),
+        context.capabilities_consistent(),
+        context.descriptors(),
+        context.perf_ordering(),
+        context.domain_membership(),
+        context.counter_probes(
+            "feedback.index_out_of_range_refused",
+            ProbeKind::IndexOutOfRange,
+            "out-of-range CounterIndex reads",
+        ),
+        context.wrong_processor(),
+        context.no_counters(),
+        context.reads_served(),
+        context.monotonic(),
+        context.accuracy(),
+        context.no_spike(),
+        context.read_masked(),
+        context.counter_msrs(),
+        context.fault_refused(),
+        context.msr_only_advertised(),
+    ]
+}
+
+fn registration(observations: &Observations) -> CheckResult {
+    let record = observations.registration;
+    let detail = format!(
+        "PEP_INFORMATION Version {}, Size {}, DPM callback {}, PPM callback {}: PoFxRegisterPluginEx returned {:#010x}",
+        record.version,
+        record.size,
+        if record.device_callback { "set" } else { "NULL" },
+        if record.processor_callback { "set" } else { "NULL" },
+        record.status
+    );
+    CheckResult::new("registration.version_size", record.status == STATUS_SUCCESS, detail)
+}
+
+struct Context<'a> {
+    scenario: &'a Scenario,
+    observations: &'a Observations,
+    machine: &'a Machine,
+    metrics: &'a [ProcessorMetrics],
+}
+
+impl Context<'_> {
+    fn expected_counters(&self) -> u32 {
+        self.scenario.expected_counter_count()
+    }
+
+    fn processors_accepted(&self) -> CheckResult {
+        let mut failures = Vec::new();
+        for device in self.observations.devices.iter().filter(|device| device.processor.is_some()) {
+            let problem = if !device.prepare_returned {
+                Some("PREPARE_DEVICE returned FALSE".to_owned())
+            } else if !device.accepted {
+                Some("declined at PREPARE_DEVICE".to_owned())
+            } else {
+                match device.registered {
+                    None => Some("not registered".to_owned()),
+                    Some(record) if record.live_handle().is_none() => Some(format!(
+                        "REGISTER_DEVICE returned {}, DeviceAccepted {}, DeviceHandle {:#x}",
+                        if record.returned { "TRUE" } else { "FALSE" },
+                        record.acceptance,
+                        record.handle
+                    )),
+                    Some(_) => None,
+                }
+            };
+            if let Some(problem) = problem {
+                failures.push(format!("{}: {problem}", device.id));
+            }
+        }
+        let count = self.scenario.platform.processors;
+        CheckResult::from_failures(
+            "dpm.processors_accepted",
+            &failures,
+            format!(
+                "{count} of {count} processor devices accepted at PREPARE and registered with PepDeviceAccepted"
+            ),
+        )
+    }
+
+    fn others_declined(&self) -> CheckResult {
+        let others: Vec<_> =
+            self.observations.devices.iter().filter(|device| device.processor.is_none()).collect();
+        let failures: Vec<String> = others
+            .iter()
+            .filter_map(|device| match (device.prepare_returned, device.accepted) {
+                (true, false) => None,
+                (false, _) => Some(format!(
+                    "{}: PREPARE_DEVICE returned FALSE (must return TRUE and decline)",
+                    device.id
+                )),
+                (true, true) => Some(format!("{}: accepted, but it is not a processor", device.id)),
+            })
+            .collect();
+        CheckResult::from_failures(
+            "dpm.others_declined",
+            &failures,
+            format!(
+                "{} non-processor devices declined (PREPARE returned TRUE, DeviceAccepted FALSE)",
+                others.len()
+            ),
+        )
+    }
+
+    fn handles_unique_nonnull(&self) -> CheckResult {
+        let mut handles: Vec<(usize, &str)> = Vec::new();
+        let mut failures = Vec::new();
+        for device in &self.observations.devices {
+            let Some(record) = device.registered else { continue };
+            if record.returned && record.acceptance == ppm_engine::abi::PepDeviceAccepted {
+                if record.handle == 0 {
+                    failures.push(format!("{}: accepted with a NULL DeviceHandle", device.id));
+                } else if let Some((_, other)) =
+                    handles.iter().find(|(handle, _)| *handle == record.handle)
+                {
+                    failures.push(format!(
+                        "{}: DeviceHandle {:#x} already given to {other}",
+                        device.id, record.handle
+                    ));
+                } else {
+                    handles.push((record.handle, &device.id));
+                }
+            }
+        }
+        CheckResult::from_failures(
+            "dpm.handles_unique_nonnull",
+            &failures,
+            format!("{} handles, all non-NULL and distinct", handles.len()),
+        )
+    }
+
+    fn lifecycle(&self) -> CheckResult {
+        let mut failures: Vec<String> = self
+            .observations
+            .devices
+            .iter()
+            .filter(|device| device.started == Some(false))
+            .map(|device| format!("{}: DEVICE_STARTED returned FALSE", device.id))
+            .collect();
+        match self.observations.unregistered {
+            Some((index, false)) => {
+                failures.push(format!("UNREGISTER_DEVICE of processor {index} returned FALSE"));
+            }
+            Some(_) => {}
+            None => failures
+                .push("no processor was registered, so none could be unregistered".to_owned()),
+        }
+        failures.extend(self.probe_failures(&[ProbeKind::StaleHandle]));
+        CheckResult::from_failures(
+            "dpm.lifecycle",
+            &failures,
+            "DEVICE_STARTED and UNREGISTER_DEVICE handled; the unregistered handle is refused afterwards",
+        )
+    }
+
+    fn probe_failures(&self, kinds: &[ProbeKind]) -> Vec<String> {
+        self.observations
+            .probes
+            .iter()
+            .filter(|probe| kinds.contains(&probe.kind) && !probe.passed())
+            .map(|probe| {
+                let what = if probe.returned {
+                    "returned TRUE"
+                } else {
+                    "returned FALSE but wrote to its data"
+                };
+                format!("{}: {what}", probe.what)
+            })
+            .collect()
+    }
+
+    fn probes(&self, id: &str, kinds: &[ProbeKind], what: &str) -> CheckResult {
+        let count =
+            self.observations.probes.iter().filter(|probe| kinds.contains(&probe.kind)).count();
+        if count == 0 {
+            return CheckResult::not_applicable(
+                id,
+                &format!("no {what} could be sent (no processor registered)"),
+            );
+        }
+        CheckResult::from_failures(
+            id,
+            &self.probe_failures(kinds),
+            format!(
+                "{count} {what} refused{}",
+                if kinds.iter().all(|kind| kind.requires_untouched_data()) {
+                    " without touching their data"
+                } else {
+                    ""
+                }
+            ),
+        )
+    }
+
+    fn counter_probes(&self, id: &str, kind: ProbeKind, what: &str) -> CheckResult {
+        if self.expected_counters() == 0
+            && self.observations.probes.iter().all(|probe| probe.kind != kind)
+        {
+            return CheckResult::not_applicable(id, "no processor describes feedback counters");
+        }
+        self.probes(id, &[kind], what)
+    }
+
+    fn capabilities_consistent(&self) -> CheckResult {
+        let expected = self.expected_counters();
+        let mut failures = Vec::new();
+        for record in &self.observations.processors {
+            let Some((returned, capabilities)) = record.capabilities else { continue };
+            let name = format!("processor {}", record.index);
+            if !returned {
+                failures.push(format!("{name}: QUERY_CAPABILITIES returned FALSE"));
+                continue;
+            }
+            if capabilities.IdleStateCount != 0 {
+                failures.push(format!(
+                    "{name}: IdleStateCount {} (expected 0: idle stays with the OS)",
+                    capabilities.IdleStateCount
+                ));
+            }
+            if capabilities.FeedbackCounterCount != expected {
+                failures.push(format!(
+                    "{name}: FeedbackCounterCount {} but this platform and configuration call for {expected}",
+                    capabilities.FeedbackCounterCount
+                ));
+            }
+            match &record.counters {
+                Some((false, _)) => failures.push(format!(
+                    "{name}: QUERY_FEEDBACK_COUNTERS with Count {} returned FALSE",
+                    capabilities.FeedbackCounterCount
+                )),
+                None if capabilities.FeedbackCounterCount != 0 => failures.push(format!(
+                    "{name}: FeedbackCounterCount {} is not a count the OS can query",
+                    capabilities.FeedbackCounterCount
+                )),
+                _ => {}
+            }
+        }
+        failures.extend(self.probe_failures(&[ProbeKind::WrongCount]));
+        CheckResult::from_failures(
+            "capabilities.consistent",
+            &failures,
+            format!(
+                "every processor: FeedbackCounterCount {expected} (described by QUERY_FEEDBACK_COUNTERS), IdleStateCount 0; a wrong Count is refused"
+            ),
+        )
+    }
+
+    fn descriptors(&self) -> CheckResult {
+        let nominal = self.machine.nominal_mhz();
+        let mut failures = Vec::new();
+        let mut described = 0;
+        for record in &self.observations.processors {
+            let nominal_performance = match record.perf {
+                Some((true, perf)) => Some(perf.NominalPerformance),
+                _ => None,
+            };
+            for (position, descriptor) in record.described_counters().iter().enumerate() {
+                described += 1;
+                let (view, counter, rate) = if position == 0 {
+                    ("FREQUENCY", PROCESSOR_FEEDBACK_COUNTER_FREQUENCY, Some(nominal))
+                } else {
+                    ("PERFORMANCE", PROCESSOR_FEEDBACK_COUNTER_PERFORMANCE, nominal_performance)
+                };
+                let mut wrong = Vec::new();
+                if descriptor.Affinitized() != 1 {
+                    wrong.push("Affinitized 0".to_owned());
+                }
+                if descriptor.Type() != PROCESSOR_FEEDBACK_TYPE_RELATIVE {
+                    wrong.push(format!("Type {} (expected RELATIVE)", descriptor.Type()));
+                }
+                if descriptor.Counter() != counter {
+                    wrong.push(format!("Counter {} (expected {view})", descriptor.Counter()));
+                }
+                if descriptor.DiscountIdle() != 1 {
+                    wrong.push("DiscountIdle 0".to_owned());
+                }
+                if descriptor.Reserved() != 0 {
+                    wrong.push(format!("Reserved {:#x}", descriptor.Reserved()));
+                }
+                if rate != Some(descriptor.NominalRate) {
+                    let expected = rate.map_or_else(
+                        || "the NominalPerformance".to_owned(),
+                        |rate| rate.to_string(),
+                    );
+                    wrong.push(format!(
+                        "NominalRate {} (expected {expected})",
+                        descriptor.NominalRate
+                    ));
+                }
+                if !wrong.is_empty() {
+                    failures.push(format!(
+                        "processor {} counter {position}: {}",
+                        record.index,
+                        wrong.join(", ")
+                    ));
+                }
+            }
+        }
+        if described == 0 {
+            return CheckResult::not_applicable(
+                "feedback.descriptors",
+                "no feedback counters described",
+            );
+        }
+        CheckResult::from_failures(
+            "feedback.descriptors",
+            &failures,
+            format!(
+                "{described} descriptors: Affinitized, RELATIVE, DiscountIdle, Reserved 0, NominalRate {nominal} MHz"
+            ),
+        )
+    }
+
+    fn perf_ordering(&self) -> CheckResult {
+        let mut failures = Vec::new();
+        let mut scales = Vec::new();
+        for record in &self.observations.processors {
+            let Some((returned, perf)) = record.perf else { continue };
+            if !returned {
+                failures.push(format!(
+                    "processor {}: QUERY_PERF_CAPABILITIES returned FALSE",
+                    record.index
+                ));
+                continue;
+            }
+            let levels = (
+                perf.LowestPerformance,
+                perf.LowestNonlinearPerformance,
+                perf.NominalPerformance,
+                perf.HighestPerformance,
+            );
+            if !(levels.0 >= 1
+                && levels.0 <= levels.1
+                && levels.1 <= levels.2
+                && levels.2 <= levels.3)
+            {
+                failures.push(format!(
+                    "processor {}: Lowest {} LowestNonlinear {} Nominal {} Highest {} are not ordered",
+                    record.index, levels.0, levels.1, levels.2, levels.3
+                ));
+            }
+            if !scales.contains(&levels) {
+                scales.push(levels);
+            }
+        }
+        if scales.len() > 1 {
+            failures.push(format!(
+                "{} different sets of levels: one unit scale is required for all processors",
+                scales.len()
+            ));
+        }
+        let summary = scales.first().map_or_else(String::new, |levels| {
+            format!(
+                ": Lowest {} <= LowestNonlinear {} <= Nominal {} <= Highest {}",
+                levels.0, levels.1, levels.2, levels.3
+            )
+        });
+        CheckResult::from_failures("perf.ordering", &failures, format!("every processor{summary}"))
+    }
+
+    fn domain_membership(&self) -> CheckResult {
+        let mut failures = Vec::new();
+        let mut domains: Vec<(u32, u32)> = Vec::new(); // (DomainId, members seen)
+        let served: Vec<_> = self
+            .observations
+            .processors
+            .iter()
+            .filter_map(|record| match record.perf {
+                Some((true, perf)) => Some((record, perf)),
+                _ => None,
+            })
+            .collect();
+        for (_, perf) in &served {
+            match domains.iter_mut().find(|(id, _)| *id == perf.DomainId) {
+                Some((_, members)) => *members += 1,
+                None => domains.push((perf.DomainId, 1)),
+            }
+        }
+        for (record, perf) in &served {
+            let members = domains
+                .iter()
+                .find(|(id, _)| *id == perf.DomainId)
+                .map_or(0, |(_, members)| *members);
+            if perf.DomainMembers != members {
+                failures.push(format!(
+                    "processor {}: DomainId {} with DomainMembers {}, but {members} processors report that domain",
+                    record.index, perf.DomainId, perf.DomainMembers
+                ));
+            }
+            match record.domain {
+                Some((true, info))
+                    if info.CoordinationType > PROCESSOR_DOMAIN_COORDIANTION_HW_ALL =>
+                {
+                    failures.push(format!(
+                        "processor {}: QUERY_DOMAIN_INFO({}) CoordinationType {}",
+                        record.index, perf.DomainId, info.CoordinationType
+                    ));
+                }
+                Some((true, info)) if info.DomainId != perf.DomainId => failures.push(format!(
+                    "processor {}: QUERY_DOMAIN_INFO({}) changed DomainId to {}",
+                    record.index, perf.DomainId, info.DomainId
+                )),
+                Some((false, _)) => failures.push(format!(
+                    "processor {}: QUERY_DOMAIN_INFO({}) refused a domain the PEP reported",
+                    record.index, perf.DomainId
+                )),
+                _ => {}
+            }
+        }
+        if served.is_empty() {
+            return CheckResult::not_applicable(
+                "domain.membership",
+                "no processor reported perf capabilities",
+            );
+        }
+        CheckResult::from_failures(
+            "domain.membership",
+            &failures,
+            format!(
+                "{} processors in {} domains; DomainMembers match; QUERY_DOMAIN_INFO answers each",
+                served.len(),
+                domains.len()
+            ),
+        )
+    }
+
+    fn wrong_processor(&self) -> CheckResult {
+        let id = "feedback.wrong_processor_refused";
+        if self.scenario.platform.processors < 2 {
+            return CheckResult::not_applicable(id, "a single processor");
+        }
+        self.counter_probes(id, ProbeKind::WrongProcessor, "reads on the wrong processor")
+    }
+
+    fn no_counters(&self) -> CheckResult {
+        let id = "feedback.no_counters_refused";
+        if self.expected_counters() != 0 {
+            return CheckResult::not_applicable(
+                id,
+                "the platform has usable counters and the policy allows them",
+            );
+        }
+        let mut failures: Vec<String> = self
+            .observations
+            .processors
+            .iter()
+            .filter(|record| !record.described_counters().is_empty())
+            .map(|record| {
+                format!(
+                    "processor {}: describes {} counters",
+                    record.index,
+                    record.described_counters().len()
+                )
+            })
+            .collect();
+        failures.extend(self.probe_failures(&[ProbeKind::NoCounters]));
+        let probes = self
+            .observations
+            .probes
+            .iter()
+            .filter(|probe| probe.kind == ProbeKind::NoCounters)
+            .count();
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!("no processor describes counters; {probes} reads refused"),
+        )
+    }
+
+    fn runtime_reads(&self) -> impl Iterator<Item = (&ProcessorRecord, &ReadRecord)> {
+        self.observations
+            .processors
+            .iter()
+            .flat_map(|record| record.reads.iter().map(move |read| (record, read)))
+    }
+
+    fn reads_served(&self) -> CheckResult {
+        let id = "feedback.reads_served";
+        let mut total = 0;
+        let failures: Vec<String> = self
+            .runtime_reads()
+            .filter(|(_, read)| !read.faulted)
+            .inspect(|_| total += 1)
+            .filter(|(_, read)| !read.returned)
+            .map(|(record, read)| {
+                format!(
+                    "processor {} counter {} at {} ms: refused on its own processor with working counters",
+                    record.index,
+                    read.counter_index,
+                    self.machine.runtime_ns(read.at_ns) / 1_000_000
+                )
+            })
+            .collect();
+        if total == 0 {
+            return CheckResult::not_applicable(id, "no counter reads on working counters");
+        }
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!("{total} reads on working counters all served"),
+        )
+    }
+
+    fn monotonic(&self) -> CheckResult {
+        let id = "feedback.monotonic";
+        let counters: usize = self.metrics.iter().map(|metrics| metrics.counters.len()).sum();
+        if counters == 0 {
+            return CheckResult::not_applicable(id, "no feedback counters described");
+        }
+        let failures: Vec<String> = self
+            .metrics
+            .iter()
+            .flat_map(|metrics| {
+                metrics.counters.iter().map(move |counter| (metrics.index, counter))
+            })
+            .filter(|(_, counter)| !counter.monotonic)
+            .map(|(index, counter)| {
+                format!(
+                    "processor {index} counter {}: NominalCount or ActualCount went backwards",
+                    counter.counter_index
+                )
+            })
+            .collect();
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!("{counters} counters never went backwards"),
+        )
+    }
+
+    fn accuracy(&self) -> CheckResult {
+        let id = "feedback.accuracy";
+        let nominal = f64::from(self.machine.nominal_mhz());
+        let mut failures = Vec::new();
+        let mut measured_count = 0;
+        let mut worst: f64 = 0.0;
+        for metrics in self.metrics {
+            for counter in &metrics.counters {
+                let name = format!("processor {} counter {}", metrics.index, counter.counter_index);
+                // The PERFORMANCE view measures in perf units: compare ratios to nominal.
+                let scale = if counter.counter_index == 0 {
+                    1.0
+                } else {
+                    f64::from(counter.nominal_rate) / nominal
+                };
+                match (counter.expected.mean_mhz(), counter.measured()) {
+                    (None, None) => {}
+                    (None, Some(measured)) => failures.push(format!(
+                        "{name}: {measured:.1} measured over intervals without C0 time"
+                    )),
+                    (Some(expected), None) => failures.push(format!(
+                        "{name}: {:.1} expected but no nominal counts were reported",
+                        expected * scale
+                    )),
+                    (Some(expected), Some(measured)) => {
+                        measured_count += 1;
+                        let expected = expected * scale;
+                        let error = (measured - expected).abs() / expected;
+                        worst = worst.max(error);
+                        if error > ACCURACY_TOLERANCE {
+                            failures.push(format!(
+                                "{name}: measured {measured:.2}, expected {expected:.2} ({:.3} % off)",
+                                error * 100.0
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if failures.is_empty() && measured_count == 0 {
+            return CheckResult::not_applicable(id, "no counter measured C0 time");
+        }
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!(
+                "{measured_count} counters within {} % (worst {:.5} %)",
+                ACCURACY_TOLERANCE * 100.0,
+                worst * 100.0
+            ),
+        )
+    }
+
+    fn no_spike(&self) -> CheckResult {
+        let id = "feedback.no_spike";
+        let mut intervals = 0;
+        let mut failures = Vec::new();
+        for metrics in self.metrics {
+            for counter in &metrics.counters {
+                intervals += counter.served.saturating_sub(1);
+                failures.extend(counter.spikes.iter().map(|spike| {
+                    format!(
+                        "processor {} counter {}: {spike}",
+                        metrics.index, counter.counter_index
+                    )
+                }));
+            }
+        }
+        if intervals == 0 {
+            return CheckResult::not_applicable(id, "no intervals between served reads");
+        }
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!(
+                "{intervals} intervals, every rate within the true frequency range ±{} %",
+                SPIKE_TOLERANCE * 100.0
+            ),
+        )
+    }
+
+    fn read_masked(&self) -> CheckResult {
+        let id = "feedback.read_masked";
+        let mut served = 0;
+        let failures: Vec<String> = self
+            .runtime_reads()
+            .filter(|(_, read)| read.returned)
+            .inspect(|_| served += 1)
+            .filter_map(|(record, read)| match &read.access {
+                PairAccess::BackToBackMasked { .. } => None,
+                PairAccess::Problem(problem) => Some(format!(
+                    "processor {} counter {}: {problem}",
+                    record.index, read.counter_index
+                )),
+                PairAccess::NoRead => Some(format!(
+                    "processor {} counter {}: served without reading the counters",
+                    record.index, read.counter_index
+                )),
+            })
+            .collect();
+        if served == 0 {
+            return CheckResult::not_applicable(id, "no read was served");
+        }
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!("{served} served reads: APERF then MPERF, back to back, interrupts masked"),
+        )
+    }
+
+    fn counter_msrs(&self) -> CheckResult {
+        let id = "feedback.counter_msrs";
+        let cpu = self.machine.cpu();
+        let read_only =
+            cpu.kind == crate::scenario::CpuKind::AmdCppc && cpu.counter_source.announced();
+        let expected = if read_only {
+            (msr::AMD_APERF_READ_ONLY, msr::AMD_MPERF_READ_ONLY)
+        } else {
+            (msr::IA32_APERF, msr::IA32_MPERF)
+        };
+        let mut served = 0;
+        let failures: Vec<String> = self
+            .runtime_reads()
+            .filter_map(|(record, read)| match read.access {
+                PairAccess::BackToBackMasked { actual_msr, nominal_msr } if read.returned => {
+                    served += 1;
+                    ((actual_msr, nominal_msr) != expected).then(|| {
+                        format!("processor {}: read {actual_msr:#x}/{nominal_msr:#x}, expected {:#x}/{:#x}", record.index, expected.0, expected.1)
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        if served == 0 {
+            return CheckResult::not_applicable(id, "no read was served");
+        }
+        let which = if read_only { "the AMD read-only copies" } else { "IA32_APERF/IA32_MPERF" };
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!("{served} served reads used {which} ({:#x}/{:#x})", expected.0, expected.1),
+        )
+    }
+
+    fn fault_refused(&self) -> CheckResult {
+        let id = "feedback.fault_refused";
+        let mut faulted = 0;
+        let failures: Vec<String> = self
+            .runtime_reads()
+            .filter(|(_, read)| read.faulted)
+            .inspect(|_| faulted += 1)
+            .filter(|(_, read)| read.returned)
+            .map(|(record, read)| {
+                format!(
+                    "processor {} counter {}: an MSR read faulted but the read returned TRUE",
+                    record.index, read.counter_index
+                )
+            })
+            .collect();
+        if faulted == 0 {
+            return CheckResult::not_applicable(id, "no counter read faulted");
+        }
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!("{faulted} reads whose MSR read faulted were refused"),
+        )
+    }
+
+    fn msr_only_advertised(&self) -> CheckResult {
+        let observations = self.observations;
+        let failures: Vec<String> = observations
+            .unannounced_msr_reads
+            .iter()
+            .map(|read| {
+                format!(
+                    "MSR {:#x} read on processor {} but CPUID did not announce it",
+                    read.msr, read.processor
+                )
+            })
+            .collect();
+        let mut result = CheckResult::from_failures(
+            "msr.only_advertised",
+            &failures,
+            format!("{} MSR reads, all announced by CPUID", observations.msr_reads),
+        );
+        if !result.passed && observations.unannounced_msr_read_count > failures.len() {
+            let _ = write!(
+                result.detail,
+                " ({} unannounced reads in all)",
+                observations.unannounced_msr_read_count
+            );
+        }
+        result
+    }
+}

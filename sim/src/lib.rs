@@ -1,0 +1,86 @@
+//! `ppm-sim`: a PoFx emulator with simulated x86-64 processors for the `ppm-pep` processor PEP.
+//!
+//! It drives the engine ([`ppm_engine`]) exactly as the Windows power framework drives the
+//! driver — only through the `PEP_INFORMATION` callbacks, with raw pointers to the C
+//! structures — on simulated processors whose APERF/MPERF advance with a scenario's load, and
+//! checks the answers HLK-style.
+//!
+//! - [`scenario`]: the scenario file format and its validation.
+//! - [`machine`], [`cpu`]: the simulated machine (clock, loads, counters) and CPU flavours.
+//! - [`platform`]: the engine's [`ppm_engine::Platform`] over the machine.
+//! - [`pofx`]: the emulator; [`checks`]: the conformance checks; [`report`]: the results.
+//! - [`builtin`]: the built-in scenarios; [`cli`]: the `ppm-sim` command line; [`bench`](mod@bench): the
+//!   `FEEDBACK_READ` micro-benchmark.
+//!
+//! ```no_run
+//! let scenario = ppm_sim::builtin::get("default").expect("a built-in scenario");
+//! let report = ppm_sim::run(&scenario);
+//! assert!(report.passed, "{}", report.checks_text());
+//! ```
+//!
+//! To show that a check catches a broken PEP or platform, run with [`RunOptions`]: substitute
+//! the `PEP_INFORMATION` (e.g. `extern "C"` shims around the engine's callbacks that corrupt
+//! what they return) or inject [`platform::PlatformFaults`].
+
+pub mod bench;
+pub mod builtin;
+pub mod checks;
+pub mod cli;
+pub mod cpu;
+pub mod machine;
+pub mod platform;
+pub mod pofx;
+pub mod report;
+pub mod scenario;
+
+use std::sync::Arc;
+
+pub use checks::{CHECK_IDS, CheckResult};
+pub use machine::Machine;
+pub use platform::{PlatformFaults, SimPlatform};
+pub use pofx::{Observations, RunOptions};
+pub use report::{Report, SuiteReport};
+pub use scenario::{Scenario, ScenarioError};
+
+/// Runs `scenario` against the real engine on a faithful platform.
+#[must_use]
+pub fn run(scenario: &Scenario) -> Report {
+    run_with(scenario, &RunOptions::default())
+}
+
+/// Runs `scenario` with a substituted PEP and/or injected platform faults.
+#[must_use]
+pub fn run_with(scenario: &Scenario, options: &RunOptions) -> Report {
+    run_detailed(scenario, options).report
+}
+
+/// A run's report together with everything it observed and the machine it ran on.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The report.
+    pub report: Report,
+    /// The raw observations (every device offered, every read, every probe).
+    pub observations: Observations,
+    /// The simulated machine, after the run.
+    pub machine: Arc<Machine>,
+}
+
+/// Runs `scenario` and returns the report with the raw observations.
+#[must_use]
+pub fn run_detailed(scenario: &Scenario, options: &RunOptions) -> RunOutput {
+    let (observations, machine) = pofx::Emulator::new(scenario, options).run();
+    let metrics: Vec<checks::ProcessorMetrics> = observations
+        .processors
+        .iter()
+        .map(|record| checks::processor_metrics(record, &machine))
+        .collect();
+    let results = checks::evaluate(scenario, &observations, &machine, &metrics);
+    let report = Report::new(scenario, &observations, &metrics, results);
+    RunOutput { report, observations, machine }
+}
+
+/// Runs every built-in scenario (`ppm-sim validate`).
+#[must_use]
+pub fn validate() -> SuiteReport {
+    SuiteReport::new(builtin::all().iter().map(|(_, scenario)| run(scenario)).collect())
+}

@@ -1,0 +1,662 @@
+//! The simulated machine: a virtual clock, per-processor load timelines and the activity
+//! counters they drive.
+//!
+//! Time is kept in integer nanoseconds. A processor's load is piecewise constant (a
+//! [`Timeline`] of [`Load`]s); over `dt` ns at `f` MHz and `b` % C0 residency APERF advances by
+//! `f × b × dt / 100_000` counts and MPERF by `nominal × b × dt / 100_000`, computed exactly in
+//! integers (the fractional remainder is carried), so no rounding error accumulates. Nothing
+//! advances outside C0. When either counter overflows, both restart at zero (Intel SDM Vol. 3B
+//! §14.2), and the processor records a [`Discontinuity`].
+//!
+//! Processors advance lazily: a processor's counters are brought up to the clock when they are
+//! read or changed, so only the processors that are touched cost time, and each processor's
+//! state sits behind its own lock (a later runtime may give every processor its own thread).
+//!
+//! Before the runtime starts (the PEP's initialisation, device registration), every processor
+//! runs the load its timeline has at runtime time 0; [`Machine::start_runtime`] fixes the clock
+//! value that scenario time 0 maps to.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::cpu::CpuModel;
+use crate::scenario::{Phase, Scenario};
+
+/// Nanoseconds per millisecond.
+pub const NS_PER_MS: u64 = 1_000_000;
+/// Nanoseconds per microsecond.
+pub const NS_PER_US: u64 = 1_000;
+/// The platform's performance counter frequency (`KeQueryPerformanceCounter`): 10 MHz.
+pub const PERFORMANCE_COUNTER_HZ: u64 = 10_000_000;
+/// Counts × `COUNT_SCALE` = MHz × busy % × ns.
+const COUNT_SCALE: u128 = 100_000;
+/// 2^64: the counters' modulus.
+const COUNTER_MODULUS: u128 = 1 << 64;
+
+/// A load: the delivered frequency while in C0 and the C0 residency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Load {
+    /// Delivered frequency in C0, MHz.
+    pub frequency_mhz: u32,
+    /// C0 residency, percent.
+    pub busy_percent: u32,
+}
+
+/// One piece of a [`Timeline`]: `load` from `start_ns` (runtime time) to the next segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Runtime time the segment starts at, ns.
+    pub start_ns: u64,
+    /// The load.
+    pub load: Load,
+}
+
+/// True activity over an interval, in exact integer units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// C0 time weighted by residency: Σ busy % × ns.
+    pub c0: u128,
+    /// Delivered cycles: Σ MHz × busy % × ns.
+    pub cycles: u128,
+}
+
+impl Activity {
+    /// Adds another interval's activity.
+    pub const fn add(&mut self, other: Self) {
+        self.c0 += other.c0;
+        self.cycles += other.cycles;
+    }
+
+    /// The C0-time-weighted delivered frequency, MHz (`None` without C0 time).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // A ratio reported in MHz; f64 keeps 15 digits.
+    pub fn mean_mhz(&self) -> Option<f64> {
+        (self.c0 != 0).then(|| self.cycles as f64 / self.c0 as f64)
+    }
+}
+
+/// A processor's load over runtime time: sorted segments, the first at 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timeline {
+    segments: Vec<Segment>,
+}
+
+impl Timeline {
+    /// The timeline of processor `index`: at each instant the covering phase that started
+    /// last (the later in the file on a tie) applies; uncovered, the processor is idle at the
+    /// nominal frequency.
+    #[must_use]
+    pub fn for_processor(scenario: &Scenario, index: u32) -> Self {
+        let phases: Vec<(usize, &Phase)> = scenario
+            .phases
+            .iter()
+            .enumerate()
+            .filter(|(_, phase)| phase.processors.contains(index))
+            .collect();
+        let idle = Load { frequency_mhz: scenario.platform.nominal_mhz, busy_percent: 0 };
+        let mut breakpoints: Vec<u64> = vec![0];
+        for (_, phase) in &phases {
+            breakpoints.push(u64::from(phase.start_ms) * NS_PER_MS);
+            if let Some(end) = phase.end_ms {
+                breakpoints.push(u64::from(end) * NS_PER_MS);
+            }
+        }
+        breakpoints.sort_unstable();
+        breakpoints.dedup();
+        let mut segments: Vec<Segment> = Vec::with_capacity(breakpoints.len());
+        for start_ns in breakpoints {
+            let active = phases
+                .iter()
+                .filter(|(_, phase)| {
+                    let start = u64::from(phase.start_ms) * NS_PER_MS;
+                    let end = phase.end_ms.map_or(u64::MAX, |end| u64::from(end) * NS_PER_MS);
+                    start <= start_ns && start_ns < end
+                })
+                .max_by_key(|(file_index, phase)| (phase.start_ms, *file_index));
+            let load = active.map_or(idle, |(_, phase)| Load {
+                frequency_mhz: phase.frequency_mhz,
+                busy_percent: phase.busy_percent,
+            });
+            if segments.last().is_none_or(|last| last.load != load) {
+                segments.push(Segment { start_ns, load });
+            }
+        }
+        Self { segments }
+    }
+
+    /// A timeline of one constant load.
+    #[must_use]
+    pub fn constant(load: Load) -> Self {
+        Self { segments: vec![Segment { start_ns: 0, load }] }
+    }
+
+    /// The segments.
+    #[must_use]
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// The load at runtime time `at_ns` and when it next changes (`u64::MAX`: never).
+    #[must_use]
+    pub fn load_at(&self, at_ns: u64) -> (Load, u64) {
+        let next = self.segments.partition_point(|segment| segment.start_ns <= at_ns);
+        let current = next.saturating_sub(1);
+        let load = self
+            .segments
+            .get(current)
+            .map_or(Load { frequency_mhz: 1, busy_percent: 0 }, |segment| segment.load);
+        let change = self.segments.get(next).map_or(u64::MAX, |segment| segment.start_ns);
+        (load, change)
+    }
+
+    /// The true activity over runtime times `[from_ns, to_ns)`.
+    #[must_use]
+    pub fn activity(&self, from_ns: u64, to_ns: u64) -> Activity {
+        let mut activity = Activity::default();
+        let mut at = from_ns;
+        while at < to_ns {
+            let (load, change) = self.load_at(at);
+            let end = change.min(to_ns);
+            let dt = u128::from(end - at);
+            let busy = u128::from(load.busy_percent);
+            activity.c0 += busy * dt;
+            activity.cycles += u128::from(load.frequency_mhz) * busy * dt;
+            at = end;
+        }
+        activity
+    }
+
+    /// The slowest and fastest frequencies at which the processor is in C0 during
+    /// `[from_ns, to_ns)`, or `None` when it never is.
+    #[must_use]
+    pub fn frequency_range(&self, from_ns: u64, to_ns: u64) -> Option<(u32, u32)> {
+        let mut range: Option<(u32, u32)> = None;
+        let mut at = from_ns;
+        while at < to_ns {
+            let (load, change) = self.load_at(at);
+            if load.busy_percent > 0 {
+                let f = load.frequency_mhz;
+                range = Some(range.map_or((f, f), |(low, high)| (low.min(f), high.max(f))));
+            }
+            at = change.min(to_ns);
+        }
+        range
+    }
+}
+
+/// Why a processor's counters jumped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiscontinuityKind {
+    /// Both were set to zero (a reset, another program, a hypervisor).
+    Reset,
+    /// One overflowed; both restarted at zero.
+    Overflow,
+    /// Both were set just below 2^64.
+    NearWrap,
+}
+
+/// A jump of a processor's counters, at clock time `at_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Discontinuity {
+    /// Clock time, ns.
+    pub at_ns: u64,
+    /// What happened.
+    pub kind: DiscontinuityKind,
+}
+
+/// The raw values of a processor's APERF and MPERF.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterPair {
+    /// `IA32_APERF`.
+    pub aperf: u64,
+    /// `IA32_MPERF`.
+    pub mperf: u64,
+}
+
+/// One processor's counter state.
+#[derive(Debug)]
+struct ProcessorState {
+    counters: CounterPair,
+    /// Fractional counts (× `COUNT_SCALE`) not yet whole.
+    aperf_remainder: u128,
+    mperf_remainder: u128,
+    /// The clock time the counters are up to date for.
+    synced_ns: u64,
+    discontinuities: Vec<Discontinuity>,
+    /// Active MSR-fault windows.
+    msr_faults: u32,
+}
+
+impl ProcessorState {
+    /// Runs `dt` ns of `load` from clock time `at_ns`, handling overflow.
+    fn run(&mut self, at_ns: u64, dt: u64, load: Load, nominal_mhz: u32) {
+        let busy = u128::from(load.busy_percent);
+        let rate_a = u128::from(load.frequency_mhz) * busy;
+        let rate_m = u128::from(nominal_mhz) * busy;
+        let (mut at, mut remaining) = (at_ns, dt);
+        while remaining > 0 {
+            let total_a = self.aperf_remainder + rate_a * u128::from(remaining);
+            let total_m = self.mperf_remainder + rate_m * u128::from(remaining);
+            let room_a = COUNTER_MODULUS - u128::from(self.counters.aperf);
+            let room_m = COUNTER_MODULUS - u128::from(self.counters.mperf);
+            if total_a / COUNT_SCALE < room_a && total_m / COUNT_SCALE < room_m {
+                self.counters.aperf += u64::try_from(total_a / COUNT_SCALE).unwrap_or(0);
+                self.counters.mperf += u64::try_from(total_m / COUNT_SCALE).unwrap_or(0);
+                self.aperf_remainder = total_a % COUNT_SCALE;
+                self.mperf_remainder = total_m % COUNT_SCALE;
+                return;
+            }
+            // The first nanosecond at which a counter reaches 2^64.
+            let reach = |room: u128, remainder: u128, rate: u128| {
+                if rate == 0 {
+                    u128::MAX
+                } else {
+                    (room * COUNT_SCALE).saturating_sub(remainder).div_ceil(rate).max(1)
+                }
+            };
+            let step = reach(room_a, self.aperf_remainder, rate_a)
+                .min(reach(room_m, self.mperf_remainder, rate_m))
+                .min(u128::from(remaining));
+            let step_ns = u64::try_from(step).unwrap_or(remaining);
+            let total_a = self.aperf_remainder + rate_a * step;
+            let total_m = self.mperf_remainder + rate_m * step;
+            // Both restart at zero; the overflowing one keeps the counts past 2^64.
+            let wrap = |value: u64, total: u128| {
+                let sum = u128::from(value) + total / COUNT_SCALE;
+                if sum >= COUNTER_MODULUS {
+                    u64::try_from(sum - COUNTER_MODULUS).unwrap_or(0)
+                } else {
+                    0
+                }
+            };
+            self.counters = CounterPair {
+                aperf: wrap(self.counters.aperf, total_a),
+                mperf: wrap(self.counters.mperf, total_m),
+            };
+            self.aperf_remainder = total_a % COUNT_SCALE;
+            self.mperf_remainder = total_m % COUNT_SCALE;
+            at += step_ns;
+            remaining -= step_ns;
+            self.discontinuities
+                .push(Discontinuity { at_ns: at, kind: DiscontinuityKind::Overflow });
+        }
+    }
+}
+
+/// The simulated machine.
+#[derive(Debug)]
+pub struct Machine {
+    nominal_mhz: u32,
+    cpu: CpuModel,
+    timelines: Vec<Timeline>,
+    processors: Vec<Mutex<ProcessorState>>,
+    clock_ns: AtomicU64,
+    /// The clock time runtime time 0 maps to (`u64::MAX` before the runtime starts).
+    origin_ns: AtomicU64,
+}
+
+fn lock(state: &Mutex<ProcessorState>) -> MutexGuard<'_, ProcessorState> {
+    // A panic while holding the lock leaves consistent integers behind; keep going.
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Machine {
+    /// The machine a scenario describes, at clock time 0, with the counters at the values a
+    /// machine that has been up for a while has (distinct per processor, far from 0 and 2^64).
+    #[must_use]
+    pub fn new(scenario: &Scenario) -> Self {
+        let timelines = (0..scenario.platform.processors)
+            .map(|index| Timeline::for_processor(scenario, index))
+            .collect();
+        Self::with_timelines(scenario.platform.nominal_mhz, CpuModel::new(scenario), timelines)
+    }
+
+    /// A machine with explicit timelines (one per processor).
+    #[must_use]
+    pub fn with_timelines(nominal_mhz: u32, cpu: CpuModel, timelines: Vec<Timeline>) -> Self {
+        let processors = (0..timelines.len())
+            .map(|index| {
+                let boot = u64::try_from(index).unwrap_or(0) + 1;
+                Mutex::new(ProcessorState {
+                    counters: CounterPair {
+                        aperf: boot * 7_919_000_003,
+                        mperf: boot * 6_007_000_001,
+                    },
+                    aperf_remainder: 0,
+                    mperf_remainder: 0,
+                    synced_ns: 0,
+                    discontinuities: Vec::new(),
+                    msr_faults: 0,
+                })
+            })
+            .collect();
+        Self {
+            nominal_mhz,
+            cpu,
+            timelines,
+            processors,
+            clock_ns: AtomicU64::new(0),
+            origin_ns: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// The CPU model (CPUID and MSR contents).
+    #[must_use]
+    pub const fn cpu(&self) -> &CpuModel {
+        &self.cpu
+    }
+
+    /// The number of processors.
+    #[must_use]
+    pub fn processor_count(&self) -> u32 {
+        u32::try_from(self.processors.len()).unwrap_or(u32::MAX)
+    }
+
+    /// MPERF's rate in C0, MHz.
+    #[must_use]
+    pub const fn nominal_mhz(&self) -> u32 {
+        self.nominal_mhz
+    }
+
+    /// Processor `index`'s timeline.
+    #[must_use]
+    pub fn timeline(&self, index: u32) -> Option<&Timeline> {
+        self.timelines.get(usize::try_from(index).ok()?)
+    }
+
+    /// The clock, ns since power-on.
+    #[must_use]
+    pub fn now_ns(&self) -> u64 {
+        self.clock_ns.load(Ordering::Acquire)
+    }
+
+    /// Moves the clock forward to `at_ns` (never backwards).
+    pub fn advance_clock_to(&self, at_ns: u64) {
+        self.clock_ns.fetch_max(at_ns, Ordering::AcqRel);
+    }
+
+    /// Maps runtime time 0 to the current clock.
+    pub fn start_runtime(&self) {
+        self.origin_ns.store(self.now_ns(), Ordering::Release);
+    }
+
+    /// The clock time of runtime time 0 (`None` before the runtime starts).
+    #[must_use]
+    pub fn origin_ns(&self) -> Option<u64> {
+        let origin = self.origin_ns.load(Ordering::Acquire);
+        (origin != u64::MAX).then_some(origin)
+    }
+
+    /// The runtime time of clock time `at_ns` (0 before the runtime starts).
+    #[must_use]
+    pub fn runtime_ns(&self, at_ns: u64) -> u64 {
+        self.origin_ns().map_or(0, |origin| at_ns.saturating_sub(origin))
+    }
+
+    /// The load of processor `index` at clock time `at_ns` and the clock time it next changes.
+    fn load_at(&self, index: usize, at_ns: u64) -> (Load, u64) {
+        let Some(timeline) = self.timelines.get(index) else {
+            return (Load { frequency_mhz: self.nominal_mhz, busy_percent: 0 }, u64::MAX);
+        };
+        match self.origin_ns() {
+            Some(origin) if at_ns >= origin => {
+                let (load, change) = timeline.load_at(at_ns - origin);
+                (load, change.saturating_add(origin))
+            }
+            // Before the runtime: the load of runtime time 0, until the runtime starts.
+            Some(origin) => (timeline.load_at(0).0, origin),
+            None => (timeline.load_at(0).0, u64::MAX),
+        }
+    }
+
+    /// Brings a processor's counters up to clock time `to_ns`.
+    fn sync(&self, index: usize, state: &mut ProcessorState, to_ns: u64) {
+        while state.synced_ns < to_ns {
+            let (load, change) = self.load_at(index, state.synced_ns);
+            let end = change.min(to_ns);
+            state.run(state.synced_ns, end - state.synced_ns, load, self.nominal_mhz);
+            state.synced_ns = end;
+        }
+    }
+
+    fn with_state<R>(&self, index: u32, f: impl FnOnce(&mut ProcessorState) -> R) -> Option<R> {
+        let slot = usize::try_from(index).ok()?;
+        let mutex = self.processors.get(slot)?;
+        let mut state = lock(mutex);
+        self.sync(slot, &mut state, self.now_ns());
+        Some(f(&mut state))
+    }
+
+    /// Processor `index`'s counters now.
+    #[must_use]
+    pub fn counters(&self, index: u32) -> Option<CounterPair> {
+        self.with_state(index, |state| state.counters)
+    }
+
+    /// Whether processor `index`'s MSR reads fault now (an `msr-fault` window is open).
+    #[must_use]
+    pub fn msr_faulting(&self, index: u32) -> bool {
+        self.with_state(index, |state| state.msr_faults > 0).unwrap_or(true)
+    }
+
+    /// Opens (`true`) or closes (`false`) an MSR-fault window on processor `index`.
+    pub fn set_msr_fault(&self, index: u32, faulting: bool) {
+        self.with_state(index, |state| {
+            state.msr_faults =
+                if faulting { state.msr_faults + 1 } else { state.msr_faults.saturating_sub(1) };
+        });
+    }
+
+    /// Sets processor `index`'s counters to zero (a `counter-reset` event).
+    pub fn reset_counters(&self, index: u32) {
+        let now = self.now_ns();
+        self.with_state(index, |state| {
+            state.counters = CounterPair::default();
+            state.aperf_remainder = 0;
+            state.mperf_remainder = 0;
+            state
+                .discontinuities
+                .push(Discontinuity { at_ns: now, kind: DiscontinuityKind::Reset });
+        });
+    }
+
+    /// Sets processor `index`'s counters just below 2^64 so that APERF overflows exactly
+    /// `wrap_after_ns` from now (MPERF, set twice as far from 2^64, would take about twice as
+    /// long; the APERF overflow restarts both). When the processor does not run in C0 in that
+    /// time, both are set 2^32 below 2^64. Returns the values set.
+    pub fn set_near_wrap(&self, index: u32, wrap_after_ns: u64) -> Option<CounterPair> {
+        let now = self.now_ns();
+        let slot = usize::try_from(index).ok()?;
+        let (mut scaled_a, mut scaled_m) = (0_u128, 0_u128);
+        let mut at = now;
+        let end = now.saturating_add(wrap_after_ns);
+        while at < end {
+            let (load, change) = self.load_at(slot, at);
+            let until = change.min(end);
+            let busy = u128::from(load.busy_percent);
+            let dt = u128::from(until - at);
+            scaled_a += u128::from(load.frequency_mhz) * busy * dt;
+            scaled_m += u128::from(self.nominal_mhz) * busy * dt;
+            at = until;
+        }
+        self.with_state(index, |state| {
+            // Whole counts the next `wrap_after_ns` add, given the fractions carried now.
+            let counts_a = (state.aperf_remainder + scaled_a) / COUNT_SCALE;
+            let counts_m = (state.mperf_remainder + scaled_m) / COUNT_SCALE;
+            let below = |distance: u128| {
+                u64::try_from(COUNTER_MODULUS - distance.clamp(1, 1 << 62)).unwrap_or(u64::MAX)
+            };
+            state.counters = if counts_a == 0 || counts_m == 0 {
+                CounterPair { aperf: below(1 << 32), mperf: below(1 << 32) }
+            } else {
+                CounterPair { aperf: below(counts_a), mperf: below(2 * counts_m + 1) }
+            };
+            state
+                .discontinuities
+                .push(Discontinuity { at_ns: now, kind: DiscontinuityKind::NearWrap });
+            state.counters
+        })
+    }
+
+    /// Busy-waits `microseconds` on processor `index`: the processor runs in C0 at its current
+    /// frequency while the clock advances (`KeStallExecutionProcessor`).
+    pub fn stall(&self, index: u32, microseconds: u32) {
+        let dt = u64::from(microseconds) * NS_PER_US;
+        let now = self.now_ns();
+        if let Ok(slot) = usize::try_from(index) {
+            let (load, _) = self.load_at(slot, now);
+            self.with_state(index, |state| {
+                state.run(
+                    now,
+                    dt,
+                    Load { frequency_mhz: load.frequency_mhz, busy_percent: 100 },
+                    self.nominal_mhz,
+                );
+                state.synced_ns = now + dt;
+            });
+        }
+        self.advance_clock_to(now + dt);
+    }
+
+    /// Processor `index`'s counter discontinuities so far.
+    #[must_use]
+    pub fn discontinuities(&self, index: u32) -> Vec<Discontinuity> {
+        self.with_state(index, |state| state.discontinuities.clone()).unwrap_or_default()
+    }
+
+    /// Processor `index`'s true activity between clock times `from_ns` and `to_ns`, both at or
+    /// after the runtime's start.
+    #[must_use]
+    pub fn activity(&self, index: u32, from_ns: u64, to_ns: u64) -> Activity {
+        self.timeline(index).map_or_else(Activity::default, |timeline| {
+            timeline.activity(self.runtime_ns(from_ns), self.runtime_ns(to_ns))
+        })
+    }
+
+    /// The slowest and fastest C0 frequencies of processor `index` between clock times
+    /// `from_ns` and `to_ns` (at or after the runtime's start).
+    #[must_use]
+    pub fn frequency_range(&self, index: u32, from_ns: u64, to_ns: u64) -> Option<(u32, u32)> {
+        self.timeline(index)?.frequency_range(self.runtime_ns(from_ns), self.runtime_ns(to_ns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    fn scenario(extra: &str) -> Scenario {
+        let text = format!(
+            "name = \"t\"\n[platform]\nprocessors = 2\nnominal_mhz = 2000\n[pofx]\nduration_ms = 1000\n{extra}"
+        );
+        Scenario::from_toml_str(&text).expect("valid scenario")
+    }
+
+    fn phase(start: u32, end: Option<u32>, processors: &str, mhz: u32, busy: u32) -> String {
+        let end = end.map_or_else(String::new, |end| format!("end_ms = {end}\n"));
+        format!(
+            "[[phase]]\nstart_ms = {start}\n{end}processors = {processors}\nfrequency_mhz = {mhz}\nbusy_percent = {busy}\n"
+        )
+    }
+
+    fn running(extra: &str) -> Machine {
+        let machine = Machine::new(&scenario(extra));
+        machine.start_runtime();
+        machine
+    }
+
+    #[test]
+    fn counters_advance_exactly_with_frequency_and_residency() {
+        let machine = running(&phase(0, None, "\"all\"", 3000, 50));
+        let start = machine.counters(0).expect("processor 0");
+        machine.advance_clock_to(NS_PER_MS * 1000);
+        let end = machine.counters(0).expect("processor 0");
+        // 1 s at 3000 MHz, 50 % in C0: 1.5e9 actual cycles, 1e9 at the 2000 MHz nominal rate.
+        assert_eq!(end.aperf - start.aperf, 1_500_000_000);
+        assert_eq!(end.mperf - start.mperf, 1_000_000_000);
+    }
+
+    #[test]
+    fn fractions_carry_so_many_small_steps_equal_one_large_one() {
+        let stepped = running(&phase(0, None, "\"all\"", 2333, 7));
+        let start = stepped.counters(1).expect("processor 1");
+        for step in 1..=10_000_u64 {
+            stepped.advance_clock_to(step * 1_013);
+            let _ = stepped.counters(1);
+        }
+        let one = running(&phase(0, None, "\"all\"", 2333, 7));
+        one.advance_clock_to(10_000 * 1_013);
+        let stepped_end = stepped.counters(1).expect("processor 1");
+        let one_end = one.counters(1).expect("processor 1");
+        assert_eq!(stepped_end, one_end);
+        // 10.13 ms × 2333 MHz × 7 % = 1 654 330.3 counts: the fraction stays in the remainder.
+        assert_eq!(one_end.aperf - start.aperf, 1_654_330);
+    }
+
+    #[test]
+    fn idle_processors_do_not_count_and_phases_override_in_start_order() {
+        let phases = [
+            phase(0, None, "\"all\"", 1000, 100),
+            phase(100, Some(200), "[1]", 4000, 100),
+            phase(150, None, "[1]", 500, 0),
+        ]
+        .concat();
+        let machine = running(&phases);
+        let timeline = machine.timeline(1).expect("processor 1");
+        let load = |ms: u64| timeline.load_at(ms * NS_PER_MS).0;
+        assert_eq!(load(50), Load { frequency_mhz: 1000, busy_percent: 100 });
+        assert_eq!(load(120), Load { frequency_mhz: 4000, busy_percent: 100 });
+        assert_eq!(load(170), Load { frequency_mhz: 500, busy_percent: 0 });
+        assert_eq!(load(250), Load { frequency_mhz: 500, busy_percent: 0 });
+        machine.advance_clock_to(150 * NS_PER_MS);
+        let at_150 = machine.counters(1).expect("processor 1");
+        machine.advance_clock_to(400 * NS_PER_MS);
+        assert_eq!(machine.counters(1), Some(at_150), "no C0 time, no counts");
+        let activity = timeline.activity(0, 150 * NS_PER_MS);
+        // 100 ms at 1000 MHz and 50 ms at 4000 MHz, all in C0.
+        assert_eq!(activity.mean_mhz(), Some(2000.0));
+        assert_eq!(timeline.frequency_range(0, 400 * NS_PER_MS), Some((1000, 4000)));
+    }
+
+    #[test]
+    fn overflow_restarts_both_counters_at_the_computed_instant() {
+        let machine = running(&phase(0, None, "\"all\"", 3000, 100));
+        let set = machine.set_near_wrap(0, 20 * NS_PER_MS).expect("processor 0");
+        // 20 ms at 3000 MHz = 6e7 counts to go; MPERF twice as far (4e7 × 2 + 1).
+        assert_eq!(set.aperf, u64::MAX - 60_000_000 + 1);
+        assert_eq!(set.mperf, u64::MAX - 80_000_000);
+        machine.advance_clock_to(20 * NS_PER_MS - 1);
+        let before = machine.counters(0).expect("processor 0");
+        assert!(before.aperf > u64::MAX - 10 && before.mperf > u64::MAX / 2);
+        machine.advance_clock_to(25 * NS_PER_MS);
+        let after = machine.counters(0).expect("processor 0");
+        // Both restarted at zero 20 ms in and have counted 5 ms since.
+        assert_eq!(after, CounterPair { aperf: 15_000_000, mperf: 10_000_000 });
+        let jumps = machine.discontinuities(0);
+        assert_eq!(
+            jumps.last(),
+            Some(&Discontinuity { at_ns: 20 * NS_PER_MS, kind: DiscontinuityKind::Overflow })
+        );
+    }
+
+    #[test]
+    fn resets_and_stalls() {
+        let machine = Machine::new(&scenario(&phase(0, None, "\"all\"", 2500, 10)));
+        // Before the runtime: a stall keeps the processor in C0 at its frequency.
+        let before = machine.counters(0).expect("processor 0");
+        machine.stall(0, 10_000);
+        let after = machine.counters(0).expect("processor 0");
+        assert_eq!(
+            (after.aperf - before.aperf, after.mperf - before.mperf),
+            (25_000_000, 20_000_000)
+        );
+        assert_eq!(machine.now_ns(), 10 * NS_PER_MS);
+        // The other processor ran its 10 % load meanwhile.
+        let other = machine.counters(1).expect("processor 1");
+        assert_eq!(other.mperf - 2 * 6_007_000_001, 2_000_000);
+        machine.reset_counters(1);
+        assert_eq!(machine.counters(1), Some(CounterPair::default()));
+        assert_eq!(machine.discontinuities(1).len(), 1);
+    }
+}

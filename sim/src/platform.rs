@@ -1,0 +1,336 @@
+//! [`SimPlatform`]: the engine's [`Platform`] over the simulated machine.
+//!
+//! The emulator "runs as" a processor by entering it on the calling thread
+//! ([`OnProcessor::enter`]): that sets the thread's current processor and the engine instance
+//! [`Platform::instance`] returns, and restores both when the guard drops. Every hardware
+//! operation the engine performs — `CPUID`, MSR reads, the time source, stalls — is recorded in
+//! the thread's trace ([`begin_trace`], [`take_trace`]) with the interrupt-masking state at the
+//! time, so that checks can see what the engine did inside one callback.
+//!
+//! Interrupt masking is simulated per thread: [`Platform::with_interrupts_masked`] masks, runs,
+//! and restores the previous state, and counts every unmasked→masked transition (the mask
+//! "epoch"), so two reads are known to be in one masked section when they share an epoch.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use ppm_engine::Pep;
+use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
+
+use crate::cpu::msr_announced;
+use crate::machine::{Machine, NS_PER_MS, PERFORMANCE_COUNTER_HZ};
+
+/// Replaces a `CPUID` answer: `(processor, leaf, subleaf, model's answer) -> answer`.
+pub type CpuidHook = Arc<dyn Fn(u32, u32, u32, CpuidResult) -> CpuidResult + Send + Sync>;
+/// Replaces an MSR read's result: `(processor, msr, model's result) -> result`.
+pub type MsrHook =
+    Arc<dyn Fn(u32, u32, Result<u64, MsrFault>) -> Result<u64, MsrFault> + Send + Sync>;
+/// Replaces the processor index the platform reports: `(true index) -> reported index`.
+pub type ProcessorHook = Arc<dyn Fn(u32) -> u32 + Send + Sync>;
+
+/// Deliberate platform faults, to show that the checks catch a broken platform (or a PEP that
+/// trusts one). The default injects nothing.
+#[derive(Clone, Default)]
+pub struct PlatformFaults {
+    /// Rewrites `CPUID` answers (e.g. garbage, or features the MSR model does not back).
+    pub cpuid: Option<CpuidHook>,
+    /// Rewrites MSR read results (e.g. decreasing or random counter values, spurious faults).
+    pub msr: Option<MsrHook>,
+    /// Rewrites the current processor index the engine sees.
+    pub current_processor: Option<ProcessorHook>,
+    /// `with_interrupts_masked` runs its closure without masking interrupts.
+    pub ignore_interrupt_masking: bool,
+}
+
+impl fmt::Debug for PlatformFaults {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("PlatformFaults")
+            .field("cpuid", &self.cpuid.is_some())
+            .field("msr", &self.msr.is_some())
+            .field("current_processor", &self.current_processor.is_some())
+            .field("ignore_interrupt_masking", &self.ignore_interrupt_masking)
+            .finish()
+    }
+}
+
+/// One MSR read the engine made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsrRead {
+    /// The processor the read executed on.
+    pub processor: u32,
+    /// The MSR.
+    pub msr: u32,
+    /// The value, or `None` when the read faulted.
+    pub value: Option<u64>,
+    /// Whether interrupts were masked.
+    pub masked: bool,
+    /// The masking epoch (see the module documentation).
+    pub mask_epoch: u64,
+    /// Whether `CPUID`, as answered to the engine, announced the MSR.
+    pub announced: bool,
+    /// The clock time of the read, ns.
+    pub at_ns: u64,
+}
+
+/// One hardware operation the engine performed through the platform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlatformOp {
+    /// `CPUID`.
+    Cpuid {
+        /// EAX in.
+        leaf: u32,
+        /// ECX in.
+        subleaf: u32,
+    },
+    /// `RDMSR`.
+    ReadMsr(MsrRead),
+    /// The time source was read.
+    PerformanceCounter,
+    /// A busy wait.
+    Stall {
+        /// Its length.
+        microseconds: u32,
+    },
+}
+
+thread_local! {
+    static CURRENT_PROCESSOR: Cell<u32> = const { Cell::new(0) };
+    static INSTANCE: Cell<*const Pep<SimPlatform>> = const { Cell::new(std::ptr::null()) };
+    static MASKED: Cell<bool> = const { Cell::new(false) };
+    static MASK_EPOCH: Cell<u64> = const { Cell::new(0) };
+    static TRACE: RefCell<Option<Vec<PlatformOp>>> = const { RefCell::new(None) };
+}
+
+/// Starts recording the calling thread's platform operations (discarding any not taken).
+pub fn begin_trace() {
+    TRACE.with(|trace| *trace.borrow_mut() = Some(Vec::new()));
+}
+
+/// Stops recording and returns the operations recorded since [`begin_trace`].
+#[must_use]
+pub fn take_trace() -> Vec<PlatformOp> {
+    TRACE.with(|trace| trace.borrow_mut().take()).unwrap_or_default()
+}
+
+fn record(op: PlatformOp) {
+    TRACE.with(|trace| {
+        if let Some(ops) = trace.borrow_mut().as_mut() {
+            ops.push(op);
+        }
+    });
+}
+
+/// The calling thread's processor while an [`OnProcessor`] guard is alive (0 otherwise).
+#[must_use]
+pub fn current_processor() -> u32 {
+    CURRENT_PROCESSOR.with(Cell::get)
+}
+
+/// The engine's platform over a [`Machine`]. Cheap to clone (shared machine).
+#[derive(Clone)]
+pub struct SimPlatform {
+    machine: Arc<Machine>,
+    faults: PlatformFaults,
+}
+
+impl fmt::Debug for SimPlatform {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_struct("SimPlatform").field("faults", &self.faults).finish_non_exhaustive()
+    }
+}
+
+impl SimPlatform {
+    /// A platform over `machine` with `faults` injected.
+    #[must_use]
+    pub const fn new(machine: Arc<Machine>, faults: PlatformFaults) -> Self {
+        Self { machine, faults }
+    }
+
+    /// The machine.
+    #[must_use]
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// `CPUID` as the engine sees it on `processor` (faults applied), without recording it.
+    #[must_use]
+    pub fn cpuid_as_seen(&self, processor: u32, leaf: u32, subleaf: u32) -> CpuidResult {
+        let answer = self.machine.cpu().cpuid(processor, leaf, subleaf);
+        self.faults.cpuid.as_ref().map_or(answer, |hook| hook(processor, leaf, subleaf, answer))
+    }
+}
+
+impl Platform for SimPlatform {
+    fn instance() -> Option<&'static Pep<Self>> {
+        let pointer = INSTANCE.with(Cell::get);
+        // SAFETY: INSTANCE is non-NULL only while an `OnProcessor` guard is alive on this
+        // thread; the guard borrows the (boxed, never moved) `Pep` for its whole life, so the
+        // pointee is alive and not mutably aliased (the engine shares it by `&` only). The
+        // `'static` is wider than the truth: the engine uses the reference only for the
+        // duration of the callback it was obtained in, which runs inside the guard's scope.
+        unsafe { pointer.as_ref() }
+    }
+
+    fn current_processor_index(&self) -> u32 {
+        let index = current_processor();
+        self.faults.current_processor.as_ref().map_or(index, |hook| hook(index))
+    }
+
+    fn cpuid(&self, leaf: u32, subleaf: u32) -> CpuidResult {
+        record(PlatformOp::Cpuid { leaf, subleaf });
+        self.cpuid_as_seen(current_processor(), leaf, subleaf)
+    }
+
+    fn read_msr(&self, msr: u32) -> Result<u64, MsrFault> {
+        let processor = current_processor();
+        let machine = &self.machine;
+        let result = if machine.msr_faulting(processor) {
+            Err(MsrFault)
+        } else {
+            let counters = machine.counters(processor).unwrap_or_default();
+            machine.cpu().read_msr(msr, counters)
+        };
+        let result = self.faults.msr.as_ref().map_or(result, |hook| hook(processor, msr, result));
+        let announced = msr_announced(
+            &|leaf, subleaf| self.cpuid_as_seen(processor, leaf, subleaf),
+            msr,
+            machine.cpu().pm_enable(),
+        );
+        record(PlatformOp::ReadMsr(MsrRead {
+            processor,
+            msr,
+            value: result.ok(),
+            masked: MASKED.with(Cell::get),
+            mask_epoch: MASK_EPOCH.with(Cell::get),
+            announced,
+            at_ns: machine.now_ns(),
+        }));
+        result
+    }
+
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+        /// Restores the previous masking state, also if `f` unwinds.
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                MASKED.with(|masked| masked.set(self.0));
+            }
+        }
+        let previous = MASKED.with(Cell::get);
+        let _restore = Restore(previous);
+        if !self.faults.ignore_interrupt_masking && !previous {
+            MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
+            MASKED.with(|masked| masked.set(true));
+        }
+        f()
+    }
+
+    fn performance_counter(&self) -> PerformanceCounter {
+        record(PlatformOp::PerformanceCounter);
+        let ticks_per_ms = PERFORMANCE_COUNTER_HZ / 1000;
+        PerformanceCounter {
+            ticks: self.machine.now_ns() / (NS_PER_MS / ticks_per_ms),
+            frequency: PERFORMANCE_COUNTER_HZ,
+        }
+    }
+
+    fn stall_microseconds(&self, microseconds: u32) {
+        record(PlatformOp::Stall { microseconds });
+        self.machine.stall(current_processor(), microseconds);
+    }
+}
+
+/// While alive, the calling thread runs as one processor of the machine.
+///
+/// [`Platform::instance`] returns the engine it was entered with. Dropping it restores the
+/// previous processor and instance (guards nest).
+#[must_use = "the thread runs as the processor only while the guard lives"]
+pub struct OnProcessor<'pep> {
+    previous_processor: u32,
+    previous_instance: *const Pep<SimPlatform>,
+    _pep: PhantomData<&'pep Pep<SimPlatform>>,
+}
+
+impl<'pep> OnProcessor<'pep> {
+    /// Runs the calling thread as `processor`, with `pep` (if any) as the engine instance.
+    pub fn enter(pep: Option<&'pep Pep<SimPlatform>>, processor: u32) -> Self {
+        let previous_processor = CURRENT_PROCESSOR.with(|current| current.replace(processor));
+        let pointer = pep.map_or(std::ptr::null(), std::ptr::from_ref);
+        let previous_instance = INSTANCE.with(|instance| instance.replace(pointer));
+        Self { previous_processor, previous_instance, _pep: PhantomData }
+    }
+}
+
+impl Drop for OnProcessor<'_> {
+    fn drop(&mut self) {
+        CURRENT_PROCESSOR.with(|current| current.set(self.previous_processor));
+        INSTANCE.with(|instance| instance.set(self.previous_instance));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::msr;
+    use crate::scenario::Scenario;
+
+    fn platform(faults: PlatformFaults) -> SimPlatform {
+        let scenario = Scenario::from_toml_str(
+            "name = \"t\"\n[platform]\nprocessors = 2\nnominal_mhz = 2000\n[pofx]\nduration_ms = 10\n",
+        )
+        .expect("valid");
+        SimPlatform::new(Arc::new(Machine::new(&scenario)), faults)
+    }
+
+    #[test]
+    fn masking_nests_and_is_traced() {
+        let platform = platform(PlatformFaults::default());
+        let _on = OnProcessor::enter(None, 1);
+        begin_trace();
+        let _ = platform.read_msr(msr::IA32_APERF);
+        platform.with_interrupts_masked(|| {
+            platform.with_interrupts_masked(|| {
+                let _ = platform.read_msr(msr::IA32_APERF);
+            });
+            let _ = platform.read_msr(msr::IA32_MPERF);
+        });
+        let _ = platform.read_msr(0x10);
+        let reads: Vec<MsrRead> = take_trace()
+            .into_iter()
+            .filter_map(|op| if let PlatformOp::ReadMsr(read) = op { Some(read) } else { None })
+            .collect();
+        assert_eq!(
+            reads.iter().map(|read| read.masked).collect::<Vec<_>>(),
+            [false, true, true, false]
+        );
+        assert_eq!(reads[1].mask_epoch, reads[2].mask_epoch);
+        assert!(reads.iter().all(|read| read.processor == 1));
+        assert!(reads[0].announced && !reads[3].announced && reads[3].value.is_none());
+        assert!(SimPlatform::instance().is_none());
+    }
+
+    #[test]
+    fn faults_are_injected() {
+        let faults = PlatformFaults {
+            ignore_interrupt_masking: true,
+            current_processor: Some(Arc::new(|_| 7)),
+            msr: Some(Arc::new(|_, _, _| Ok(42))),
+            cpuid: Some(Arc::new(|_, _, _, _| CpuidResult { eax: 1, ebx: 2, ecx: 3, edx: 4 })),
+        };
+        let platform = platform(faults);
+        let _on = OnProcessor::enter(None, 0);
+        assert_eq!(platform.current_processor_index(), 7);
+        assert_eq!(platform.cpuid(0, 0).ebx, 2);
+        begin_trace();
+        let value = platform.with_interrupts_masked(|| platform.read_msr(0x1234));
+        assert_eq!(value, Ok(42));
+        let trace = take_trace();
+        assert!(matches!(
+            trace.as_slice(),
+            [PlatformOp::ReadMsr(MsrRead { masked: false, announced: false, .. })]
+        ));
+    }
+}

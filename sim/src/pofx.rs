@@ -1,0 +1,1500 @@
+//! The PoFx emulator.
+//!
+//! It registers the PEP as `PoFxRegisterPluginEx` does, offers it devices, initialises the processors it accepted, runs the scenario's runtime (the OS reading every
+//! processor's feedback counters every sample interval, the events, conformance probes) and
+//! records everything it observed for the checks.
+//!
+//! The engine is reached only through the `PEP_INFORMATION` callbacks, with raw pointers to the
+//! C structures of [`ppm_engine::abi`], each call made "as" a processor (see
+//! [`crate::platform::OnProcessor`]). The runtime is single-threaded; the per-processor work of
+//! a sample (`sample_processor`) touches only that processor's records, so a later
+//! runtime can give every processor its own thread.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use ppm_engine::abi::{
+    BOOLEAN, FALSE, NTSTATUS, PEP_DEVICE_REGISTER_V2, PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED,
+    PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION,
+    PEP_INFORMATION_V3, PEP_KERNEL_INFORMATION_STRUCT_V3, PEP_KERNEL_INFORMATION_V3,
+    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
+    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+    PEP_PPM_FEEDBACK_READ, PEP_PPM_FEEDBACK_READ__bindgen_ty_1,
+    PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_QUERY_CAPABILITIES,
+    PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE,
+    PEP_PROCESSOR_FEEDBACK_COUNTER, PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEPHANDLE,
+    PEPHANDLE__, POHANDLE__, PVOID, PepDeviceAccepted, STATUS_INVALID_KERNEL_INFO_VERSION,
+    STATUS_INVALID_PARAMETER, STATUS_INVALID_PEP_INFO_VERSION, STATUS_SUCCESS, ULONG,
+    UNICODE_STRING,
+};
+use ppm_engine::{Pep, ProcessorSlot, pep_information};
+
+use crate::cpu::msr;
+use crate::machine::{Machine, NS_PER_MS};
+use crate::platform::{self, MsrRead, OnProcessor, PlatformFaults, PlatformOp, SimPlatform};
+use crate::scenario::{CpuKind, EventKind, Scenario};
+
+/// How to run a scenario: what to substitute for the real PEP or platform, to show that the
+/// checks catch a broken one. The default runs the real engine on a faithful platform.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The `PEP_INFORMATION` to register instead of the engine's (that of
+    /// [`ppm_engine::pep_information`] for [`SimPlatform`]). A test can wrap the engine's
+    /// callbacks in `extern "C"` shims that corrupt their results; inside a callback,
+    /// [`ppm_engine::Platform::instance`] on [`SimPlatform`] returns the engine instance (and
+    /// `.platform()` the simulated platform, e.g. to read an MSR the PEP should not read).
+    pub pep_information: Option<PEP_INFORMATION>,
+    /// Faults injected into the platform the engine runs on.
+    pub platform_faults: PlatformFaults,
+}
+
+/// The device ids of a flavour's non-processor devices, in ACPI-namespace-like order.
+#[must_use]
+pub const fn default_other_devices(cpu: CpuKind) -> &'static [&'static str] {
+    match cpu {
+        // Ice Lake and later firmware names the PCI root `\_SB.PC00`.
+        CpuKind::IntelHwp => &[
+            "\\_SB.PC00",
+            "\\_SB.PC00.GFX0",
+            "\\_SB.PC00.XHCI",
+            "\\_SB.PC00.I2C0",
+            "\\_SB.PC00.UA00",
+            "\\_SB.PC00.RP01.PXSX",
+            "\\_SB.PEPD",
+            "\\_SB.PWRB",
+            "\\_SB.LID0",
+            "\\_SB.BAT0",
+            "ACPI\\PNP0C0C",
+            "\\_TZ.TZ00",
+        ],
+        CpuKind::AmdCppc => &[
+            "\\_SB.PCI0",
+            "\\_SB.PCI0.GP17.VGA",
+            "\\_SB.PCI0.GP17.XHC0",
+            "\\_SB.I2CA",
+            "\\_SB.FUR0",
+            "\\_SB.PEP",
+            "\\_SB.PWRB",
+            "\\_SB.LID",
+            "\\_SB.BAT1",
+            "\\_TZ.THRM",
+        ],
+        CpuKind::IntelLegacy => &[
+            "\\_SB.PCI0",
+            "\\_SB.PCI0.GFX0",
+            "\\_SB.PCI0.XHC",
+            "\\_SB.PCI0.SAT0",
+            "\\_SB.PCI0.LPCB.EC0",
+            "\\_SB.PCI0.RP01.PXSX",
+            "\\_SB.I2C1",
+            "\\_SB.UAR1",
+            "\\_SB.PWRB",
+            "ACPI\\PNP0C0C",
+        ],
+    }
+}
+
+/// DPM notification IDs no header defines: the PEP must refuse them without touching data.
+pub const UNDEFINED_DPM_NOTIFICATIONS: [ULONG; 5] = [0x00, 0x29, 0x80, 0xFFFF, 0xFFFF_FFFF];
+/// PPM notification IDs no header defines.
+pub const UNDEFINED_PPM_NOTIFICATIONS: [ULONG; 5] = [0x00, 0x2C, 0x80, 0xFFFF, 0xFFFF_FFFF];
+
+/// The most feedback counters the emulator asks a PEP to describe (a larger count is
+/// reported as inconsistent rather than queried).
+pub const MAX_QUERIED_COUNTERS: usize = 64;
+/// The byte pattern probe buffers are filled with, to see whether the PEP wrote to them.
+const SENTINEL_BYTE: u8 = 0xA5;
+const SENTINEL: u64 = u64::from_ne_bytes([SENTINEL_BYTE; 8]);
+
+/// What registration saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegistrationRecord {
+    /// `PEP_INFORMATION.Version`.
+    pub version: u16,
+    /// `PEP_INFORMATION.Size`.
+    pub size: u16,
+    /// `AcceptDeviceNotification` is non-NULL.
+    pub device_callback: bool,
+    /// `AcceptProcessorNotification` is non-NULL.
+    pub processor_callback: bool,
+    /// The status `PoFxRegisterPluginEx` returned.
+    pub status: NTSTATUS,
+}
+
+/// A `PEP_DPM_REGISTER_DEVICE` outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegisterRecord {
+    /// The callback's return value.
+    pub returned: bool,
+    /// `DeviceAccepted`.
+    pub acceptance: i32,
+    /// `DeviceHandle`, as an address.
+    pub handle: usize,
+}
+
+impl RegisterRecord {
+    /// The handle, when the PEP accepted the device with a non-NULL one.
+    #[must_use]
+    pub const fn live_handle(&self) -> Option<usize> {
+        if self.returned && self.acceptance == PepDeviceAccepted && self.handle != 0 {
+            Some(self.handle)
+        } else {
+            None
+        }
+    }
+}
+
+/// A device offered to the PEP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceRecord {
+    /// The device id.
+    pub id: String,
+    /// The processor index, for processor devices.
+    pub processor: Option<u32>,
+    /// `PEP_DPM_PREPARE_DEVICE`'s return value.
+    pub prepare_returned: bool,
+    /// `DeviceAccepted` after `PEP_DPM_PREPARE_DEVICE`.
+    pub accepted: bool,
+    /// `PEP_DPM_REGISTER_DEVICE`, when sent (after an acceptance).
+    pub registered: Option<RegisterRecord>,
+    /// `PEP_DPM_DEVICE_STARTED`'s return value, when sent.
+    pub started: Option<bool>,
+}
+
+/// How the counter MSRs were read during one `FEEDBACK_READ`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PairAccess {
+    /// An actual-count MSR read immediately followed by its nominal-count MSR, both with
+    /// interrupts masked, in one masked section.
+    BackToBackMasked {
+        /// The actual-count MSR.
+        actual_msr: u32,
+        /// The nominal-count MSR.
+        nominal_msr: u32,
+    },
+    /// What was wrong.
+    Problem(String),
+    /// No counter MSR was read.
+    NoRead,
+}
+
+/// One `PEP_NOTIFY_PPM_FEEDBACK_READ` the emulated OS made in the runtime loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// Clock time, ns.
+    pub at_ns: u64,
+    /// `CounterIndex`.
+    pub counter_index: u32,
+    /// The callback's return value.
+    pub returned: bool,
+    /// `NominalCount` after the call.
+    pub nominal: u64,
+    /// `ActualCount` after the call.
+    pub actual: u64,
+    /// How the MSRs were read.
+    pub access: PairAccess,
+    /// Whether an MSR read faulted during the call.
+    pub faulted: bool,
+}
+
+/// Everything observed about one processor.
+#[derive(Clone, Debug)]
+pub struct ProcessorRecord {
+    /// Global index.
+    pub index: u32,
+    /// The device id offered.
+    pub device_id: String,
+    /// The handle the PEP returned, if it accepted the processor.
+    pub handle: Option<usize>,
+    /// `QUERY_CAPABILITIES`: returned, answer.
+    pub capabilities: Option<(bool, PEP_PPM_QUERY_CAPABILITIES)>,
+    /// `QUERY_FEEDBACK_COUNTERS`: returned, descriptors (sent when the count is 1..=64).
+    pub counters: Option<(bool, Vec<PEP_PROCESSOR_FEEDBACK_COUNTER>)>,
+    /// `QUERY_PERF_CAPABILITIES`: returned, answer.
+    pub perf: Option<(bool, PEP_PPM_QUERY_PERF_CAPABILITIES)>,
+    /// `QUERY_DOMAIN_INFO` for the domain `QUERY_PERF_CAPABILITIES` named: returned, answer.
+    pub domain: Option<(bool, PEP_PPM_QUERY_DOMAIN_INFO)>,
+    /// The runtime loop's reads.
+    pub reads: Vec<ReadRecord>,
+}
+
+impl ProcessorRecord {
+    /// The feedback counters the OS uses: those `QUERY_FEEDBACK_COUNTERS` described.
+    #[must_use]
+    pub fn described_counters(&self) -> &[PEP_PROCESSOR_FEEDBACK_COUNTER] {
+        match &self.counters {
+            Some((true, descriptors)) => descriptors,
+            _ => &[],
+        }
+    }
+}
+
+/// Which check a probe belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// Undefined DPM notification IDs, NULL DPM data.
+    DpmUnknown,
+    /// Undefined PPM notification IDs.
+    PpmUnknown,
+    /// NULL data for PPM notifications that need data.
+    PpmNullData,
+    /// Handles the PEP never issued.
+    ForgedHandle,
+    /// `CounterIndex` >= the count described.
+    IndexOutOfRange,
+    /// A read on a processor other than the handle's.
+    WrongProcessor,
+    /// A read of a processor without counters.
+    NoCounters,
+    /// `QUERY_FEEDBACK_COUNTERS` with a `Count` other than `FeedbackCounterCount`.
+    WrongCount,
+    /// A handle after `PEP_DPM_UNREGISTER_DEVICE`.
+    StaleHandle,
+}
+
+/// One conformance probe: a call that must be refused (FALSE) without touching the data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// The check it belongs to.
+    pub kind: ProbeKind,
+    /// What was sent.
+    pub what: String,
+    /// The callback's return value.
+    pub returned: bool,
+    /// Whether the data buffer was left as it was.
+    pub untouched: bool,
+}
+
+impl ProbeKind {
+    /// Whether a probe of this kind must also leave its data untouched (not only be refused):
+    /// an undefined notification or a handle the PEP never issued gives it no right to write.
+    #[must_use]
+    pub const fn requires_untouched_data(self) -> bool {
+        matches!(
+            self,
+            Self::DpmUnknown
+                | Self::PpmUnknown
+                | Self::ForgedHandle
+                | Self::WrongCount
+                | Self::StaleHandle
+        )
+    }
+}
+
+impl Probe {
+    /// Whether the PEP refused without touching the data.
+    #[must_use]
+    pub const fn passed(&self) -> bool {
+        !self.returned && self.untouched
+    }
+}
+
+/// What the engine said about itself (through its accessors; for the report only).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineSummary {
+    /// The counter source it selected.
+    pub counter_source: String,
+    /// Its nominal rate, MHz.
+    pub nominal_mhz: u32,
+    /// Where the nominal rate came from.
+    pub nominal_source: String,
+    /// Why it reports no counters, if it does not.
+    pub no_counters_reason: Option<String>,
+    /// Where its perf capabilities came from.
+    pub perf_source: String,
+    /// The device ids it logged, with its decisions.
+    pub device_ids_seen: Vec<(String, bool)>,
+}
+
+/// Everything a run observed.
+#[derive(Clone, Debug)]
+pub struct Observations {
+    /// Registration.
+    pub registration: RegistrationRecord,
+    /// Every device offered, in order.
+    pub devices: Vec<DeviceRecord>,
+    /// Per processor.
+    pub processors: Vec<ProcessorRecord>,
+    /// The conformance probes.
+    pub probes: Vec<Probe>,
+    /// `PEP_DPM_UNREGISTER_DEVICE` at the end: processor, return value.
+    pub unregistered: Option<(u32, bool)>,
+    /// MSR reads in all.
+    pub msr_reads: usize,
+    /// MSR reads CPUID did not announce (the first 32).
+    pub unannounced_msr_reads: Vec<MsrRead>,
+    /// How many MSR reads CPUID did not announce.
+    pub unannounced_msr_read_count: usize,
+    /// The engine's own account.
+    pub engine: EngineSummary,
+    /// Clock times of the runtime's first and last samples, ns.
+    pub runtime_ns: (u64, u64),
+}
+
+type DpmCallback = unsafe extern "C" fn(ULONG, PVOID) -> BOOLEAN;
+type PpmCallback = unsafe extern "C" fn(PEPHANDLE, ULONG, PVOID) -> BOOLEAN;
+
+/// Payloads of notifications that hold no pointers: the notification IDs they belong to.
+trait Payload {
+    /// The DPM notifications whose documented payload this is.
+    const DPM: &'static [ULONG];
+    /// The PPM notifications whose documented payload this is.
+    const PPM: &'static [ULONG];
+}
+
+impl Payload for PEP_UNREGISTER_DEVICE {
+    const DPM: &'static [ULONG] = &[PEP_DPM_UNREGISTER_DEVICE];
+    const PPM: &'static [ULONG] = &[];
+}
+impl Payload for PEP_DEVICE_STARTED {
+    const DPM: &'static [ULONG] = &[PEP_DPM_DEVICE_STARTED];
+    const PPM: &'static [ULONG] = &[];
+}
+impl Payload for PEP_PPM_QUERY_CAPABILITIES {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_CAPABILITIES];
+}
+impl Payload for CountersBuffer {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS];
+}
+impl Payload for PEP_PPM_FEEDBACK_READ {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_FEEDBACK_READ];
+}
+impl Payload for PEP_PPM_QUERY_PERF_CAPABILITIES {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES];
+}
+impl Payload for PEP_PPM_QUERY_DOMAIN_INFO {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO];
+}
+impl Payload for Sentinel {
+    const DPM: &'static [ULONG] = &UNDEFINED_DPM_NOTIFICATIONS;
+    const PPM: &'static [ULONG] = &UNDEFINED_PPM_NOTIFICATIONS;
+}
+
+/// A `PEP_PPM_QUERY_FEEDBACK_COUNTERS` with room for [`MAX_QUERIED_COUNTERS`] + 1 descriptors
+/// (the C structure's `Counters[ANYSIZE_ARRAY]`): same layout, larger array.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CountersBuffer {
+    count: ULONG,
+    counters: [PEP_PROCESSOR_FEEDBACK_COUNTER; MAX_QUERIED_COUNTERS + 1],
+}
+
+impl CountersBuffer {
+    const fn new(count: ULONG) -> Self {
+        let mut sentinel = PEP_PROCESSOR_FEEDBACK_COUNTER::zeroed();
+        sentinel._bitfield_1 = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+        sentinel.NominalRate = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+        Self { count, counters: [sentinel; MAX_QUERIED_COUNTERS + 1] }
+    }
+
+    fn untouched(&self, count: ULONG) -> bool {
+        let fresh = Self::new(count);
+        self.count == count
+            && self.counters.iter().zip(fresh.counters.iter()).all(|(now, before)| {
+                now._bitfield_1 == before._bitfield_1 && now.NominalRate == before.NominalRate
+            })
+    }
+}
+
+/// A buffer of [`SENTINEL_BYTE`]s, passed with undefined notification IDs.
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Sentinel([u64; 16]);
+
+impl Sentinel {
+    const FRESH: Self = Self([SENTINEL; 16]);
+}
+
+const fn feedback_read(counter_index: ULONG) -> PEP_PPM_FEEDBACK_READ {
+    PEP_PPM_FEEDBACK_READ {
+        CounterIndex: counter_index,
+        __bindgen_anon_1: PEP_PPM_FEEDBACK_READ__bindgen_ty_1 {
+            __bindgen_anon_1: PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1 {
+                NominalCount: SENTINEL,
+                ActualCount: SENTINEL,
+            },
+        },
+    }
+}
+
+/// `(NominalCount, ActualCount)` of a read.
+const fn read_counts(read: &PEP_PPM_FEEDBACK_READ) -> (u64, u64) {
+    // SAFETY: both union members are plain integers covering the same bytes, so every bit
+    // pattern is a valid `NominalCount`/`ActualCount` pair.
+    let counts = unsafe { read.__bindgen_anon_1.__bindgen_anon_1 };
+    (counts.NominalCount, counts.ActualCount)
+}
+
+const fn handle(address: usize) -> PEPHANDLE {
+    std::ptr::without_provenance_mut::<PEPHANDLE__>(address)
+}
+
+fn data<T>(payload: Option<&mut T>) -> PVOID {
+    payload.map_or(std::ptr::null_mut(), |payload| std::ptr::from_mut(payload).cast::<c_void>())
+}
+
+fn utf16(text: &str) -> Vec<u16> {
+    text.encode_utf16().collect()
+}
+
+/// The engine instance and the callbacks registered for it.
+struct Engine {
+    pep: Box<Pep<SimPlatform>>,
+    dpm: DpmCallback,
+    ppm: PpmCallback,
+}
+
+impl Engine {
+    /// Calls the DPM callback as `processor`, recording the platform operations.
+    ///
+    /// # Safety
+    /// `data` is NULL or points to the payload PoFx documents for `notification` (or, for an
+    /// undefined notification, to a buffer of at least 128 bytes), valid for the call.
+    unsafe fn dpm_raw(
+        &self,
+        processor: u32,
+        notification: ULONG,
+        data: PVOID,
+    ) -> (bool, Vec<PlatformOp>) {
+        let _on = OnProcessor::enter(Some(&self.pep), processor);
+        platform::begin_trace();
+        // SAFETY: the callback was registered by the PEP for exactly this use; `data` meets
+        // the callback's contract (this function's precondition).
+        let returned = unsafe { (self.dpm)(notification, data) };
+        (returned != FALSE, platform::take_trace())
+    }
+
+    /// Calls the PPM callback as `processor`, recording the platform operations.
+    ///
+    /// # Safety
+    /// As [`Self::dpm_raw`].
+    unsafe fn ppm_raw(
+        &self,
+        processor: u32,
+        handle_value: usize,
+        notification: ULONG,
+        data: PVOID,
+    ) -> (bool, Vec<PlatformOp>) {
+        let _on = OnProcessor::enter(Some(&self.pep), processor);
+        platform::begin_trace();
+        // SAFETY: as in `dpm_raw`; the handle may be anything (the PEP validates it).
+        let returned = unsafe { (self.ppm)(handle(handle_value), notification, data) };
+        (returned != FALSE, platform::take_trace())
+    }
+
+    /// A DPM notification whose payload holds no pointers (or NULL).
+    fn dpm<T: Payload>(
+        &self,
+        processor: u32,
+        notification: ULONG,
+        payload: Option<&mut T>,
+    ) -> (bool, Vec<PlatformOp>) {
+        assert!(
+            payload.is_none() || T::DPM.contains(&notification),
+            "payload type does not match DPM {notification:#x}"
+        );
+        // SAFETY: `payload` is NULL or a live, exclusive `T`, the documented payload of
+        // `notification` (asserted above; `Sentinel` only with undefined IDs).
+        unsafe { self.dpm_raw(processor, notification, data(payload)) }
+    }
+
+    /// A PPM notification whose payload holds no pointers (or NULL).
+    fn ppm<T: Payload>(
+        &self,
+        processor: u32,
+        handle_value: usize,
+        notification: ULONG,
+        payload: Option<&mut T>,
+    ) -> (bool, Vec<PlatformOp>) {
+        assert!(
+            payload.is_none() || T::PPM.contains(&notification),
+            "payload type does not match PPM {notification:#x}"
+        );
+        // SAFETY: as in `dpm`; a `CountersBuffer` holds MAX_QUERIED_COUNTERS + 1 descriptors
+        // and callers never set its `Count` higher.
+        unsafe { self.ppm_raw(processor, handle_value, notification, data(payload)) }
+    }
+
+    /// `PEP_DPM_PREPARE_DEVICE` for `id` (`None`: a NULL `DeviceId`): returned, accepted.
+    fn prepare(&self, id: Option<&[u16]>) -> (bool, bool, Vec<PlatformOp>) {
+        let mut buffer = id.map(<[u16]>::to_vec);
+        let mut string = buffer.as_mut().map(|units| unicode_string(units));
+        let mut request = PEP_PREPARE_DEVICE::zeroed();
+        request.DeviceId = string
+            .as_mut()
+            .map_or(std::ptr::null(), |string| std::ptr::from_mut(string).cast_const());
+        // SAFETY: `request` is a PEP_PREPARE_DEVICE whose DeviceId is NULL or points to a
+        // UNICODE_STRING over `buffer`; all three live until the call returns.
+        let (returned, trace) =
+            unsafe { self.dpm_raw(0, PEP_DPM_PREPARE_DEVICE, data(Some(&mut request))) };
+        (returned, request.DeviceAccepted != FALSE, trace)
+    }
+
+    /// `PEP_DPM_REGISTER_DEVICE` for `id`, with PoFx's handle `kernel_handle` and one
+    /// component.
+    fn register(&self, id: &[u16], kernel_handle: usize) -> (RegisterRecord, Vec<PlatformOp>) {
+        let mut buffer = id.to_vec();
+        let mut string = unicode_string(&mut buffer);
+        let mut component = ppm_engine::abi::PEP_COMPONENT_V2::zeroed();
+        let mut register = PEP_DEVICE_REGISTER_V2::zeroed();
+        register.ComponentCount = 1;
+        register.Components = [std::ptr::from_mut(&mut component)];
+        let mut request = PEP_REGISTER_DEVICE_V2::zeroed();
+        request.DeviceId = std::ptr::from_mut(&mut string).cast_const();
+        request.KernelHandle = std::ptr::without_provenance_mut::<POHANDLE__>(kernel_handle);
+        request.Register = std::ptr::from_mut(&mut register);
+        request.DeviceHandle = std::ptr::null_mut();
+        // SAFETY: `request` is a PEP_REGISTER_DEVICE_V2 whose pointers (the id string and its
+        // buffer, the one-component register block) all live until the call returns.
+        let (returned, trace) =
+            unsafe { self.dpm_raw(0, PEP_DPM_REGISTER_DEVICE, data(Some(&mut request))) };
+        (
+            RegisterRecord {
+                returned,
+                acceptance: request.DeviceAccepted,
+                handle: request.DeviceHandle.addr(),
+            },
+            trace,
+        )
+    }
+}
+
+fn unicode_string(units: &mut [u16]) -> UNICODE_STRING {
+    let bytes = u16::try_from(units.len() * 2).unwrap_or(0xFFFE);
+    UNICODE_STRING { Length: bytes, MaximumLength: bytes, Buffer: units.as_mut_ptr() }
+}
+
+/// `PoFxRegisterPluginEx`'s checks: `PEP_INFORMATION` version 3 and size 32 with both
+/// notification callbacks, the kernel information version 3 and size 96; on success PoFx
+/// fills in its services.
+fn register_plugin(
+    info: &PEP_INFORMATION,
+    kernel: &mut PEP_KERNEL_INFORMATION_STRUCT_V3,
+) -> NTSTATUS {
+    if info.Version != PEP_INFORMATION_V3 || info.Size != PEP_INFORMATION::SIZE {
+        return STATUS_INVALID_PEP_INFO_VERSION;
+    }
+    if info.AcceptDeviceNotification.is_none() || info.AcceptProcessorNotification.is_none() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    if kernel.Version != PEP_KERNEL_INFORMATION_V3
+        || kernel.Size < PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE
+    {
+        return STATUS_INVALID_KERNEL_INFO_VERSION;
+    }
+    kernel.Plugin = std::ptr::without_provenance_mut::<POHANDLE__>(0xFFFF_B000_0000_1000);
+    kernel.RequestWorker = Some(kernel_services::request_worker);
+    kernel.RequestCommon = Some(kernel_services::request_common);
+    STATUS_SUCCESS
+}
+
+/// The kernel services the emulated PoFx offers (the engine uses none of them).
+mod kernel_services {
+    use ppm_engine::abi::{NTSTATUS, POHANDLE, PVOID, STATUS_NOT_SUPPORTED, ULONG};
+
+    /// `RequestWorker`: the emulator has no worker to deliver; ignored.
+    pub const unsafe extern "C" fn request_worker(_plugin: POHANDLE) {}
+
+    /// `RequestCommon`: no request is supported.
+    pub const unsafe extern "C" fn request_common(_request: ULONG, _data: PVOID) -> NTSTATUS {
+        STATUS_NOT_SUPPORTED
+    }
+}
+
+/// What happens at one instant of the runtime, in order: the OS's reads, then the probes (once,
+/// after the first reads), then the events in file order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Action {
+    Sample,
+    Probes,
+    Event(usize),
+    EndFault(usize),
+}
+
+/// The emulator for one run.
+pub struct Emulator<'a> {
+    scenario: &'a Scenario,
+    machine: Arc<Machine>,
+    engine: Option<Engine>,
+    observations: Observations,
+}
+
+impl<'a> Emulator<'a> {
+    /// Builds the machine, initialises the engine on processor 0 (as `DriverEntry` would) and
+    /// registers it.
+    #[must_use]
+    pub fn new(scenario: &'a Scenario, options: &RunOptions) -> Self {
+        let machine = Arc::new(Machine::new(scenario));
+        let platform = SimPlatform::new(Arc::clone(&machine), options.platform_faults.clone());
+        let config = scenario.config.to_engine_config();
+        // The processor table: static storage in the kernel, leaked here (a few KiB per run).
+        let slots: &'static [ProcessorSlot] = Box::leak(
+            (0..scenario.platform.processors)
+                .map(|_| ProcessorSlot::new())
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        let mut observations = Observations {
+            registration: RegistrationRecord {
+                version: 0,
+                size: 0,
+                device_callback: false,
+                processor_callback: false,
+                status: 0,
+            },
+            devices: Vec::new(),
+            processors: Vec::new(),
+            probes: Vec::new(),
+            unregistered: None,
+            msr_reads: 0,
+            unannounced_msr_reads: Vec::new(),
+            unannounced_msr_read_count: 0,
+            engine: EngineSummary::default(),
+            runtime_ns: (0, 0),
+        };
+        let pep = {
+            let _on = OnProcessor::enter(None, 0);
+            platform::begin_trace();
+            let pep = Box::new(Pep::new(platform, &config, slots));
+            observations.absorb(&platform::take_trace());
+            pep
+        };
+        observations.engine = summarise(&pep);
+        let info = options.pep_information.unwrap_or_else(pep_information::<SimPlatform>);
+        let mut kernel = PEP_KERNEL_INFORMATION_STRUCT_V3::zeroed();
+        kernel.Version = PEP_KERNEL_INFORMATION_V3;
+        kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
+        let status = register_plugin(&info, &mut kernel);
+        observations.registration = RegistrationRecord {
+            version: info.Version,
+            size: info.Size,
+            device_callback: info.AcceptDeviceNotification.is_some(),
+            processor_callback: info.AcceptProcessorNotification.is_some(),
+            status,
+        };
+        let engine = match (status, info.AcceptDeviceNotification, info.AcceptProcessorNotification)
+        {
+            (STATUS_SUCCESS, Some(dpm), Some(ppm)) => Some(Engine { pep, dpm, ppm }),
+            _ => None,
+        };
+        Self { scenario, machine, engine, observations }
+    }
+
+    /// Runs the scenario and returns what was observed, with the machine (after a failed
+    /// registration nothing runs: the observations hold the registration and what the engine
+    /// detected at initialisation).
+    #[must_use]
+    pub fn run(mut self) -> (Observations, Arc<Machine>) {
+        if let Some(engine) = self.engine.take() {
+            self.offer_devices(&engine);
+            self.initialise_processors(&engine);
+            self.start_devices(&engine);
+            self.runtime(&engine);
+            self.unregister_last(&engine);
+            self.observations.engine = summarise(&engine.pep);
+        }
+        (self.observations, self.machine)
+    }
+
+    const fn processor_count(&self) -> u32 {
+        self.scenario.platform.processors
+    }
+
+    /// PREPARE every device, processors interleaved with the others, then REGISTER the ones
+    /// accepted.
+    fn offer_devices(&mut self, engine: &Engine) {
+        let processors = self.processor_count();
+        let others: Vec<String> =
+            self.scenario.platform.other_devices.clone().unwrap_or_else(|| {
+                default_other_devices(self.scenario.platform.cpu)
+                    .iter()
+                    .map(|id| (*id).to_owned())
+                    .collect()
+            });
+        let style = self.scenario.platform.device_id_style;
+        // Other device k goes before processor ⌊(k+1)(n+1)/(m+1)⌋ (after the last when = n).
+        let slot_of = |k: usize| (k + 1) * (processors as usize + 1) / (others.len() + 1);
+        let mut order: Vec<(String, Option<u32>)> = Vec::new();
+        let mut next_other = 0;
+        for index in 0..=processors {
+            while next_other < others.len() && slot_of(next_other) <= index as usize {
+                order.push((others[next_other].clone(), None));
+                next_other += 1;
+            }
+            if index < processors {
+                order.push((style.device_id(index), Some(index)));
+            }
+        }
+        self.observations.processors = (0..processors)
+            .map(|index| ProcessorRecord {
+                index,
+                device_id: style.device_id(index),
+                handle: None,
+                capabilities: None,
+                counters: None,
+                perf: None,
+                domain: None,
+                reads: Vec::new(),
+            })
+            .collect();
+        for (id, processor) in order {
+            let (returned, accepted, trace) = engine.prepare(Some(&utf16(&id)));
+            self.observations.absorb(&trace);
+            self.observations.devices.push(DeviceRecord {
+                id,
+                processor,
+                prepare_returned: returned,
+                accepted,
+                registered: None,
+                started: None,
+            });
+        }
+        for (number, device) in self.observations.devices.iter_mut().enumerate() {
+            if !(device.prepare_returned && device.accepted) {
+                continue;
+            }
+            let kernel_handle = 0xFFFF_C000_0000_0000 + (number + 1) * 0x100;
+            let (record, trace) = engine.register(&utf16(&device.id), kernel_handle);
+            device.registered = Some(record);
+            if let (Some(index), Some(live)) = (device.processor, record.live_handle())
+                && let Some(processor) = self.observations.processors.get_mut(index as usize)
+            {
+                processor.handle = Some(live);
+            }
+            absorb_into(
+                &mut self.observations.msr_reads,
+                &mut self.observations.unannounced_msr_reads,
+                &mut self.observations.unannounced_msr_read_count,
+                &trace,
+            );
+        }
+    }
+
+    /// Per registered processor, as that processor: `QUERY_CAPABILITIES`, `QUERY_FEEDBACK_COUNTERS`
+    /// (when counters are announced), `QUERY_PERF_CAPABILITIES`, `QUERY_DOMAIN_INFO`.
+    fn initialise_processors(&mut self, engine: &Engine) {
+        for slot in 0..self.observations.processors.len() {
+            let (index, Some(handle_value)) = (
+                self.observations.processors[slot].index,
+                self.observations.processors[slot].handle,
+            ) else {
+                continue;
+            };
+            let mut capabilities = PEP_PPM_QUERY_CAPABILITIES::zeroed();
+            let (returned, trace) = engine.ppm(
+                index,
+                handle_value,
+                PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+                Some(&mut capabilities),
+            );
+            self.observations.absorb(&trace);
+            let count = capabilities.FeedbackCounterCount;
+            let counters = if returned && (1..=MAX_QUERIED_COUNTERS).contains(&(count as usize)) {
+                let mut buffer = CountersBuffer::new(count);
+                let (described, trace) = engine.ppm(
+                    index,
+                    handle_value,
+                    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+                    Some(&mut buffer),
+                );
+                self.observations.absorb(&trace);
+                Some((described, buffer.counters[..count as usize].to_vec()))
+            } else {
+                None
+            };
+            let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed();
+            let (perf_returned, trace) = engine.ppm(
+                index,
+                handle_value,
+                PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+                Some(&mut perf),
+            );
+            self.observations.absorb(&trace);
+            let mut domain = PEP_PPM_QUERY_DOMAIN_INFO::zeroed();
+            domain.DomainId = if perf_returned { perf.DomainId } else { index };
+            let (domain_returned, trace) = engine.ppm(
+                index,
+                handle_value,
+                PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+                Some(&mut domain),
+            );
+            self.observations.absorb(&trace);
+            let record = &mut self.observations.processors[slot];
+            record.capabilities = Some((returned, capabilities));
+            record.counters = counters;
+            record.perf = Some((perf_returned, perf));
+            record.domain = Some((domain_returned, domain));
+        }
+    }
+
+    /// `DEVICE_STARTED` for every registered device.
+    fn start_devices(&mut self, engine: &Engine) {
+        for number in 0..self.observations.devices.len() {
+            let Some(handle_value) = self.observations.devices[number]
+                .registered
+                .and_then(|record| record.live_handle())
+            else {
+                continue;
+            };
+            let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
+            let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+            self.observations.absorb(&trace);
+            self.observations.devices[number].started = Some(returned);
+        }
+    }
+
+    /// The runtime: samples every `sample_interval_ms` from 0 to `duration_ms`, the probes
+    /// after the first sample, the events at their times.
+    fn runtime(&mut self, engine: &Engine) {
+        self.machine.start_runtime();
+        let origin = self.machine.now_ns();
+        let pofx = self.scenario.pofx;
+        let mut schedule: Vec<(u64, Action)> = Vec::new();
+        let interval = u64::from(pofx.sample_interval_ms) * NS_PER_MS;
+        let duration = u64::from(pofx.duration_ms) * NS_PER_MS;
+        let mut at = 0;
+        while at <= duration {
+            schedule.push((at, Action::Sample));
+            at += interval;
+        }
+        schedule.push((0, Action::Probes));
+        for (number, event) in self.scenario.events.iter().enumerate() {
+            let at = u64::from(event.at_ms) * NS_PER_MS;
+            match event.kind {
+                EventKind::CounterNearWrap => {
+                    // Before the first read: the counters start the runtime just below 2^64.
+                    for index in event.processors.indexes(self.processor_count()) {
+                        let _ = self.machine.set_near_wrap(index, at);
+                    }
+                }
+                EventKind::MsrFault { duration_ms } => {
+                    schedule.push((at, Action::Event(number)));
+                    if let Some(length) = duration_ms {
+                        let end = at + u64::from(length) * NS_PER_MS;
+                        if end <= duration {
+                            schedule.push((end, Action::EndFault(number)));
+                        }
+                    }
+                }
+                EventKind::CounterReset | EventKind::WrongProcessorRead { .. } => {
+                    schedule.push((at, Action::Event(number)));
+                }
+            }
+        }
+        schedule.sort_unstable();
+        let mut last_sample = origin;
+        for (at, action) in schedule {
+            self.machine.advance_clock_to(origin + at);
+            match action {
+                Action::Sample => {
+                    last_sample = self.machine.now_ns();
+                    for slot in 0..self.observations.processors.len() {
+                        let (reads, trace) = sample_processor(
+                            engine,
+                            &self.machine,
+                            &self.observations.processors[slot],
+                        );
+                        self.observations.absorb(&trace);
+                        self.observations.processors[slot].reads.extend(reads);
+                    }
+                }
+                Action::Probes => self.probes(engine),
+                Action::Event(number) => self.event(engine, number),
+                Action::EndFault(number) => {
+                    for index in
+                        self.scenario.events[number].processors.indexes(self.processor_count())
+                    {
+                        self.machine.set_msr_fault(index, false);
+                    }
+                }
+            }
+        }
+        self.observations.runtime_ns = (origin, last_sample);
+    }
+
+    fn probe(
+        &mut self,
+        kind: ProbeKind,
+        what: String,
+        returned: bool,
+        untouched: bool,
+        trace: &[PlatformOp],
+    ) {
+        self.observations.absorb(trace);
+        self.observations.probes.push(Probe { kind, what, returned, untouched });
+    }
+
+    /// A `FEEDBACK_READ` that must be refused (and, where the kind requires, leave its buffer alone).
+    fn refused_read(
+        &mut self,
+        engine: &Engine,
+        kind: ProbeKind,
+        on: u32,
+        handle_value: usize,
+        counter_index: ULONG,
+        what: String,
+    ) {
+        let mut read = feedback_read(counter_index);
+        let (returned, trace) =
+            engine.ppm(on, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
+        let untouched = read_counts(&read) == (SENTINEL, SENTINEL);
+        let untouched = untouched || !kind.requires_untouched_data();
+        self.probe(kind, what, returned, untouched, &trace);
+    }
+
+    /// The conformance probes, run once after the first sample (every handle bound).
+    fn probes(&mut self, engine: &Engine) {
+        let live: Vec<(u32, usize, usize)> = self
+            .observations
+            .processors
+            .iter()
+            .filter_map(|record| {
+                record
+                    .handle
+                    .map(|handle| (record.index, handle, record.described_counters().len()))
+            })
+            .collect();
+        let issued: Vec<usize> = self
+            .observations
+            .devices
+            .iter()
+            .filter_map(|d| d.registered.map(|r| r.handle))
+            .collect();
+        self.dpm_probes(engine);
+        self.ppm_probes(engine, live.first().copied());
+        self.forged_handle_probes(engine, &issued);
+        self.counter_probes(engine, &live);
+    }
+
+    /// Undefined DPM notifications and NULL DPM data.
+    fn dpm_probes(&mut self, engine: &Engine) {
+        for notification in UNDEFINED_DPM_NOTIFICATIONS {
+            let mut buffer = Sentinel::FRESH;
+            let (returned, trace) = engine.dpm(0, notification, Some(&mut buffer));
+            self.probe(
+                ProbeKind::DpmUnknown,
+                format!("DPM notification {notification:#x}"),
+                returned,
+                buffer == Sentinel::FRESH,
+                &trace,
+            );
+        }
+        for notification in [
+            PEP_DPM_PREPARE_DEVICE,
+            PEP_DPM_REGISTER_DEVICE,
+            PEP_DPM_UNREGISTER_DEVICE,
+            PEP_DPM_DEVICE_STARTED,
+        ] {
+            let (returned, trace) = engine.dpm::<Sentinel>(0, notification, None);
+            self.probe(
+                ProbeKind::DpmUnknown,
+                format!("DPM notification {notification:#x} with NULL data"),
+                returned,
+                true,
+                &trace,
+            );
+        }
+        let (returned, accepted, trace) = engine.prepare(None);
+        self.probe(
+            ProbeKind::DpmUnknown,
+            "PREPARE_DEVICE with a NULL DeviceId".to_owned(),
+            returned && accepted,
+            true,
+            &trace,
+        );
+    }
+
+    /// Undefined PPM notifications, NULL PPM data and a wrong `Count`, with the first live
+    /// processor (index, handle, counters).
+    fn ppm_probes(&mut self, engine: &Engine, first: Option<(u32, usize, usize)>) {
+        for notification in UNDEFINED_PPM_NOTIFICATIONS {
+            let handles = [Some(0), first.map(|(_, handle, _)| handle)];
+            for handle_value in handles.into_iter().flatten() {
+                let on = first.map_or(0, |(index, _, _)| index);
+                let mut buffer = Sentinel::FRESH;
+                let (returned, trace) =
+                    engine.ppm(on, handle_value, notification, Some(&mut buffer));
+                let which = if handle_value == 0 { "NULL" } else { "a live" };
+                self.probe(
+                    ProbeKind::PpmUnknown,
+                    format!("PPM notification {notification:#x} with {which} handle"),
+                    returned,
+                    buffer == Sentinel::FRESH,
+                    &trace,
+                );
+            }
+        }
+        if let Some((index, handle_value, _)) = first {
+            for (notification, name) in [
+                (PEP_NOTIFY_PPM_QUERY_CAPABILITIES, "QUERY_CAPABILITIES"),
+                (PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, "QUERY_FEEDBACK_COUNTERS"),
+                (PEP_NOTIFY_PPM_FEEDBACK_READ, "FEEDBACK_READ"),
+                (PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, "QUERY_PERF_CAPABILITIES"),
+                (PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, "QUERY_DOMAIN_INFO"),
+                (PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, "ENTER_SYSTEM_STATE"),
+                (PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, "RESUME_FROM_SYSTEM_STATE"),
+                (PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, "PERF_CHECK_COMPLETE"),
+            ] {
+                let (returned, trace) =
+                    engine.ppm::<Sentinel>(index, handle_value, notification, None);
+                self.probe(
+                    ProbeKind::PpmNullData,
+                    format!("{name} with NULL data"),
+                    returned,
+                    true,
+                    &trace,
+                );
+            }
+            // QUERY_FEEDBACK_COUNTERS with a Count other than FeedbackCounterCount.
+            let described =
+                self.observations.processors.iter().find(|record| record.index == index).map_or(
+                    0,
+                    |record| {
+                        record
+                            .capabilities
+                            .map_or(0, |(_, capabilities)| capabilities.FeedbackCounterCount)
+                    },
+                );
+            let wrong_counts: Vec<ULONG> =
+                if described == 0 { vec![1] } else { vec![0, described.saturating_add(1)] };
+            for wrong in wrong_counts
+                .into_iter()
+                .filter(|wrong| (*wrong as usize) <= MAX_QUERIED_COUNTERS + 1)
+            {
+                let mut buffer = CountersBuffer::new(wrong);
+                let (returned, trace) = engine.ppm(
+                    index,
+                    handle_value,
+                    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+                    Some(&mut buffer),
+                );
+                let untouched = buffer.untouched(wrong);
+                self.probe(ProbeKind::WrongCount, format!("QUERY_FEEDBACK_COUNTERS with Count {wrong} (FeedbackCounterCount {described})"), returned, untouched, &trace);
+            }
+        }
+    }
+
+    /// Handles the PEP never issued: near-misses of issued ones and values never issued.
+    fn forged_handle_probes(&mut self, engine: &Engine, issued: &[usize]) {
+        let mut forged: Vec<usize> = vec![
+            1,
+            0xDEAD_BEEF,
+            usize::MAX,
+            0x8000_0000_0000_0000,
+            std::ptr::from_ref(&issued).addr(),
+        ];
+        for &issued_handle in issued.iter().take(4) {
+            forged.extend([
+                issued_handle.wrapping_add(1 << 32),
+                issued_handle.wrapping_sub(1 << 32),
+                issued_handle ^ (1 << 63),
+                issued_handle ^ 0xFFFF_0000,
+                !issued_handle,
+            ]);
+        }
+        forged.retain(|value| *value != 0 && !issued.contains(value));
+        forged.sort_unstable();
+        forged.dedup();
+        let processor_count = self.processor_count();
+        for (number, forged_handle) in forged.into_iter().enumerate() {
+            let on = u32::try_from(number).unwrap_or(0) % processor_count;
+            self.refused_read(
+                engine,
+                ProbeKind::ForgedHandle,
+                on,
+                forged_handle,
+                0,
+                format!("FEEDBACK_READ with forged handle {forged_handle:#x}"),
+            );
+            let mut capabilities = capabilities_sentinel();
+            let (returned, trace) = engine.ppm(
+                on,
+                forged_handle,
+                PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+                Some(&mut capabilities),
+            );
+            let untouched = capabilities_untouched(&capabilities);
+            self.probe(
+                ProbeKind::ForgedHandle,
+                format!("QUERY_CAPABILITIES with forged handle {forged_handle:#x}"),
+                returned,
+                untouched,
+                &trace,
+            );
+            let mut perf = perf_sentinel();
+            let (returned, trace) = engine.ppm(
+                on,
+                forged_handle,
+                PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+                Some(&mut perf),
+            );
+            let untouched = perf_untouched(&perf);
+            self.probe(
+                ProbeKind::ForgedHandle,
+                format!("QUERY_PERF_CAPABILITIES with forged handle {forged_handle:#x}"),
+                returned,
+                untouched,
+                &trace,
+            );
+        }
+    }
+
+    /// Per live processor: out-of-range indexes (or any index without counters) and a read on
+    /// the wrong processor.
+    fn counter_probes(&mut self, engine: &Engine, live: &[(u32, usize, usize)]) {
+        let processor_count = self.processor_count();
+        for (index, handle_value, count) in live {
+            let (index, handle_value, count) =
+                (*index, *handle_value, u32::try_from(*count).unwrap_or(u32::MAX));
+            if count == 0 {
+                self.refused_read(
+                    engine,
+                    ProbeKind::NoCounters,
+                    index,
+                    handle_value,
+                    0,
+                    format!(
+                        "FEEDBACK_READ of counter 0 of processor {index}, which describes none"
+                    ),
+                );
+                continue;
+            }
+            for counter_index in [count, count.saturating_add(7), u32::MAX] {
+                self.refused_read(engine, ProbeKind::IndexOutOfRange, index, handle_value, counter_index, format!("FEEDBACK_READ of counter {counter_index} of processor {index} ({count} described)"));
+            }
+            if processor_count > 1 {
+                let on = (index + 1) % processor_count;
+                self.refused_read(
+                    engine,
+                    ProbeKind::WrongProcessor,
+                    on,
+                    handle_value,
+                    0,
+                    format!("FEEDBACK_READ of processor {index}'s counter on processor {on}"),
+                );
+            }
+        }
+    }
+
+    fn event(&mut self, engine: &Engine, number: usize) {
+        let event = &self.scenario.events[number];
+        let targets = event.processors.indexes(self.processor_count());
+        match event.kind {
+            EventKind::CounterReset => {
+                for index in targets {
+                    self.machine.reset_counters(index);
+                }
+            }
+            EventKind::MsrFault { .. } => {
+                for index in targets {
+                    self.machine.set_msr_fault(index, true);
+                }
+            }
+            EventKind::CounterNearWrap => {}
+            EventKind::WrongProcessorRead { on_processor } => {
+                let count = self.processor_count();
+                for index in targets {
+                    let Some(record) = self.observations.processors.get(index as usize) else {
+                        continue;
+                    };
+                    let (Some(handle_value), false) =
+                        (record.handle, record.described_counters().is_empty())
+                    else {
+                        continue;
+                    };
+                    let on = on_processor.unwrap_or((index + 1) % count);
+                    let at = event.at_ms;
+                    self.refused_read(engine, ProbeKind::WrongProcessor, on, handle_value, 0, format!("event at {at} ms: FEEDBACK_READ of processor {index}'s counter on processor {on}"));
+                }
+            }
+        }
+    }
+
+    /// Unregisters the last processor, then checks that its handle is stale.
+    fn unregister_last(&mut self, engine: &Engine) {
+        let Some((index, handle_value)) = self
+            .observations
+            .processors
+            .iter()
+            .rev()
+            .find_map(|record| record.handle.map(|handle| (record.index, handle)))
+        else {
+            return;
+        };
+        let mut request = PEP_UNREGISTER_DEVICE { DeviceHandle: handle(handle_value) };
+        let (returned, trace) = engine.dpm(0, PEP_DPM_UNREGISTER_DEVICE, Some(&mut request));
+        self.observations.absorb(&trace);
+        self.observations.unregistered = Some((index, returned));
+        self.refused_read(
+            engine,
+            ProbeKind::StaleHandle,
+            index,
+            handle_value,
+            0,
+            format!("FEEDBACK_READ with processor {index}'s handle after UNREGISTER"),
+        );
+        let mut capabilities = capabilities_sentinel();
+        let (returned, trace) = engine.ppm(
+            index,
+            handle_value,
+            PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+            Some(&mut capabilities),
+        );
+        let untouched = capabilities_untouched(&capabilities);
+        self.probe(
+            ProbeKind::StaleHandle,
+            format!("QUERY_CAPABILITIES with processor {index}'s handle after UNREGISTER"),
+            returned,
+            untouched,
+            &trace,
+        );
+        let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
+        let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+        self.probe(
+            ProbeKind::StaleHandle,
+            format!("DEVICE_STARTED with processor {index}'s handle after UNREGISTER"),
+            returned,
+            true,
+            &trace,
+        );
+    }
+}
+
+/// One processor's part of a sample: as the processor, `FEEDBACK_READ` every counter it
+/// described. Reads only that processor's record and returns its new reads with the platform
+/// operations they made, so a runtime with one thread per processor can run it concurrently
+/// (the engine and the machine are shared by reference; "running as" is per thread).
+fn sample_processor(
+    engine: &Engine,
+    machine: &Machine,
+    record: &ProcessorRecord,
+) -> (Vec<ReadRecord>, Vec<PlatformOp>) {
+    let Some(handle_value) = record.handle else { return (Vec::new(), Vec::new()) };
+    let count = u32::try_from(record.described_counters().len()).unwrap_or(0);
+    let mut reads = Vec::with_capacity(count as usize);
+    let mut operations = Vec::new();
+    for counter_index in 0..count {
+        let mut read = feedback_read(counter_index);
+        let (returned, trace) =
+            engine.ppm(record.index, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
+        let (nominal, actual) = read_counts(&read);
+        let (access, faulted) = analyse_read(&trace);
+        reads.push(ReadRecord {
+            at_ns: machine.now_ns(),
+            counter_index,
+            returned,
+            nominal,
+            actual,
+            access,
+            faulted,
+        });
+        operations.extend(trace);
+    }
+    (reads, operations)
+}
+
+const fn capabilities_sentinel() -> PEP_PPM_QUERY_CAPABILITIES {
+    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+    PEP_PPM_QUERY_CAPABILITIES {
+        FeedbackCounterCount: word,
+        IdleStateCount: word,
+        PerformanceStatesSupported: SENTINEL_BYTE,
+        ParkingSupported: SENTINEL_BYTE,
+        DiscretePerformanceStateCount: SENTINEL_BYTE,
+        Reserved: SENTINEL_BYTE,
+    }
+}
+
+const fn capabilities_untouched(capabilities: &PEP_PPM_QUERY_CAPABILITIES) -> bool {
+    let fresh = capabilities_sentinel();
+    capabilities.FeedbackCounterCount == fresh.FeedbackCounterCount
+        && capabilities.IdleStateCount == fresh.IdleStateCount
+        && capabilities.PerformanceStatesSupported == fresh.PerformanceStatesSupported
+        && capabilities.ParkingSupported == fresh.ParkingSupported
+        && capabilities.DiscretePerformanceStateCount == fresh.DiscretePerformanceStateCount
+        && capabilities.Reserved == fresh.Reserved
+}
+
+const fn perf_sentinel() -> PEP_PPM_QUERY_PERF_CAPABILITIES {
+    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+    PEP_PPM_QUERY_PERF_CAPABILITIES {
+        HighestPerformance: word,
+        NominalPerformance: word,
+        LowestNonlinearPerformance: word,
+        LowestPerformance: word,
+        DomainId: word,
+        DomainMembers: word,
+    }
+}
+
+fn perf_untouched(perf: &PEP_PPM_QUERY_PERF_CAPABILITIES) -> bool {
+    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+    [
+        perf.HighestPerformance,
+        perf.NominalPerformance,
+        perf.LowestNonlinearPerformance,
+        perf.LowestPerformance,
+        perf.DomainId,
+        perf.DomainMembers,
+    ]
+    .iter()
+    .all(|value| *value == word)
+}
+
+impl Observations {
+    /// Takes note of the MSR reads in a trace.
+    fn absorb(&mut self, trace: &[PlatformOp]) {
+        absorb_into(
+            &mut self.msr_reads,
+            &mut self.unannounced_msr_reads,
+            &mut self.unannounced_msr_read_count,
+            trace,
+        );
+    }
+}
+
+fn absorb_into(
+    total: &mut usize,
+    unannounced: &mut Vec<MsrRead>,
+    unannounced_count: &mut usize,
+    trace: &[PlatformOp],
+) {
+    for op in trace {
+        if let PlatformOp::ReadMsr(read) = op {
+            *total += 1;
+            if !read.announced {
+                *unannounced_count += 1;
+                if unannounced.len() < 32 {
+                    unannounced.push(*read);
+                }
+            }
+        }
+    }
+}
+
+/// The nominal-count MSR that pairs with an actual-count MSR.
+const fn nominal_partner(actual: u32) -> Option<u32> {
+    match actual {
+        msr::IA32_APERF => Some(msr::IA32_MPERF),
+        msr::AMD_APERF_READ_ONLY => Some(msr::AMD_MPERF_READ_ONLY),
+        _ => None,
+    }
+}
+
+/// How one `FEEDBACK_READ` read the counters, and whether a read faulted.
+fn analyse_read(trace: &[PlatformOp]) -> (PairAccess, bool) {
+    let faulted =
+        trace.iter().any(|op| matches!(op, PlatformOp::ReadMsr(read) if read.value.is_none()));
+    let mut access = PairAccess::NoRead;
+    for (position, op) in trace.iter().enumerate() {
+        let PlatformOp::ReadMsr(read) = op else { continue };
+        let Some(partner) = nominal_partner(read.msr) else {
+            if matches!(read.msr, msr::IA32_MPERF | msr::AMD_MPERF_READ_ONLY)
+                && access == PairAccess::NoRead
+            {
+                access = PairAccess::Problem(format!("MPERF ({:#x}) read before APERF", read.msr));
+            }
+            continue;
+        };
+        let verdict = match trace.get(position + 1) {
+            Some(PlatformOp::ReadMsr(next)) if next.msr == partner => {
+                if !read.masked || !next.masked {
+                    PairAccess::Problem("counters read with interrupts enabled".to_owned())
+                } else if read.mask_epoch != next.mask_epoch {
+                    PairAccess::Problem(
+                        "interrupts re-enabled between the APERF and MPERF reads".to_owned(),
+                    )
+                } else {
+                    PairAccess::BackToBackMasked { actual_msr: read.msr, nominal_msr: next.msr }
+                }
+            }
+            Some(other) => {
+                PairAccess::Problem(format!("{other:?} between the APERF and MPERF reads"))
+            }
+            None if read.value.is_none() => PairAccess::NoRead,
+            None => PairAccess::Problem("APERF read without MPERF".to_owned()),
+        };
+        if matches!(verdict, PairAccess::Problem(_)) || access == PairAccess::NoRead {
+            access = verdict;
+        }
+    }
+    (access, faulted)
+}
+
+fn summarise(pep: &Pep<SimPlatform>) -> EngineSummary {
+    let mut device_ids_seen = Vec::new();
+    let _ = pep.device_log().for_each(|entry| {
+        device_ids_seen.push((String::from_utf16_lossy(entry.as_units()), entry.accepted));
+    });
+    EngineSummary {
+        counter_source: pep.counter_source().name().to_owned(),
+        nominal_mhz: pep.nominal_mhz(),
+        nominal_source: format!("{:?}", pep.nominal_rate_source()),
+        no_counters_reason: pep.no_counters_reason().map(|reason| format!("{reason:?}")),
+        perf_source: format!("{:?}", pep.perf_source()),
+        device_ids_seen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::MsrRead;
+
+    fn read(msr: u32, masked: bool, epoch: u64) -> PlatformOp {
+        PlatformOp::ReadMsr(MsrRead {
+            processor: 0,
+            msr,
+            value: Some(1),
+            masked,
+            mask_epoch: epoch,
+            announced: true,
+            at_ns: 0,
+        })
+    }
+
+    #[test]
+    fn the_engine_instance_can_be_shared_by_processor_threads() {
+        const fn shareable<T: Sync>() {}
+        shareable::<Engine>();
+        shareable::<Machine>();
+    }
+
+    #[test]
+    fn read_analysis_finds_what_is_between_and_around_the_pair() {
+        let good = [read(msr::IA32_APERF, true, 3), read(msr::IA32_MPERF, true, 3)];
+        assert_eq!(
+            analyse_read(&good).0,
+            PairAccess::BackToBackMasked {
+                actual_msr: msr::IA32_APERF,
+                nominal_msr: msr::IA32_MPERF
+            }
+        );
+        let reenabled = [read(msr::IA32_APERF, true, 3), read(msr::IA32_MPERF, true, 4)];
+        assert!(
+            matches!(analyse_read(&reenabled).0, PairAccess::Problem(problem) if problem.contains("re-enabled"))
+        );
+        let unmasked = [read(msr::IA32_APERF, false, 3), read(msr::IA32_MPERF, false, 3)];
+        assert!(
+            matches!(analyse_read(&unmasked).0, PairAccess::Problem(problem) if problem.contains("enabled"))
+        );
+        let between = [
+            read(msr::IA32_APERF, true, 3),
+            PlatformOp::Cpuid { leaf: 0, subleaf: 0 },
+            read(msr::IA32_MPERF, true, 3),
+        ];
+        assert!(
+            matches!(analyse_read(&between).0, PairAccess::Problem(problem) if problem.contains("Cpuid"))
+        );
+        let reversed = [read(msr::IA32_MPERF, true, 3), read(msr::IA32_APERF, true, 3)];
+        assert!(matches!(analyse_read(&reversed).0, PairAccess::Problem(_)));
+        assert_eq!(analyse_read(&[]).0, PairAccess::NoRead);
+    }
+}

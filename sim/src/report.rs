@@ -1,0 +1,327 @@
+//! The result of a run: per-processor measurements, the engine's account of itself and the
+//! checks, as JSON (the schema in `design.md`, extended) and as a human-readable table.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::checks::{CheckResult, ProcessorMetrics};
+use crate::pofx::{EngineSummary, Observations};
+use crate::scenario::{PROCESSORS_PER_GROUP, Scenario};
+
+/// A run's report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Whether every check passed.
+    pub passed: bool,
+    /// The simulated machine.
+    pub platform: PlatformSummary,
+    /// What the engine said about itself.
+    pub engine: EngineReport,
+    /// Per processor.
+    pub processors: Vec<ProcessorReport>,
+    /// The checks, in [`crate::checks::CHECK_IDS`] order.
+    pub checks: Vec<CheckResult>,
+}
+
+/// The simulated machine, as the report describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlatformSummary {
+    /// Processors.
+    pub processors: u32,
+    /// CPU flavour.
+    pub cpu: String,
+    /// What the counters do.
+    pub counter_source: String,
+    /// MPERF's rate in C0, MHz.
+    pub nominal_mhz: u32,
+    /// `CPUID.1:ECX[31]`.
+    pub hypervisor: bool,
+    /// Runtime length, ms.
+    pub duration_ms: u32,
+    /// The OS's read interval, ms.
+    pub sample_interval_ms: u32,
+}
+
+/// The engine's account of itself (accessors; informational).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EngineReport {
+    /// The counter source selected (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`).
+    pub counter_source: String,
+    /// Its nominal rate, MHz.
+    pub nominal_mhz: u32,
+    /// Where that came from.
+    pub nominal_source: String,
+    /// Why it reports no counters, if it does not.
+    pub no_counters_reason: Option<String>,
+    /// Where its perf capabilities came from.
+    pub perf_source: String,
+    /// The device ids it logged and whether it accepted them (its last 32).
+    pub device_ids_seen: Vec<DeviceIdSeen>,
+}
+
+/// A logged device id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceIdSeen {
+    /// The id.
+    pub id: String,
+    /// Whether the PEP accepted it.
+    pub accepted: bool,
+}
+
+/// One processor's line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProcessorReport {
+    /// Global index.
+    pub index: u32,
+    /// Processor group.
+    pub group: u32,
+    /// Number within the group.
+    pub number: u32,
+    /// The device id PoFx offered.
+    pub device_id: String,
+    /// Whether the PEP accepted and registered it.
+    pub accepted: bool,
+    /// Feedback counters described.
+    pub counters: usize,
+    /// Runtime `FEEDBACK_READ`s issued.
+    pub reads: usize,
+    /// Runtime reads refused.
+    pub refused_reads: usize,
+    /// C0-weighted true delivered frequency over the measured window, MHz.
+    pub expected_mhz: Option<f64>,
+    /// `NominalRate × ΣΔActual / ΣΔNominal` from the PEP's values, MHz.
+    pub measured_mhz: Option<f64>,
+    /// `(measured − expected) / expected`, percent.
+    pub error_percent: Option<f64>,
+    /// Whether every counter's values never went backwards.
+    pub monotonic: bool,
+}
+
+/// Rounds for the report (JSON and text show the same numbers).
+fn round(value: f64, decimals: i32) -> f64 {
+    let scale = 10_f64.powi(decimals);
+    (value * scale).round() / scale
+}
+
+impl Report {
+    /// Assembles the report of a run.
+    #[must_use]
+    pub fn new(
+        scenario: &Scenario,
+        observations: &Observations,
+        metrics: &[ProcessorMetrics],
+        checks: Vec<CheckResult>,
+    ) -> Self {
+        let platform = &scenario.platform;
+        let processors = observations
+            .processors
+            .iter()
+            .zip(metrics)
+            .map(|(record, metrics)| {
+                let expected = metrics.expected_mhz();
+                let measured = metrics.measured_mhz();
+                let error = match (expected, measured) {
+                    (Some(expected), Some(measured)) => {
+                        Some(round((measured - expected) / expected * 100.0, 4))
+                    }
+                    _ => None,
+                };
+                ProcessorReport {
+                    index: record.index,
+                    group: record.index / PROCESSORS_PER_GROUP,
+                    number: record.index % PROCESSORS_PER_GROUP,
+                    device_id: record.device_id.clone(),
+                    accepted: record.handle.is_some(),
+                    counters: record.described_counters().len(),
+                    reads: metrics.reads,
+                    refused_reads: metrics.refused,
+                    expected_mhz: expected.map(|mhz| round(mhz, 2)),
+                    measured_mhz: measured.map(|mhz| round(mhz, 2)),
+                    error_percent: error,
+                    monotonic: metrics.monotonic(),
+                }
+            })
+            .collect();
+        let EngineSummary {
+            counter_source,
+            nominal_mhz,
+            nominal_source,
+            no_counters_reason,
+            perf_source,
+            device_ids_seen,
+        } = observations.engine.clone();
+        Self {
+            scenario: scenario.name.clone(),
+            passed: checks.iter().all(|check| check.passed),
+            platform: PlatformSummary {
+                processors: platform.processors,
+                cpu: platform.cpu.name().to_owned(),
+                counter_source: platform.counter_source.name().to_owned(),
+                nominal_mhz: platform.nominal_mhz,
+                hypervisor: platform.hypervisor,
+                duration_ms: scenario.pofx.duration_ms,
+                sample_interval_ms: scenario.pofx.sample_interval_ms,
+            },
+            engine: EngineReport {
+                counter_source,
+                nominal_mhz,
+                nominal_source,
+                no_counters_reason,
+                perf_source,
+                device_ids_seen: device_ids_seen
+                    .into_iter()
+                    .map(|(id, accepted)| DeviceIdSeen { id, accepted })
+                    .collect(),
+            },
+            processors,
+            checks,
+        }
+    }
+
+    /// The failed checks.
+    pub fn failures(&self) -> impl Iterator<Item = &CheckResult> {
+        self.checks.iter().filter(|check| !check.passed)
+    }
+
+    /// The human-readable report: the per-processor table, then the checks.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        let platform = &self.platform;
+        let engine = &self.engine;
+        let _ = writeln!(
+            text,
+            "scenario {}: {} x86-64 processors ({}, counters {}, nominal {} MHz{}), {} ms, OS reads every {} ms",
+            self.scenario,
+            platform.processors,
+            platform.cpu,
+            platform.counter_source,
+            platform.nominal_mhz,
+            if platform.hypervisor { ", hypervisor" } else { "" },
+            platform.duration_ms,
+            platform.sample_interval_ms
+        );
+        let _ = writeln!(
+            text,
+            "PEP: counter source {}, nominal {} MHz ({}), perf capabilities {}{}",
+            engine.counter_source,
+            engine.nominal_mhz,
+            engine.nominal_source,
+            engine.perf_source,
+            engine
+                .no_counters_reason
+                .as_ref()
+                .map_or_else(String::new, |reason| format!(", no counters: {reason}"))
+        );
+        let _ = writeln!(text);
+        let _ = writeln!(
+            text,
+            "{:>5} {:>6}  {:<16} {:>8} {:>6} {:>7} {:>13} {:>13} {:>8}",
+            "cpu",
+            "grp:nr",
+            "device id",
+            "counters",
+            "reads",
+            "refused",
+            "expected MHz",
+            "measured MHz",
+            "error %"
+        );
+        let optional = |value: Option<f64>, decimals: usize| {
+            value.map_or_else(|| "-".to_owned(), |value| format!("{value:.decimals$}"))
+        };
+        for processor in &self.processors {
+            let _ = writeln!(
+                text,
+                "{:>5} {:>6}  {:<16} {:>8} {:>6} {:>7} {:>13} {:>13} {:>8}{}",
+                processor.index,
+                format!("{}:{}", processor.group, processor.number),
+                processor.device_id,
+                if processor.accepted {
+                    processor.counters.to_string()
+                } else {
+                    "declined".to_owned()
+                },
+                processor.reads,
+                processor.refused_reads,
+                optional(processor.expected_mhz, 1),
+                optional(processor.measured_mhz, 1),
+                optional(processor.error_percent, 3),
+                if processor.monotonic { "" } else { "  NOT MONOTONIC" }
+            );
+        }
+        let _ = writeln!(text);
+        text.push_str(&self.checks_text());
+        text
+    }
+
+    /// The checks, one per line, and the verdict.
+    #[must_use]
+    pub fn checks_text(&self) -> String {
+        let mut text = String::new();
+        for check in &self.checks {
+            let verdict = if !check.passed {
+                "FAIL"
+            } else if check.is_not_applicable() {
+                "n/a "
+            } else {
+                "ok  "
+            };
+            let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, check.detail);
+        }
+        let failed = self.failures().count();
+        let _ = writeln!(
+            text,
+            "{}: {} of {} checks passed{}",
+            self.scenario,
+            self.checks.len() - failed,
+            self.checks.len(),
+            if failed == 0 { String::new() } else { format!(", {failed} FAILED") }
+        );
+        text
+    }
+}
+
+/// The report of a whole suite (`ppm-sim validate`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SuiteReport {
+    /// Whether every scenario passed.
+    pub passed: bool,
+    /// One report per scenario.
+    pub scenarios: Vec<Report>,
+}
+
+impl SuiteReport {
+    /// Collects scenario reports.
+    #[must_use]
+    pub fn new(scenarios: Vec<Report>) -> Self {
+        Self { passed: scenarios.iter().all(|report| report.passed), scenarios }
+    }
+
+    /// One line per scenario, the failed checks under it, and the verdict.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for report in &self.scenarios {
+            let failed = report.failures().count();
+            let _ = writeln!(
+                text,
+                "{} {:<18} {:>5} processors  {:>2}/{} checks passed",
+                if report.passed { "PASS" } else { "FAIL" },
+                report.scenario,
+                report.platform.processors,
+                report.checks.len() - failed,
+                report.checks.len()
+            );
+            for check in report.failures() {
+                let _ = writeln!(text, "       FAIL {}: {}", check.id, check.detail);
+            }
+        }
+        let passed = self.scenarios.iter().filter(|report| report.passed).count();
+        let _ = writeln!(text, "validate: {passed} of {} scenarios passed", self.scenarios.len());
+        text
+    }
+}

@@ -1,0 +1,586 @@
+//! Every conformance check can fail: each test runs a scenario the real engine passes, then the
+//! same scenario with one deliberate defect — an `extern "C"` shim around the engine's callbacks
+//! that corrupts one answer, or an injected platform fault — and asserts that the check meant
+//! to catch it fails.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use ppm_engine::Platform;
+use ppm_engine::abi::{
+    BOOLEAN, FALSE, PCUNICODE_STRING, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
+    PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION, PEP_NOTIFY_PPM_FEEDBACK_READ,
+    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_FEEDBACK_READ, PEP_PPM_QUERY_CAPABILITIES,
+    PEP_PPM_QUERY_FEEDBACK_COUNTERS, PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE,
+    PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID, TRUE, ULONG,
+};
+use ppm_engine::pep::{accept_device_notification, accept_processor_notification, pep_information};
+use ppm_engine::platform::CpuidResult;
+use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
+use ppm_sim::{PlatformFaults, Report, RunOptions, Scenario, SimPlatform, run_with};
+
+const BASE: &str = r#"
+name = "harness"
+[platform]
+processors = 4
+nominal_mhz = 2000
+other_devices = ["\\_SB.PCI0", "\\_SB.PCI0.GFX0", "\\_SB.PWRB", "ACPI\\PNP0C0C"]
+[pofx]
+duration_ms = 300
+sample_interval_ms = 15
+[[phase]]
+start_ms = 0
+processors = "all"
+frequency_mhz = 3000
+busy_percent = 70
+[[phase]]
+start_ms = 100
+end_ms = 200
+processors = [1]
+frequency_mhz = 4200
+busy_percent = 100
+"#;
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml_str(text).expect("a valid test scenario")
+}
+
+fn base() -> Scenario {
+    scenario(BASE)
+}
+
+type Dpm = unsafe extern "C" fn(ULONG, PVOID) -> BOOLEAN;
+type Ppm = unsafe extern "C" fn(PEPHANDLE, ULONG, PVOID) -> BOOLEAN;
+
+fn with_dpm(shim: Dpm) -> RunOptions {
+    let mut info = pep_information::<SimPlatform>();
+    info.AcceptDeviceNotification = Some(shim);
+    RunOptions { pep_information: Some(info), ..RunOptions::default() }
+}
+
+fn with_ppm(shim: Ppm) -> RunOptions {
+    let mut info = pep_information::<SimPlatform>();
+    info.AcceptProcessorNotification = Some(shim);
+    RunOptions { pep_information: Some(info), ..RunOptions::default() }
+}
+
+fn with_faults(faults: PlatformFaults) -> RunOptions {
+    RunOptions { platform_faults: faults, ..RunOptions::default() }
+}
+
+/// Asserts that the real engine passes `scenario` and that `options` make each of `ids` fail.
+fn assert_fails(scenario: &Scenario, options: &RunOptions, ids: &[&str]) -> Report {
+    let good = run_with(scenario, &RunOptions::default());
+    assert!(good.passed, "the real engine must pass the baseline:\n{}", good.checks_text());
+    let bad = run_with(scenario, options);
+    assert!(!bad.passed, "the defect went unnoticed:\n{}", bad.checks_text());
+    for id in ids {
+        let check = bad.checks.iter().find(|check| check.id == *id).expect("a known check id");
+        assert!(!check.passed, "{id} should fail:\n{}", bad.checks_text());
+        assert!(!check.detail.is_empty());
+    }
+    bad
+}
+
+/// The engine's DPM callback.
+unsafe fn real_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the caller passes on the emulator's arguments unchanged.
+    unsafe { accept_device_notification::<SimPlatform>(notification, data) }
+}
+
+/// The engine's PPM callback.
+unsafe fn real_ppm(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the caller passes on the emulator's arguments unchanged.
+    unsafe { accept_processor_notification::<SimPlatform>(handle, notification, data) }
+}
+
+/// The device id of a `PEP_PREPARE_DEVICE`, as text.
+unsafe fn prepared_id(data: PVOID) -> String {
+    // SAFETY: the caller guarantees `data` is a live PEP_PREPARE_DEVICE.
+    let id: PCUNICODE_STRING = unsafe { (*data.cast::<PEP_PREPARE_DEVICE>()).DeviceId };
+    if id.is_null() {
+        return String::new();
+    }
+    // SAFETY: a non-NULL DeviceId from the emulator points to a live UNICODE_STRING.
+    let string = unsafe { id.read() };
+    // SAFETY: the emulator's string holds `Length` bytes of UTF-16 at `Buffer`.
+    let units =
+        unsafe { std::slice::from_raw_parts(string.Buffer, usize::from(string.Length / 2)) };
+    String::from_utf16_lossy(units)
+}
+
+#[test]
+fn the_real_engine_passes_the_harness_scenario() {
+    let report = run_with(&base(), &RunOptions::default());
+    assert!(report.passed, "{}", report.checks_text());
+    assert_eq!(report.checks.len(), ppm_sim::CHECK_IDS.len());
+    for processor in &report.processors {
+        let (expected, measured) =
+            (processor.expected_mhz.expect("C0 time"), processor.measured_mhz.expect("counters"));
+        assert!((measured - expected).abs() / expected < 1e-3, "{processor:?}");
+    }
+    // Processor 1 bursts to 4200 MHz for a third of the run: its mean lies strictly between.
+    let burst = report.processors[1].expected_mhz.expect("C0 time");
+    assert!(burst > 3000.0 && burst < 4200.0, "{burst}");
+}
+
+#[test]
+fn a_wrong_size_or_a_missing_callback_fails_registration() {
+    let mut info: PEP_INFORMATION = pep_information::<SimPlatform>();
+    info.Size = 24;
+    let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
+    let report = assert_fails(&base(), &options, &["registration.version_size"]);
+    assert!(report.checks.iter().skip(1).all(|check| check.detail.starts_with("not run")));
+    let mut info = pep_information::<SimPlatform>();
+    info.AcceptProcessorNotification = None;
+    let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
+    assert_fails(&base(), &options, &["registration.version_size"]);
+}
+
+unsafe extern "C" fn accept_everything(notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_dpm(notification, data) };
+    if notification == PEP_DPM_PREPARE_DEVICE && !data.is_null() {
+        // SAFETY: PREPARE_DEVICE's data is a live PEP_PREPARE_DEVICE.
+        unsafe { (*data.cast::<PEP_PREPARE_DEVICE>()).DeviceAccepted = TRUE };
+    }
+    handled
+}
+
+#[test]
+fn accepting_a_non_processor_fails_others_declined() {
+    assert_fails(&base(), &with_dpm(accept_everything), &["dpm.others_declined"]);
+}
+
+unsafe extern "C" fn decline_cpu1(notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_dpm(notification, data) };
+    if notification == PEP_DPM_PREPARE_DEVICE && !data.is_null() {
+        // SAFETY: PREPARE_DEVICE's non-NULL data is a live PEP_PREPARE_DEVICE.
+        let id = unsafe { prepared_id(data) };
+        if id == "\\_SB.CPU1" {
+            // SAFETY: as above.
+            unsafe { (*data.cast::<PEP_PREPARE_DEVICE>()).DeviceAccepted = FALSE };
+        }
+    }
+    handled
+}
+
+#[test]
+fn declining_a_processor_fails_processors_accepted() {
+    assert_fails(&base(), &with_dpm(decline_cpu1), &["dpm.processors_accepted"]);
+}
+
+unsafe extern "C" fn same_handle_for_all(notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_dpm(notification, data) };
+    if notification == PEP_DPM_REGISTER_DEVICE && !data.is_null() {
+        // SAFETY: REGISTER_DEVICE's data is a live PEP_REGISTER_DEVICE_V2.
+        unsafe {
+            (*data.cast::<PEP_REGISTER_DEVICE_V2>()).DeviceHandle =
+                std::ptr::without_provenance_mut(0x1);
+        }
+    }
+    handled
+}
+
+#[test]
+fn duplicate_handles_fail_handles_unique() {
+    assert_fails(&base(), &with_dpm(same_handle_for_all), &["dpm.handles_unique_nonnull"]);
+}
+
+unsafe extern "C" fn refuse_unregister(notification: ULONG, data: PVOID) -> BOOLEAN {
+    if notification == PEP_DPM_UNREGISTER_DEVICE {
+        return FALSE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_dpm(notification, data) }
+}
+
+#[test]
+fn refusing_unregister_fails_lifecycle() {
+    assert_fails(&base(), &with_dpm(refuse_unregister), &["dpm.lifecycle"]);
+}
+
+unsafe extern "C" fn claim_unknown_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
+    if UNDEFINED_DPM_NOTIFICATIONS.contains(&notification) {
+        return TRUE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_dpm(notification, data) }
+}
+
+#[test]
+fn claiming_an_unknown_dpm_notification_fails_dpm_unknown_refused() {
+    assert_fails(&base(), &with_dpm(claim_unknown_dpm), &["dpm.unknown_refused"]);
+}
+
+unsafe extern "C" fn claim_unknown_ppm(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if UNDEFINED_PPM_NOTIFICATIONS.contains(&notification) {
+        return TRUE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn claiming_an_unknown_ppm_notification_fails_ppm_unknown_refused() {
+    assert_fails(&base(), &with_ppm(claim_unknown_ppm), &["ppm.unknown_refused"]);
+}
+
+unsafe extern "C" fn accept_null_data(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if data.is_null() {
+        return TRUE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn accepting_null_data_fails_null_data_refused() {
+    assert_fails(&base(), &with_ppm(accept_null_data), &["ppm.null_data_refused"]);
+}
+
+unsafe extern "C" fn trust_high_handles(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ && handle.addr() >> 63 == 1 {
+        return TRUE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn serving_a_forged_handle_fails_forged_handle_refused() {
+    assert_fails(&base(), &with_ppm(trust_high_handles), &["ppm.forged_handle_refused"]);
+}
+
+/// Calls the engine, then lets `edit` change a served answer of type `T` for `target`.
+unsafe fn edit_answer<T>(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+    target: ULONG,
+    edit: impl FnOnce(&mut T),
+) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_ppm(handle, notification, data) };
+    if handled != FALSE && notification == target && !data.is_null() {
+        // SAFETY: the data of `target` is a live, exclusive `T` (the caller names the type).
+        edit(unsafe { &mut *data.cast::<T>() });
+    }
+    handled
+}
+
+unsafe extern "C" fn idle_states(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: QUERY_CAPABILITIES' data is a PEP_PPM_QUERY_CAPABILITIES.
+    unsafe {
+        edit_answer(
+            handle,
+            notification,
+            data,
+            PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+            |caps: &mut PEP_PPM_QUERY_CAPABILITIES| {
+                caps.IdleStateCount = 1;
+            },
+        )
+    }
+}
+
+#[test]
+fn announcing_idle_states_fails_capabilities_consistent() {
+    assert_fails(&base(), &with_ppm(idle_states), &["capabilities.consistent"]);
+}
+
+unsafe extern "C" fn any_count(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_ppm(handle, notification, data) };
+    if notification == PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS && !data.is_null() {
+        TRUE
+    } else {
+        handled
+    }
+}
+
+#[test]
+fn accepting_a_wrong_count_fails_capabilities_consistent() {
+    assert_fails(&base(), &with_ppm(any_count), &["capabilities.consistent"]);
+}
+
+unsafe extern "C" fn wrong_nominal_rate(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    // SAFETY: QUERY_FEEDBACK_COUNTERS' data is a PEP_PPM_QUERY_FEEDBACK_COUNTERS with room for
+    // its Count (>= 1 when served) descriptors.
+    unsafe {
+        edit_answer(
+            handle,
+            notification,
+            data,
+            PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+            |query: &mut PEP_PPM_QUERY_FEEDBACK_COUNTERS| {
+                query.Counters[0].NominalRate = 1000;
+            },
+        )
+    }
+}
+
+#[test]
+fn a_wrong_nominal_rate_fails_descriptors_and_accuracy() {
+    assert_fails(
+        &base(),
+        &with_ppm(wrong_nominal_rate),
+        &["feedback.descriptors", "feedback.accuracy"],
+    );
+}
+
+unsafe extern "C" fn unordered_perf(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    // SAFETY: QUERY_PERF_CAPABILITIES' data is a PEP_PPM_QUERY_PERF_CAPABILITIES.
+    unsafe {
+        edit_answer(
+            handle,
+            notification,
+            data,
+            PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+            |perf: &mut PEP_PPM_QUERY_PERF_CAPABILITIES| {
+                std::mem::swap(&mut perf.HighestPerformance, &mut perf.LowestPerformance);
+            },
+        )
+    }
+}
+
+#[test]
+fn unordered_perf_levels_fail_perf_ordering() {
+    assert_fails(&base(), &with_ppm(unordered_perf), &["perf.ordering"]);
+}
+
+unsafe extern "C" fn two_members(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: QUERY_PERF_CAPABILITIES' data is a PEP_PPM_QUERY_PERF_CAPABILITIES.
+    unsafe {
+        edit_answer(
+            handle,
+            notification,
+            data,
+            PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+            |perf: &mut PEP_PPM_QUERY_PERF_CAPABILITIES| {
+                perf.DomainMembers = 2;
+            },
+        )
+    }
+}
+
+#[test]
+fn wrong_domain_members_fail_domain_membership() {
+    assert_fails(&base(), &with_ppm(two_members), &["domain.membership"]);
+}
+
+unsafe extern "C" fn serve_any_index(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ && !data.is_null() {
+        // SAFETY: FEEDBACK_READ's data is a live PEP_PPM_FEEDBACK_READ.
+        if unsafe { (*data.cast::<PEP_PPM_FEEDBACK_READ>()).CounterIndex } >= 1 {
+            return TRUE;
+        }
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn serving_an_out_of_range_index_fails_index_out_of_range_refused() {
+    assert_fails(&base(), &with_ppm(serve_any_index), &["feedback.index_out_of_range_refused"]);
+}
+
+#[test]
+fn trusting_the_wrong_processor_fails_wrong_processor_refused() {
+    // A platform that always says "processor 0": every handle binds to 0 and a read issued on
+    // another processor is served.
+    let faults =
+        PlatformFaults { current_processor: Some(Arc::new(|_| 0)), ..PlatformFaults::default() };
+    assert_fails(&base(), &with_faults(faults), &["feedback.wrong_processor_refused"]);
+}
+
+/// Runs the engine's `FEEDBACK_READ`, then lets `edit` change the served counts.
+unsafe fn edit_read(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+    edit: impl FnOnce(&mut u64, &mut u64),
+) -> BOOLEAN {
+    let edit_counts = |read: &mut PEP_PPM_FEEDBACK_READ| {
+        // SAFETY: both union members are plain integers over the same bytes; any value is valid.
+        let counts = unsafe { &mut read.__bindgen_anon_1.__bindgen_anon_1 };
+        edit(&mut counts.NominalCount, &mut counts.ActualCount);
+    };
+    // SAFETY: FEEDBACK_READ's data is a PEP_PPM_FEEDBACK_READ; the caller passes on the
+    // emulator's arguments.
+    unsafe { edit_answer(handle, notification, data, PEP_NOTIFY_PPM_FEEDBACK_READ, edit_counts) }
+}
+
+unsafe extern "C" fn count_down(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { edit_read(handle, notification, data, |_, actual| *actual = u64::MAX - *actual) }
+}
+
+#[test]
+fn decreasing_counts_fail_monotonic() {
+    assert_fails(&base(), &with_ppm(count_down), &["feedback.monotonic"]);
+}
+
+unsafe extern "C" fn half_percent_fast(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { edit_read(handle, notification, data, |_, actual| *actual += *actual / 200) }
+}
+
+#[test]
+fn a_half_percent_error_fails_accuracy_only() {
+    let report = assert_fails(&base(), &with_ppm(half_percent_fast), &["feedback.accuracy"]);
+    let failed: Vec<&str> = report.failures().map(|check| check.id.as_str()).collect();
+    assert_eq!(failed, ["feedback.accuracy"]);
+}
+
+thread_local! {
+    static SERVED: Cell<u32> = const { Cell::new(0) };
+}
+
+unsafe extern "C" fn jump_once(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe {
+        edit_read(handle, notification, data, |_, actual| {
+            let served = SERVED.with(|count| count.replace(count.get() + 1));
+            // From the 40th served read on, a constant 10^12 counts more (a step, once per
+            // processor): monotonic, but one interval shows an impossible rate.
+            if served >= 40 {
+                *actual += 1_000_000_000_000;
+            }
+        })
+    }
+}
+
+#[test]
+fn a_huge_delta_fails_no_spike() {
+    SERVED.with(|count| count.set(0));
+    let report =
+        assert_fails(&base(), &with_ppm(jump_once), &["feedback.no_spike", "feedback.accuracy"]);
+    assert!(report.checks.iter().any(|check| check.id == "feedback.monotonic" && check.passed));
+}
+
+thread_local! {
+    static READS: Cell<u32> = const { Cell::new(0) };
+}
+
+unsafe extern "C" fn refuse_some(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ {
+        let count = READS.with(|reads| reads.replace(reads.get() + 1));
+        if count % 7 == 6 {
+            return FALSE;
+        }
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn refusing_good_reads_fails_reads_served() {
+    assert_fails(&base(), &with_ppm(refuse_some), &["feedback.reads_served"]);
+}
+
+#[test]
+fn unmasked_reads_fail_read_masked() {
+    let faults = PlatformFaults { ignore_interrupt_masking: true, ..PlatformFaults::default() };
+    assert_fails(&base(), &with_faults(faults), &["feedback.read_masked"]);
+}
+
+#[test]
+fn not_using_the_amd_read_only_copies_fails_counter_msrs() {
+    let amd =
+        scenario(&BASE.replace("nominal_mhz = 2000", "nominal_mhz = 2000\ncpu = \"amd-cppc\""));
+    // CPUID hides EffFreqRO from the engine, which then reads the writable pair.
+    let hide = |_: u32, leaf: u32, _: u32, mut answer: CpuidResult| {
+        if leaf == 0x8000_0007 {
+            answer.edx &= !(1 << 10);
+        }
+        answer
+    };
+    let faults = PlatformFaults { cpuid: Some(Arc::new(hide)), ..PlatformFaults::default() };
+    assert_fails(&amd, &with_faults(faults), &["feedback.counter_msrs"]);
+}
+
+unsafe extern "C" fn serve_failed_reads(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_ppm(handle, notification, data) };
+    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ && !data.is_null() { TRUE } else { handled }
+}
+
+#[test]
+fn serving_a_faulted_read_fails_fault_refused() {
+    let faulty = scenario(&format!(
+        "{BASE}[[event]]\nat_ms = 100\nkind = \"msr-fault\"\nprocessors = [2]\nduration_ms = 50\n"
+    ));
+    assert_fails(&faulty, &with_ppm(serve_failed_reads), &["feedback.fault_refused"]);
+}
+
+#[test]
+fn serving_reads_without_counters_fails_no_counters_refused() {
+    let none = scenario(
+        &BASE.replace("nominal_mhz = 2000", "nominal_mhz = 2000\ncounter_source = \"none\""),
+    );
+    assert_fails(&none, &with_ppm(serve_failed_reads), &["feedback.no_counters_refused"]);
+}
+
+unsafe extern "C" fn read_cppc_on_intel(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
+        && let Some(pep) = SimPlatform::instance()
+    {
+        // AMD CPPC_CAP1 on an Intel part: CPUID never announced it.
+        let _ = pep.platform().read_msr(0xC001_02B0);
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn an_unannounced_msr_read_fails_msr_only_advertised() {
+    assert_fails(&base(), &with_ppm(read_cppc_on_intel), &["msr.only_advertised"]);
+}
+
+#[test]
+fn every_check_has_a_failing_test_here() {
+    let source = include_str!("checks_can_fail.rs");
+    for id in ppm_sim::CHECK_IDS {
+        assert!(source.contains(&format!("\"{id}\"")), "no test makes {id} fail");
+    }
+}
