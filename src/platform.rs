@@ -1,0 +1,155 @@
+//! The kernel implementation of the engine's platform trait.
+//!
+//! Every method may run at any IRQL up to `HIGH_LEVEL`, possibly with interrupts disabled,
+//! unless its documentation says `PASSIVE_LEVEL`: nothing here allocates, blocks, logs or
+//! panics.
+//!
+//! The current processor comes from `KeGetCurrentProcessorNumberEx(NULL)`, whose return value
+//! is the system-wide processor index (any IRQL). `KeGetCurrentProcessorIndex` would save the
+//! call, but `wdm.h` defines it as a `FORCEINLINE` function reading the processor control region
+//! (through `gs` on x64), and bindgen does not emit inline functions, so `wdk-sys` does not bind
+//! it; reimplementing it would mean hand-written assembly against an undocumented offset.
+//! `KeGetCurrentProcessorNumberEx` is one exported call that reads the same field.
+//!
+//! x64: `CPUID`, `RDMSR` and the interrupt masking are the engine's
+//! [`ppm_engine::x86::instructions`]. ARM64: there is no counter source yet. `cpuid` returns
+//! zeros (no vendor, no leaves), so the engine finds no counters (`FeedbackCounterCount` = 0,
+//! reason `not-announced`) and never reads an MSR or masks interrupts for a read; `read_msr`
+//! returns [`MsrFault`] all the same, and `with_interrupts_masked` runs its closure as is.
+
+use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
+use wdk_sys::LARGE_INTEGER;
+use wdk_sys::ntddk::{
+    KeGetCurrentProcessorNumberEx, KeQueryPerformanceCounter, KeStallExecutionProcessor,
+};
+
+use crate::storage;
+
+/// The longest single `KeStallExecutionProcessor` call; the documentation asks for no more
+/// than 50 microseconds per call, so longer waits are made of several calls.
+const MAX_STALL_MICROSECONDS: u32 = 50;
+
+/// The kernel platform: `ntoskrnl` services and the processor's own instructions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelPlatform;
+
+impl Platform for KernelPlatform {
+    /// The published PEP instance (see [`storage::instance`]). Any IRQL.
+    #[inline]
+    fn instance() -> Option<&'static Pep<Self>> {
+        storage::instance()
+    }
+
+    /// `KeGetCurrentProcessorNumberEx(NULL)`: the system-wide index of the current processor.
+    /// Any IRQL.
+    #[inline]
+    fn current_processor_index(&self) -> u32 {
+        // SAFETY: callable at any IRQL; the `ProcNumber` argument is optional and NULL asks
+        // for the index only.
+        unsafe { KeGetCurrentProcessorNumberEx(core::ptr::null_mut()) }
+    }
+
+    /// `CPUID` on the current processor (zeros on ARM64). Any IRQL.
+    #[inline]
+    fn cpuid(&self, leaf: u32, subleaf: u32) -> CpuidResult {
+        arch::cpuid(leaf, subleaf)
+    }
+
+    /// `RDMSR` on the current processor ([`MsrFault`] on ARM64). Any IRQL.
+    #[inline]
+    fn read_msr(&self, msr: u32) -> Result<u64, MsrFault> {
+        arch::read_msr(msr)
+    }
+
+    /// Runs `f` with interrupts masked, restoring the previous state (as is on ARM64). Any IRQL.
+    #[inline]
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+        arch::with_interrupts_masked(f)
+    }
+
+    /// `KeQueryPerformanceCounter`. `PASSIVE_LEVEL` only (initialisation).
+    fn performance_counter(&self) -> PerformanceCounter {
+        let mut frequency = LARGE_INTEGER::default();
+        // SAFETY: callable at any IRQL; `frequency` is a valid `LARGE_INTEGER` to write.
+        let ticks = unsafe { KeQueryPerformanceCounter(&raw mut frequency) };
+        // SAFETY: `QuadPart` covers the whole 8-byte union and every bit pattern is a valid
+        // `LONGLONG`; the kernel wrote the full value.
+        let ticks = unsafe { ticks.QuadPart };
+        // SAFETY: as above, for the frequency `KeQueryPerformanceCounter` wrote.
+        let frequency = unsafe { frequency.QuadPart };
+        PerformanceCounter {
+            ticks: u64::try_from(ticks).unwrap_or(0),
+            frequency: u64::try_from(frequency).unwrap_or(0),
+        }
+    }
+
+    /// `KeStallExecutionProcessor`, in calls of at most 50 microseconds; the processor stays
+    /// in C0. `PASSIVE_LEVEL` only (initialisation).
+    fn stall_microseconds(&self, microseconds: u32) {
+        let mut remaining = microseconds;
+        while remaining > 0 {
+            let chunk = remaining.min(MAX_STALL_MICROSECONDS);
+            // SAFETY: callable at any IRQL; a busy wait with no other effect.
+            unsafe { KeStallExecutionProcessor(chunk) };
+            remaining = remaining.saturating_sub(chunk);
+        }
+    }
+}
+
+/// The x64 instructions, through the engine's wrappers.
+#[cfg(target_arch = "x86_64")]
+mod arch {
+    use ppm_engine::x86::instructions;
+    use ppm_engine::{CpuidResult, MsrFault};
+
+    /// `CPUID`. Any IRQL.
+    #[inline]
+    pub fn cpuid(leaf: u32, subleaf: u32) -> CpuidResult {
+        instructions::cpuid(leaf, subleaf)
+    }
+
+    /// `RDMSR`. Any IRQL. Never fails on x64 (the result type is the ARM64 twin's).
+    #[inline]
+    #[allow(clippy::unnecessary_wraps, reason = "same signature as the ARM64 implementation")]
+    pub fn read_msr(msr: u32) -> Result<u64, MsrFault> {
+        // SAFETY: this code runs in ring 0 (a kernel driver), and the engine reads an MSR only
+        // after CPUID (or a vendor rule of `ppm_engine::x86`) established that it exists: the
+        // contract of `Platform::read_msr`. RDMSR of an existing MSR cannot fault.
+        Ok(unsafe { instructions::read_msr(msr) })
+    }
+
+    /// Saves RFLAGS, `CLI`, runs `f`, and `STI` only if interrupts were enabled. Any IRQL.
+    #[inline]
+    pub fn with_interrupts_masked<R>(f: impl FnOnce() -> R) -> R {
+        // SAFETY: ring 0 (a kernel driver), where CLI/STI are permitted; the engine passes
+        // only the two back-to-back counter reads and a few stores, so interrupts stay off for
+        // a few hundred cycles at most.
+        unsafe { instructions::with_interrupts_masked(f) }
+    }
+}
+
+/// ARM64: no counter source yet (see the module documentation).
+#[cfg(target_arch = "aarch64")]
+mod arch {
+    use ppm_engine::{CpuidResult, MsrFault};
+
+    /// No `CPUID` on ARM64: all zeros, which the engine reads as "no vendor, no leaves".
+    #[inline]
+    pub const fn cpuid(_leaf: u32, _subleaf: u32) -> CpuidResult {
+        CpuidResult { eax: 0, ebx: 0, ecx: 0, edx: 0 }
+    }
+
+    /// No x86 MSRs on ARM64.
+    #[inline]
+    pub const fn read_msr(_msr: u32) -> Result<u64, MsrFault> {
+        Err(MsrFault)
+    }
+
+    /// Runs `f` unmasked: with no counter source the engine never reads counters here, so
+    /// there is nothing to protect (masking would need hand-written `DAIF` assembly).
+    #[inline]
+    pub fn with_interrupts_masked<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+}
