@@ -157,7 +157,7 @@ if ($state.Count -eq 0) {
 
 if ($state['Registered'] -eq 1) {
     $count = [int]$state['FeedbackCounterCount']
-    $counterDetail = "FeedbackCounterCount=$count CounterSource=$($state['CounterSource']) NoCountersReason=$($state['NoCountersReason']) NominalMhz=$($state['NominalMhz']) ($($state['NominalRateSource'])) CalibratedMhz=$($state['CalibratedMhz'])"
+    $counterDetail = "FeedbackCounterCount=$count CounterSource=$($state['CounterSource']) NoCountersReason=$($state['NoCountersReason']) NominalMhz=$($state['NominalMhz']) ($($state['NominalRateSource'])) CalibratedMhz=$($state['CalibratedMhz']) PmuReservation=$($state['PmuReservation'])"
     if ($count -ge 1) {
         Add-Result 'counters' 'PASS' $counterDetail
     } elseif ($ExpectCounters) {

@@ -17,6 +17,7 @@
 use core::fmt;
 
 use ppm_engine::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
+use ppm_engine::pmc::ReservationPolicy;
 use ppm_engine::counters::{NoCountersReason, NominalRateSource};
 use ppm_engine::device_id::{DeviceIdPatterns, PatternError};
 use ppm_engine::perf::{PerfCapabilities, PerfSource};
@@ -65,8 +66,11 @@ pub mod names {
     pub const PROCESSOR_DEVICE_ID_PATTERNS: &str = "ProcessorDeviceIdPatterns";
     /// `REG_DWORD` 0..=10000000, default 0: worst-case perf transition latency (100 ns units).
     pub const TRANSITION_LATENCY_100NS: &str = "TransitionLatency100ns";
+    /// `REG_DWORD` 0..=1, default 0: how the PMU is reserved for the fixed-counter source
+    /// (0 = exclusive ownership, `ResourceList` NULL; 1 = one range over every counter index).
+    pub const PMU_RESERVATION: &str = "PmuReservation";
     /// Every value the driver reads, in the order it reads them.
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 11] = [
         FEEDBACK_COUNTERS,
         COUNTER_SOURCE,
         PERFORMANCE_COUNTER_VIEW,
@@ -77,6 +81,7 @@ pub mod names {
         LOWEST_PERFORMANCE,
         PROCESSOR_DEVICE_ID_PATTERNS,
         TRANSITION_LATENCY_100NS,
+        PMU_RESERVATION,
     ];
 }
 
@@ -120,6 +125,9 @@ pub mod state {
     pub const CONFIGURATION_ISSUES: &str = "ConfigurationIssues";
     /// `REG_SZ`: the processor architecture the driver was built for (`x64`, `arm64`).
     pub const ARCHITECTURE: &str = "Architecture";
+    /// `REG_SZ`: the PMU reservation for the fixed-counter source: `not-needed`, `refused`
+    /// (the HAL said another owner holds the PMU), `programming-failed` or `reserved`.
+    pub const PMU_RESERVATION: &str = "PmuReservation";
 }
 
 /// The outcome of reading one value.
@@ -306,6 +314,11 @@ pub fn read_config(source: &mut impl ValueSource, mut note: impl FnMut(Note)) ->
     .value()
     {
         config.transition_latency_100ns = value;
+    }
+    if let Some(value) = read_dword(source, names::PMU_RESERVATION, 0, 1, &mut note).value()
+        && let Some(policy) = ReservationPolicy::from_registry(value)
+    {
+        config.pmu_reservation = policy;
     }
     config
 }

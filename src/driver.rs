@@ -9,12 +9,15 @@
 //! 2. reads the configuration from the service's `Parameters` key (every value optional);
 //! 3. allocates the processor table for `KeQueryMaximumProcessorCountEx(ALL_PROCESSOR_GROUPS)`
 //!    processors from non-paged pool;
-//! 4. builds the PEP (`Pep::new`) with the thread pinned to the processor it runs on (the
+//! 4. where the configuration may use the architectural fixed counters and CPUID offers them
+//!    (by default only where APERF/MPERF are missing), reserves the PMU through the HAL's
+//!    counter arbitration and enables the counters on every active processor (`pmu`);
+//! 5. builds the PEP (`Pep::new`) with the thread pinned to the processor it runs on (the
 //!    engine calibrates MPERF over ~10 ms and both reads must come from one processor), moves
 //!    it into static storage and publishes it (release);
-//! 5. calls `PoFxRegisterPluginEx` with the engine's `PEP_INFORMATION` and the static
+//! 6. calls `PoFxRegisterPluginEx` with the engine's `PEP_INFORMATION` and the static
 //!    kernel-information block;
-//! 6. writes the outcome to the volatile `Parameters\State` key and the debugger.
+//! 7. writes the outcome to the volatile `Parameters\State` key and the debugger.
 //!
 //! Any failure before registration undoes what was done, logs why with `DbgPrintEx` and is
 //! returned, so the driver does not load. Nothing after a successful registration can fail
@@ -28,13 +31,10 @@ use core::mem::size_of;
 use core::ptr;
 
 use ppm_engine::{Pep, pep_information};
-use wdk_sys::ntddk::{
-    KeGetCurrentProcessorNumberEx, KeQueryMaximumProcessorCountEx,
-    KeRevertToUserGroupAffinityThread, KeSetSystemGroupAffinityThread,
-};
+use wdk_sys::ntddk::KeQueryMaximumProcessorCountEx;
 use wdk_sys::{
-    ALL_PROCESSOR_GROUPS, DRIVER_OBJECT, GROUP_AFFINITY, KAFFINITY, NT_SUCCESS, NTSTATUS,
-    PCUNICODE_STRING, PROCESSOR_NUMBER, PWDFDEVICE_INIT, STATUS_INSUFFICIENT_RESOURCES,
+    ALL_PROCESSOR_GROUPS, DRIVER_OBJECT, NT_SUCCESS, NTSTATUS, PCUNICODE_STRING,
+    PWDFDEVICE_INIT, STATUS_INSUFFICIENT_RESOURCES,
     STATUS_SUCCESS, STATUS_UNSUCCESSFUL, ULONG, USHORT, WDF_DRIVER_CONFIG,
     WDF_NO_OBJECT_ATTRIBUTES, WDFDEVICE, WDFDRIVER, WdfDriverGlobals,
     call_unsafe_wdf_function_binding,
@@ -44,7 +44,8 @@ use crate::config_values::{self, state};
 use crate::platform::KernelPlatform;
 use crate::registry::{self, StateKey};
 use crate::storage::{self, ProcessorTable};
-use crate::{log, pofx};
+use crate::pmu;
+use crate::{affinity, log, pofx};
 
 /// `sizeof(WDF_DRIVER_CONFIG)` as the `ULONG` its `Size` member holds.
 #[allow(clippy::cast_possible_truncation, reason = "asserted to fit a ULONG")]
@@ -75,6 +76,8 @@ struct Registered {
     patterns: usize,
     /// Configuration values that were ignored.
     issues: u32,
+    /// What became of the PMU reservation for the fixed-counter source.
+    pmu: &'static str,
 }
 
 /// The driver's entry point (`DRIVER_INITIALIZE`), called by the KMDF stub `FxDriverEntry`.
@@ -170,7 +173,7 @@ fn create_driver(
     }
 }
 
-/// Steps 2 to 5 of `DriverEntry`. `PASSIVE_LEVEL`.
+/// Steps 2 to 6 of `DriverEntry`. `PASSIVE_LEVEL`.
 fn initialize(driver: WDFDRIVER) -> Result<Registered, Failure> {
     let (config, issues) = registry::read_configuration(driver);
     let capacity = maximum_processor_count();
@@ -185,6 +188,7 @@ fn initialize(driver: WDFDRIVER) -> Result<Registered, Failure> {
         step: "allocating the processor table",
         status: STATUS_INSUFFICIENT_RESOURCES,
     })?;
+    let pmu = pmu::reserve_and_enable(&config);
     let pep = on_current_processor(|| {
         // SAFETY: DriverEntry runs once and nothing has been installed or published yet.
         unsafe { storage::install(Pep::new(KernelPlatform, &config, table.slots())) }
@@ -197,12 +201,14 @@ fn initialize(driver: WDFDRIVER) -> Result<Registered, Failure> {
     let status = unsafe { pofx::register(&mut information) };
     if !NT_SUCCESS(status) {
         storage::withdraw();
+        pmu.release();
         // SAFETY: the registration failed, so PoFx never received the callbacks, and the PEP
         // that refers to the slots is withdrawn: nothing uses them again.
         unsafe { table.free() };
         return Err(Failure { step: "PoFxRegisterPluginEx", status });
     }
-    Ok(Registered { pep, capacity, patterns: config.device_id_patterns.len(), issues })
+    let pmu = pmu.keep();
+    Ok(Registered { pep, capacity, patterns: config.device_id_patterns.len(), issues, pmu })
 }
 
 /// `KeQueryMaximumProcessorCountEx(ALL_PROCESSOR_GROUPS)`: every processor the system can ever
@@ -216,28 +222,9 @@ fn maximum_processor_count() -> u32 {
 }
 
 /// Runs `f` with the thread's affinity set to the processor it is running on, then restores
-/// the previous affinity. `PASSIVE_LEVEL` (`KeSetSystemGroupAffinityThread` requires
-/// `<= APC_LEVEL`).
+/// the previous affinity. `PASSIVE_LEVEL`.
 fn on_current_processor<R>(f: impl FnOnce() -> R) -> R {
-    let mut number = PROCESSOR_NUMBER::default();
-    // SAFETY: callable at any IRQL; `number` is a valid PROCESSOR_NUMBER to write (the returned
-    // index is not needed).
-    unsafe { KeGetCurrentProcessorNumberEx(&raw mut number) };
-    let one: KAFFINITY = 1;
-    let mut affinity = GROUP_AFFINITY {
-        Mask: one.checked_shl(u32::from(number.Number)).unwrap_or(one),
-        Group: number.Group,
-        ..GROUP_AFFINITY::default()
-    };
-    let mut previous = GROUP_AFFINITY::default();
-    // SAFETY: PASSIVE_LEVEL; `affinity` names exactly the active processor this thread runs
-    // on; `previous` is a valid GROUP_AFFINITY to write. The thread then runs only there.
-    unsafe { KeSetSystemGroupAffinityThread(&raw mut affinity, &raw mut previous) };
-    let result = f();
-    // SAFETY: PASSIVE_LEVEL; `previous` is what KeSetSystemGroupAffinityThread saved for this
-    // thread just above, restored once.
-    unsafe { KeRevertToUserGroupAffinityThread(&raw mut previous) };
-    result
+    affinity::run_on(affinity::current(), f)
 }
 
 /// Logs the registration and writes it to `Parameters\State`. `PASSIVE_LEVEL`. Best effort:
@@ -253,7 +240,7 @@ fn report_registered(driver: WDFDRIVER, registered: &Registered) {
     log::info(format_args!(
         "registered: {} feedback counter(s), source {source} (no-counters reason {reason}), \
          nominal {} MHz ({rate_source}), perf {}/{}/{}/{} ({perf_source}), {} processor slots, \
-         {} ignored configuration value(s)",
+         {} ignored configuration value(s), PMU reservation {}",
         pep.feedback_counter_count(),
         pep.nominal_mhz(),
         caps.highest,
@@ -262,6 +249,7 @@ fn report_registered(driver: WDFDRIVER, registered: &Registered) {
         caps.lowest,
         registered.capacity,
         registered.issues,
+        registered.pmu,
     ));
     let mut record = match StateKey::create(driver) {
         Ok(record) => record,
@@ -289,6 +277,7 @@ fn report_registered(driver: WDFDRIVER, registered: &Registered) {
     );
     record.dword(state::CONFIGURATION_ISSUES, registered.issues);
     record.string(state::ARCHITECTURE, ARCHITECTURE);
+    record.string(state::PMU_RESERVATION, registered.pmu);
     if record.failures() > 0 {
         log::error(format_args!("{} Parameters\\State value(s) not written", record.failures()));
     }

@@ -20,6 +20,9 @@
 //! - `storage`: static storage for the PEP instance and the `PoFx` kernel-information block,
 //!   and the non-paged processor table.
 //! - `registry`: configuration reading and the `State` key (`PASSIVE_LEVEL`).
+//! - `pmu`: the PMU reservation (`HalAllocateHardwareCounters`) and fixed-counter enabling for
+//!   the fixed-counter source (`PASSIVE_LEVEL`).
+//! - `affinity`: running code on a chosen processor (`PASSIVE_LEVEL`).
 //! - `pofx`: the declaration of `PoFxRegisterPluginEx` (`pepfx.h` is not bound by `wdk-sys`).
 //! - `log`: `DbgPrintEx` lines (`DriverEntry` only, never on a notification path).
 //! - `config_values`: the pure registry rules (also compiled by `tests/registry_values.rs`).
@@ -37,6 +40,8 @@ extern crate wdk_panic;
 static GLOBAL_ALLOCATOR: wdk_alloc::WdkAllocator = wdk_alloc::WdkAllocator;
 
 #[cfg(all(windows, panic = "abort"))]
+mod affinity;
+#[cfg(all(windows, panic = "abort"))]
 #[allow(dead_code, reason = "shared with the host test, which uses every item")]
 mod config_values;
 #[cfg(all(windows, panic = "abort"))]
@@ -45,6 +50,8 @@ mod driver;
 mod log;
 #[cfg(all(windows, panic = "abort"))]
 mod platform;
+#[cfg(all(windows, panic = "abort"))]
+mod pmu;
 #[cfg(all(windows, panic = "abort"))]
 mod pofx;
 #[cfg(all(windows, panic = "abort"))]

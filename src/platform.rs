@@ -95,6 +95,24 @@ impl Platform for KernelPlatform {
             remaining = remaining.saturating_sub(chunk);
         }
     }
+
+    /// `WRMSR` on the current processor ([`MsrFault`] on ARM64). `PASSIVE_LEVEL`: the engine
+    /// writes only the fixed-counter controls, from `pmu` after the HAL reserved the PMU.
+    fn write_msr(&self, msr: u32, value: u64) -> Result<(), MsrFault> {
+        arch::write_msr(msr, value)
+    }
+
+    /// `RDTSC` (`None` on ARM64). Any IRQL.
+    #[inline]
+    fn read_timestamp(&self) -> Option<u64> {
+        arch::read_timestamp()
+    }
+
+    /// Whether `pmu` reserved the PMU and enabled the fixed counters everywhere. Any IRQL.
+    #[inline]
+    fn fixed_counters_reserved(&self) -> bool {
+        crate::pmu::reserved()
+    }
 }
 
 /// The x64 instructions, through the engine's wrappers.
@@ -117,6 +135,24 @@ mod arch {
         // after CPUID (or a vendor rule of `ppm_engine::x86`) established that it exists: the
         // contract of `Platform::read_msr`. RDMSR of an existing MSR cannot fault.
         Ok(unsafe { instructions::read_msr(msr) })
+    }
+
+    /// `WRMSR`. `PASSIVE_LEVEL`. Never fails on x64 (the result type is the ARM64 twin's).
+    #[allow(clippy::unnecessary_wraps, reason = "same signature as the ARM64 implementation")]
+    pub fn write_msr(msr: u32, value: u64) -> Result<(), MsrFault> {
+        // SAFETY: ring 0 (a kernel driver). The engine writes only IA32_FIXED_CTR_CTRL and
+        // IA32_PERF_GLOBAL_CTRL, only after CPUID leaf 0Ah announced PMU version >= 2 with fixed
+        // counters 1 and 2 (so both MSRs exist), only with values derived from what it read
+        // there (reserved bits unchanged), and only after the HAL reserved the PMU for it.
+        unsafe { instructions::write_msr(msr, value) };
+        Ok(())
+    }
+
+    /// `RDTSC`. Any IRQL.
+    #[inline]
+    #[allow(clippy::unnecessary_wraps, reason = "same signature as the ARM64 implementation")]
+    pub fn read_timestamp() -> Option<u64> {
+        Some(instructions::read_timestamp())
     }
 
     /// Saves RFLAGS, `CLI`, runs `f`, and `STI` only if interrupts were enabled. Any IRQL.
@@ -144,6 +180,17 @@ mod arch {
     #[inline]
     pub const fn read_msr(_msr: u32) -> Result<u64, MsrFault> {
         Err(MsrFault)
+    }
+
+    /// No x86 MSRs on ARM64.
+    pub const fn write_msr(_msr: u32, _value: u64) -> Result<(), MsrFault> {
+        Err(MsrFault)
+    }
+
+    /// No time-stamp counter read here on ARM64.
+    #[inline]
+    pub const fn read_timestamp() -> Option<u64> {
+        None
     }
 
     /// Runs `f` unmasked: with no counter source the engine never reads counters here, so

@@ -148,6 +148,24 @@ fn every_counter_source_value_maps_to_the_engine_preference() {
 }
 
 #[test]
+fn pmu_reservation_values_map_to_the_engine_policy() {
+    use ppm_engine::pmc::ReservationPolicy;
+    assert_eq!(read(Table::default()).0.pmu_reservation, ReservationPolicy::ExclusivePmu);
+    let (config, notes) = read(Table::default().dword(names::PMU_RESERVATION, 1));
+    assert!(notes.is_empty());
+    assert_eq!(config.pmu_reservation, ReservationPolicy::AllCounterIndexes);
+    let (config, notes) = read(Table::default().dword(names::PMU_RESERVATION, 2));
+    assert_eq!(config.pmu_reservation, ReservationPolicy::ExclusivePmu);
+    assert_eq!(
+        notes,
+        [Note {
+            value: names::PMU_RESERVATION,
+            problem: Problem::OutOfRange { value: 2, min: 0, max: 1 }
+        }]
+    );
+}
+
+#[test]
 fn out_of_range_dwords_are_ignored_and_reported() {
     let cases: [(&'static str, u32, u32, u32); 7] = [
         (names::FEEDBACK_COUNTERS, 2, 0, 1),

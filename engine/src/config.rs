@@ -6,6 +6,7 @@
 
 use crate::device_id::DeviceIdPatterns;
 use crate::perf::PerfCapabilities;
+use crate::pmc::ReservationPolicy;
 
 /// Whether the PEP reports feedback counters at all.
 ///
@@ -86,6 +87,9 @@ pub struct Config {
     /// Worst-case perf transition latency reported in domain info, in 100 ns units. Default 0
     /// (not reported). Registry: `TransitionLatency100ns` (`REG_DWORD`).
     pub transition_latency_100ns: u32,
+    /// How the host reserves the PMU for the fixed-counter source. Default: exclusive.
+    /// Registry: `PmuReservation` (`REG_DWORD`, see [`ReservationPolicy`]).
+    pub pmu_reservation: ReservationPolicy,
 }
 
 impl Config {
@@ -100,6 +104,7 @@ impl Config {
             perf_capabilities: None,
             device_id_patterns: DeviceIdPatterns::defaults(),
             transition_latency_100ns: 0,
+            pmu_reservation: ReservationPolicy::ExclusivePmu,
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::abi::{
     PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR__bindgen_ty_1__bindgen_ty_1,
     PHYSICAL_COUNTER_RESOURCE_LIST, ResourceTypeRange,
 };
+use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy};
 use crate::cpu::CpuFeatures;
 use crate::platform::{MsrFault, Platform};
 use crate::x86::{bits, msr};
@@ -78,6 +79,36 @@ pub enum ReservationPolicy {
     ExclusivePmu,
     /// One `ResourceTypeRange` descriptor over every counter index. [1]
     AllCounterIndexes,
+}
+
+impl ReservationPolicy {
+    /// The registry value's policy, if the value is known.
+    #[must_use]
+    pub const fn from_registry(value: u32) -> Option<Self> {
+        match value {
+            0 => Some(Self::ExclusivePmu),
+            1 => Some(Self::AllCounterIndexes),
+            _ => None,
+        }
+    }
+}
+
+/// The fixed counters the host should reserve and enable before creating the PEP, or `None`.
+///
+/// Only when counters are enabled by policy, the configured source order may select the fixed
+/// counters, CPUID announces them and — for the automatic order — APERF/MPERF are absent, so
+/// the PMU is never taken from profilers where the PEP would not use it. Pure; `PASSIVE_LEVEL`.
+#[must_use]
+pub fn counters_to_reserve(config: &Config, cpu: &CpuFeatures) -> Option<FixedCounters> {
+    if config.feedback_counters == FeedbackCounterPolicy::Disabled {
+        return None;
+    }
+    let wanted = match config.counter_source {
+        CounterSourcePreference::FixedPmc | CounterSourcePreference::PreferFixedPmc => true,
+        CounterSourcePreference::Auto => !cpu.has_aperf_mperf() && !cpu.has_amd_read_only_copies(),
+        CounterSourcePreference::AperfMperf | CounterSourcePreference::None => false,
+    };
+    if wanted { FixedCounters::detect(cpu) } else { None }
 }
 
 /// What to pass to `HalAllocateHardwareCounters` as `ResourceList`.

@@ -645,3 +645,30 @@ fn enabling_fixed_counters_preserves_others_and_restores_on_failure() {
         [(msr::IA32_FIXED_CTR_CTRL, 0x33B), (msr::IA32_FIXED_CTR_CTRL, 0xB)]
     );
 }
+
+#[test]
+fn the_pmu_is_reserved_only_where_the_fixed_counters_would_be_used() {
+    use crate::config::CounterSourcePreference;
+    use crate::cpu::CpuFeatures;
+    use crate::pmc::counters_to_reserve;
+    let vm = CpuFeatures {
+        is_intel: true,
+        pmu_eax: 0x0730_0804,
+        pmu_edx: 3 | (48 << 5),
+        ..CpuFeatures::default()
+    };
+    let bare_metal = CpuFeatures { power_ecx: cpuid::POWER_ECX_APERFMPERF, ..vm };
+    let mut config = Config::new();
+    assert!(counters_to_reserve(&config, &vm).is_some());
+    assert!(counters_to_reserve(&config, &bare_metal).is_none(), "APERF/MPERF win in auto");
+    config.counter_source = CounterSourcePreference::PreferFixedPmc;
+    assert!(counters_to_reserve(&config, &bare_metal).is_some());
+    config.counter_source = CounterSourcePreference::AperfMperf;
+    assert!(counters_to_reserve(&config, &vm).is_none());
+    config.counter_source = CounterSourcePreference::FixedPmc;
+    config.feedback_counters = FeedbackCounterPolicy::Disabled;
+    assert!(counters_to_reserve(&config, &vm).is_none());
+    config.feedback_counters = FeedbackCounterPolicy::Enabled;
+    let no_pmu = CpuFeatures { pmu_eax: 0, ..vm };
+    assert!(counters_to_reserve(&config, &no_pmu).is_none());
+}
