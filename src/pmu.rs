@@ -20,9 +20,9 @@ use core::mem::size_of;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use ppm_engine::Config;
 use ppm_engine::cpu::CpuFeatures;
 use ppm_engine::pmc::{self, Reservation, SavedPmuControl};
-use ppm_engine::Config;
 use wdk_sys::ntddk::{
     ExAllocatePool2, ExFreePool, HalAllocateHardwareCounters, HalFreeHardwareCounters,
     KeQueryActiveProcessorCountEx,
