@@ -11,9 +11,10 @@ use ppm_engine::abi::{
     BOOLEAN, FALSE, PCUNICODE_STRING, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
     PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION, PEP_NOTIFY_PPM_FEEDBACK_READ,
     PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_FEEDBACK_READ, PEP_PPM_QUERY_CAPABILITIES,
-    PEP_PPM_QUERY_FEEDBACK_COUNTERS, PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE,
-    PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID, TRUE, ULONG,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+    PEP_PPM_FEEDBACK_READ, PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID,
+    TRUE, ULONG,
 };
 use ppm_engine::pep::{accept_device_notification, accept_processor_notification, pep_information};
 use ppm_engine::platform::CpuidResult;
@@ -575,6 +576,367 @@ unsafe extern "C" fn read_cppc_on_intel(
 #[test]
 fn an_unannounced_msr_read_fails_msr_only_advertised() {
     assert_fails(&base(), &with_ppm(read_cppc_on_intel), &["msr.only_advertised"]);
+}
+
+fn builtin(name: &str) -> Scenario {
+    ppm_sim::builtin::get(name).expect("a built-in scenario")
+}
+
+#[test]
+fn nested_notifications_inside_masked_sections_fail_reentrancy() {
+    // A platform that delivers interrupts inside the masked section: a nested read lands between
+    // the interrupted read's APERF and MPERF, tears it, and even a correct engine then counts
+    // the APERF counts in between twice.
+    let faults = PlatformFaults { nested_in_masked_sections: true, ..PlatformFaults::default() };
+    let report = assert_fails(
+        &builtin("nested-reads"),
+        &with_faults(faults),
+        &["feedback.reentrancy", "feedback.read_masked"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "feedback.reentrancy").unwrap();
+    assert!(
+        check.detail.contains("torn") || check.detail.contains("the hardware counted"),
+        "the mis-accumulation itself must be reported: {}",
+        check.detail
+    );
+}
+
+thread_local! {
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    static LAST_SERVED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+unsafe extern "C" fn stale_when_reentered(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification != PEP_NOTIFY_PPM_FEEDBACK_READ || data.is_null() {
+        // SAFETY: the emulator's arguments, passed on.
+        return unsafe { real_ppm(handle, notification, data) };
+    }
+    let nested = DEPTH.with(|depth| depth.replace(depth.get() + 1)) > 0;
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_ppm(handle, notification, data) };
+    DEPTH.with(|depth| depth.set(depth.get() - 1));
+    if handled != FALSE {
+        // SAFETY: FEEDBACK_READ's data is a live, exclusive PEP_PPM_FEEDBACK_READ.
+        let read = unsafe { &mut *data.cast::<PEP_PPM_FEEDBACK_READ>() };
+        // SAFETY: both union members are plain integers over the same bytes; any value is valid.
+        let counts = unsafe { &mut read.__bindgen_anon_1.__bindgen_anon_1 };
+        if nested {
+            // A PEP that, re-entered, answers what it last answered instead of what it read.
+            let (nominal, actual) = LAST_SERVED.with(Cell::get);
+            (counts.NominalCount, counts.ActualCount) = (nominal, actual);
+        } else {
+            LAST_SERVED.with(|last| last.set((counts.NominalCount, counts.ActualCount)));
+        }
+    }
+    handled
+}
+
+#[test]
+fn stale_answers_to_nested_reads_fail_reentrancy_only() {
+    let report = assert_fails(
+        &builtin("nested-reads"),
+        &with_ppm(stale_when_reentered),
+        &["feedback.reentrancy"],
+    );
+    let failed: Vec<&str> = report.failures().map(|check| check.id.as_str()).collect();
+    assert_eq!(failed, ["feedback.reentrancy"]);
+}
+
+#[test]
+fn refusing_a_hot_remove_fails_hotplug() {
+    assert_fails(
+        &builtin("hot-add"),
+        &with_dpm(refuse_unregister),
+        &["dpm.hotplug", "dpm.lifecycle"],
+    );
+}
+
+thread_local! {
+    static FIRST_HANDLES: std::cell::RefCell<Vec<(String, usize)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+unsafe extern "C" fn reuse_first_handle(notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    let handled = unsafe { real_dpm(notification, data) };
+    if notification == PEP_DPM_REGISTER_DEVICE && !data.is_null() {
+        let request = data.cast::<PEP_REGISTER_DEVICE_V2>();
+        // SAFETY: REGISTER_DEVICE's data is a live PEP_REGISTER_DEVICE_V2.
+        let id_string = unsafe { (*request).DeviceId };
+        // SAFETY: the emulator's DeviceId points to a live UNICODE_STRING.
+        let string = unsafe { id_string.read() };
+        // SAFETY: the emulator's string holds `Length` bytes of UTF-16 at `Buffer`.
+        let units =
+            unsafe { std::slice::from_raw_parts(string.Buffer, usize::from(string.Length / 2)) };
+        let id = String::from_utf16_lossy(units);
+        // SAFETY: as above.
+        let issued = unsafe { (*request).DeviceHandle }.addr();
+        let first = FIRST_HANDLES.with(|firsts| {
+            let mut firsts = firsts.borrow_mut();
+            if let Some((_, first)) = firsts.iter().find(|(known, _)| *known == id) {
+                Some(*first)
+            } else {
+                firsts.push((id, issued));
+                None
+            }
+        });
+        if let Some(first) = first {
+            // A PEP that hands a processor registered again its old handle.
+            // SAFETY: as above.
+            unsafe { (*request).DeviceHandle = std::ptr::without_provenance_mut(first) };
+        }
+    }
+    handled
+}
+
+#[test]
+fn an_old_handle_for_a_processor_added_again_fails_hotplug() {
+    FIRST_HANDLES.with(|handles| handles.borrow_mut().clear());
+    assert_fails(&builtin("hot-add"), &with_dpm(reuse_first_handle), &["dpm.hotplug"]);
+}
+
+unsafe extern "C" fn refuse_resume(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE {
+        return FALSE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn refusing_resume_fails_system_state() {
+    assert_fails(&builtin("resume-s3"), &with_ppm(refuse_resume), &["ppm.system_state"]);
+}
+
+thread_local! {
+    static RESUMED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+unsafe extern "C" fn count_the_sleep(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE {
+        RESUMED.with(|resumed| resumed.borrow_mut().push(handle.addr()));
+    }
+    let resumed = RESUMED.with(|resumed| resumed.borrow().contains(&handle.addr()));
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe {
+        edit_read(handle, notification, data, |nominal, actual| {
+            // A PEP that adds the time asleep as if the processor had counted through it.
+            if resumed {
+                *nominal += 1_000_000_000;
+                *actual += 1_000_000_000;
+            }
+        })
+    }
+}
+
+#[test]
+fn counting_through_a_sleep_fails_system_state() {
+    RESUMED.with(|resumed| resumed.borrow_mut().clear());
+    assert_fails(&builtin("resume-s3"), &with_ppm(count_the_sleep), &["ppm.system_state"]);
+}
+
+/// A `fixed-pmc` machine whose 32-bit fixed counters wrap during the run (core cycles every
+/// 1.4 s at 3 GHz, reference cycles every 2.1 s at the 2 GHz nominal rate).
+const FIXED_PMC: &str = r#"
+name = "fixed-pmc-harness"
+[platform]
+processors = 4
+counter_source = "fixed-pmc"
+pmc_width = 32
+nominal_mhz = 2000
+hypervisor = true
+other_devices = ["\\_SB.PCI0", "\\_SB.PWRB"]
+[pofx]
+duration_ms = 3000
+sample_interval_ms = 10
+[[phase]]
+start_ms = 0
+processors = "all"
+frequency_mhz = 3000
+busy_percent = 100
+"#;
+
+/// The fixed-counter harness with the PMU held by another owner.
+fn pmu_busy() -> Scenario {
+    scenario(&FIXED_PMC.replace("pmc_width = 32", "pmc_width = 32\npmu_busy = true"))
+}
+
+thread_local! {
+    /// Per handle: (nominal offset, actual offset, last real nominal, last real actual, reads).
+    static DROPS: std::cell::RefCell<std::collections::HashMap<usize, [u64; 5]>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+unsafe extern "C" fn drop_every_10th_interval(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe {
+        edit_read(handle, notification, data, |nominal, actual| {
+            DROPS.with(|drops| {
+                let mut drops = drops.borrow_mut();
+                let [offset_n, offset_a, last_n, last_a, reads] =
+                    drops.entry(handle.addr()).or_insert([0, 0, *nominal, *actual, 0]);
+                *reads += 1;
+                // A PEP that takes some intervals for resets (as one that mistook a wrap for
+                // one would): monotonic, and accurate under a constant load, but short.
+                if *reads % 10 == 0 {
+                    *offset_n += *nominal - *last_n;
+                    *offset_a += *actual - *last_a;
+                }
+                (*last_n, *last_a) = (*nominal, *actual);
+                *nominal -= *offset_n;
+                *actual -= *offset_a;
+            });
+        })
+    }
+}
+
+#[test]
+fn dropping_intervals_fails_no_dropped_interval_only() {
+    DROPS.with(|drops| drops.borrow_mut().clear());
+    let report = assert_fails(
+        &scenario(FIXED_PMC),
+        &with_ppm(drop_every_10th_interval),
+        &["feedback.no_dropped_interval"],
+    );
+    let failed: Vec<&str> = report.failures().map(|check| check.id.as_str()).collect();
+    assert_eq!(failed, ["feedback.no_dropped_interval"]);
+    // The same defect on APERF/MPERF.
+    DROPS.with(|drops| drops.borrow_mut().clear());
+    assert_fails(&base(), &with_ppm(drop_every_10th_interval), &["feedback.no_dropped_interval"]);
+}
+
+#[test]
+fn a_platform_that_loses_the_counters_top_bit_fails_no_dropped_interval() {
+    // The fixed counters read through a broken virtual PMU that drops bit 31: they seem to
+    // wrap at 2^31 although CPUID says 32 bits, and every such "wrap" is a jump the PEP must
+    // take for a reset.
+    let hook = |_: u32, msr: u32, result: Result<u64, ppm_engine::MsrFault>| match msr {
+        0x30A | 0x30B => result.map(|value| value & 0x7FFF_FFFF),
+        _ => result,
+    };
+    let faults = PlatformFaults { msr: Some(Arc::new(hook)), ..PlatformFaults::default() };
+    assert_fails(&scenario(FIXED_PMC), &with_faults(faults), &["feedback.no_dropped_interval"]);
+}
+
+unsafe extern "C" fn read_fixed_counter(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
+        && let Some(pep) = SimPlatform::instance()
+    {
+        // IA32_FIXED_CTR1, whether or not the PMU is reserved.
+        let _ = pep.platform().read_msr(0x30A);
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn reading_the_pmu_without_a_reservation_fails_reservation_respected() {
+    assert_fails(
+        &pmu_busy(),
+        &with_ppm(read_fixed_counter),
+        &["pmc.reservation_respected", "msr.only_advertised"],
+    );
+}
+
+unsafe extern "C" fn write_fixed_control(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
+        && let Some(pep) = SimPlatform::instance()
+    {
+        // IA32_FIXED_CTR_CTRL, from a notification: the PMU is reserved, but a PEP writes
+        // no MSR on a notification path.
+        let _ = pep.platform().write_msr(0x38D, 0x330);
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn writing_a_pmu_register_from_a_callback_fails_reservation_respected() {
+    assert_fails(
+        &scenario(FIXED_PMC),
+        &with_ppm(write_fixed_control),
+        &["pmc.reservation_respected"],
+    );
+}
+
+#[test]
+fn a_platform_that_claims_the_pmu_fails_reservation_respected() {
+    // The HAL refused the reservation, but the platform tells the engine the counters are
+    // reserved: the engine then reads a PMU it does not own.
+    let faults =
+        PlatformFaults { claim_fixed_counters_reserved: true, ..PlatformFaults::default() };
+    assert_fails(
+        &pmu_busy(),
+        &with_faults(faults),
+        &["pmc.reservation_respected", "msr.only_advertised"],
+    );
+}
+
+thread_local! {
+    static LAST_NOMINAL: std::cell::RefCell<Vec<(usize, u64, u64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+unsafe extern "C" fn huge_delta_after_a_reset(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe {
+        edit_read(handle, notification, data, |nominal, actual| {
+            // A PEP that, when the counters went backwards, counts their whole value since the
+            // processor started (at the plausible 2800/2000 ratio) instead of re-baselining.
+            let offset = LAST_NOMINAL.with(|last| {
+                let mut last = last.borrow_mut();
+                let entry = last.iter().position(|(known, _, _)| *known == handle.addr());
+                let Some(position) = entry else {
+                    last.push((handle.addr(), *nominal, 0));
+                    return 0;
+                };
+                let (_, previous, mut offset) = last[position];
+                if *nominal == previous {
+                    offset += 10_000_000_000;
+                }
+                last[position] = (handle.addr(), *nominal, offset);
+                offset
+            });
+            *nominal += offset;
+            *actual += offset / 10 * 14;
+        })
+    }
+}
+
+#[test]
+fn a_huge_delta_across_a_reset_fails_no_spike() {
+    LAST_NOMINAL.with(|last| last.borrow_mut().clear());
+    let report = assert_fails(
+        &builtin("counter-reset"),
+        &with_ppm(huge_delta_after_a_reset),
+        &["feedback.no_spike"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "feedback.no_spike").unwrap();
+    assert!(check.detail.contains("across a counter discontinuity"), "{}", check.detail);
 }
 
 #[test]

@@ -83,6 +83,15 @@ fn the_built_in_suite_covers_the_required_situations() {
         "near-wrap",
         "wrong-processor",
         "msr-fault",
+        "msr-fault-intermittent",
+        "counter-reset-mid-interval",
+        "hypervisor-zeros-after-init",
+        "counters-zero-transient",
+        "hot-add",
+        "resume-s3",
+        "resume-s4",
+        "nested-reads",
+        "threaded",
     ] {
         assert!(names.contains(&required), "missing built-in scenario {required}");
     }

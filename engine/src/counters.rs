@@ -5,7 +5,9 @@
 //! turns raw hardware values into the accumulated, monotonic counts Windows expects.
 //!
 //! Semantics of a read, per handle: the first read is a baseline and reports 0/0; each later
-//! read adds the hardware deltas since the previous read. When either raw value is below the
+//! read adds the hardware deltas since the previous read. A reading of zero for both counters
+//! (a hypervisor that stopped exposing them) is no reading: totals stay, and the next real
+//! reading is a new baseline. When either raw value is below the
 //! previous one — the counters were reset (S3/S4 resume, a hypervisor, other software) or
 //! overflowed (the SDM: when either overflows both restart at zero) — that interval adds
 //! nothing and the new raw values become the baseline: a reset can lose one interval, never
@@ -368,6 +370,9 @@ pub(crate) fn read_and_accumulate<P: Platform>(
     platform.with_interrupts_masked(|| {
         let actual = platform.read_msr(setup.actual_msr)?;
         let nominal = platform.read_msr(setup.nominal_msr)?;
+        if actual | nominal == 0 {
+            return Ok(unchanged(slot));
+        }
         let last_actual = slot.last_actual.load(Ordering::Relaxed);
         let last_nominal = slot.last_nominal.load(Ordering::Relaxed);
         slot.last_actual.store(actual, Ordering::Relaxed);
@@ -384,6 +389,21 @@ pub(crate) fn read_and_accumulate<P: Platform>(
         }
         Ok(Accumulated { actual: total_actual, nominal: total_nominal })
     })
+}
+
+/// The answer to a read that returned zero for both counters: a hypervisor that stopped
+/// exposing them (or counters that were just cleared). It is no reading, and the next real
+/// reading becomes the new baseline: the hidden period's counts are dropped rather than
+/// credited to the one interval in which the counters reappear (which would report more
+/// reference cycles than that interval's wall time holds).
+#[cold]
+#[inline(never)]
+fn unchanged(slot: &ProcessorSlot) -> Accumulated {
+    slot.request_rebaseline();
+    Accumulated {
+        actual: slot.total_actual.load(Ordering::Relaxed),
+        nominal: slot.total_nominal.load(Ordering::Relaxed),
+    }
 }
 
 /// The cold path of a read whose raw values went backwards: counts a reset unless this was a
@@ -417,6 +437,9 @@ fn read_and_accumulate_modular<P: Platform>(
     platform.with_interrupts_masked(|| {
         let actual = platform.read_msr(setup.actual_msr)? & setup.mask;
         let nominal = platform.read_msr(setup.nominal_msr)? & setup.mask;
+        if actual | nominal == 0 {
+            return Ok(unchanged(slot));
+        }
         let timestamp = platform.read_timestamp();
         let last_actual = slot.last_actual.load(Ordering::Relaxed);
         let last_nominal = slot.last_nominal.load(Ordering::Relaxed);

@@ -672,3 +672,37 @@ fn the_pmu_is_reserved_only_where_the_fixed_counters_would_be_used() {
     let no_pmu = CpuFeatures { pmu_eax: 0, ..vm };
     assert!(counters_to_reserve(&config, &no_pmu).is_none());
 }
+
+#[test]
+fn zero_readings_are_no_readings() {
+    let harness = Harness::new(&Config::new(), true, 1);
+    let handle = harness.processor("\\_SB.CPU0");
+    harness.read(handle, 0).unwrap();
+    harness.advance(300, 200);
+    assert_eq!(harness.read(handle, 0), Some((200, 300)));
+    // The hypervisor hides the counters (reads zero) while they keep counting underneath.
+    let platform = harness.pep.platform();
+    let (hidden_a, hidden_m) = (platform.aperf.get(), platform.mperf.get());
+    assert!(hidden_a > 0 && hidden_m > 0);
+    platform.aperf.set(0);
+    platform.mperf.set(0);
+    assert_eq!(harness.read(handle, 0), Some((200, 300)));
+    assert_eq!(harness.read(handle, 0), Some((200, 300)));
+    // They come back: the first real reading is a new baseline (the hidden period is dropped,
+    // never credited to one interval, let alone as the raw value since power-on).
+    platform.aperf.set(hidden_a + 90);
+    platform.mperf.set(hidden_m + 60);
+    assert_eq!(harness.read(handle, 0), Some((200, 300)));
+    harness.advance(30, 20);
+    assert_eq!(harness.read(handle, 0), Some((220, 330)));
+    // Counters that really restarted while hidden behave the same, and no reset is counted.
+    platform.aperf.set(0);
+    platform.mperf.set(0);
+    assert_eq!(harness.read(handle, 0), Some((220, 330)));
+    platform.aperf.set(15);
+    platform.mperf.set(10);
+    assert_eq!(harness.read(handle, 0), Some((220, 330)));
+    harness.advance(3, 2);
+    assert_eq!(harness.read(handle, 0), Some((222, 333)));
+    assert_eq!(harness.pep.slots[0].resets(), 0);
+}

@@ -1,30 +1,59 @@
-//! `ppm-sim bench`: the cost of one `PEP_NOTIFY_PPM_FEEDBACK_READ` through the C ABI.
+//! `ppm-sim bench`: the cost of one PPM notification through the C ABI.
 //!
-//! The engine runs on [`BenchPlatform`], a trivial platform whose counter MSRs return fixed,
-//! incrementing values and whose interrupt masking does nothing, so the measurement is the
-//! engine's own path: callback entry, handle validation, processor check, two MSR reads,
-//! accumulation. The measured loop contains only the callback call (for `callgrind`).
+//! The engine runs on [`BenchPlatform`], a trivial platform: CPUID of a GenuineIntel part with
+//! APERF/MPERF and a 2000 MHz base frequency, counter MSRs that return growing values (a plain
+//! load and store, no atomic read-modify-write), interrupt masking that does nothing (the
+//! kernel's `pushfq`/`cli`/`sti` add a few instructions) and a current processor the harness
+//! sets (one thread-local load, like the kernel's per-processor register). So what is measured
+//! is the engine's own path: callback entry, instance lookup, handle validation, the
+//! notification's work.
+//!
+//! `P` processors (1..=[`MAX_PROCESSORS`]) are offered, registered and bound (a first
+//! `FEEDBACK_READ` on each) before the measured loop, so the processor table is as full as on
+//! a `P`-processor machine. The loop makes `N` calls round robin over the processors; per call
+//! it only sets the current processor (one thread-local store), calls the callback through a
+//! function pointer with that processor's handle and its own data buffer, and counts the calls
+//! served (one add). A cost that grows with `P` would be the engine's.
+//!
+//! [`Notification::PlatformCounterRead`] is the baseline: a callback with the same C signature
+//! that does only what any PEP must do for a read — the platform's two counter reads with
+//! interrupts masked, written to the buffer — through the same loop. `feedback-read` minus
+//! `platform-counter-read` is what the engine adds beyond the platform's counter read
+//! (`scripts/measure-read-path.sh` measures it in instructions with callgrind).
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ppm_engine::abi::{
-    FALSE, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_PPM_FEEDBACK_READ, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, UNICODE_STRING,
+    BOOLEAN, FALSE, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_NOTIFY_PPM_FEEDBACK_READ,
+    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+    PEP_PPM_FEEDBACK_READ, PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1,
+    PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEPHANDLE, TRUE,
+    ULONG, UNICODE_STRING,
 };
 use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
 use ppm_engine::{Config, Pep, ProcessorSlot, pep_information};
 
 use crate::cpu::msr;
 
+/// The most processors `bench` registers (as Windows' maximum).
+pub const MAX_PROCESSORS: u32 = 2048;
+
 thread_local! {
     static INSTANCE: Cell<*const Pep<BenchPlatform>> = const { Cell::new(std::ptr::null()) };
+    static CURRENT: Cell<u32> = const { Cell::new(0) };
 }
 
-/// A fixed-value platform: GenuineIntel with APERF/MPERF and a 2000 MHz base frequency;
-/// APERF and MPERF return 3 000 and 2 000 counts more at every read; everything else faults.
+/// A fixed-value platform for the benchmark.
+///
+/// GenuineIntel with APERF/MPERF and a 2000 MHz base frequency; APERF and MPERF return 3 000
+/// and 2 000 counts more at every read; everything else faults. The current processor is what
+/// the harness set.
 #[derive(Debug, Default)]
 pub struct BenchPlatform {
     reads: AtomicU64,
@@ -40,8 +69,9 @@ impl Platform for BenchPlatform {
         unsafe { pointer.as_ref() }
     }
 
+    #[inline]
     fn current_processor_index(&self) -> u32 {
-        0
+        CURRENT.with(Cell::get)
     }
 
     fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
@@ -54,15 +84,19 @@ impl Platform for BenchPlatform {
         }
     }
 
+    #[inline]
     fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
-        let step = self.reads.fetch_add(1, Ordering::Relaxed) + 1;
+        // One thread runs the benchmark: a plain load and store, no atomic read-modify-write.
+        let step = self.reads.load(Ordering::Relaxed).wrapping_add(1);
+        self.reads.store(step, Ordering::Relaxed);
         match number {
-            msr::IA32_APERF => Ok(step * 3_000),
-            msr::IA32_MPERF => Ok(step * 2_000),
+            msr::IA32_APERF => Ok(step.wrapping_mul(3_000)),
+            msr::IA32_MPERF => Ok(step.wrapping_mul(2_000)),
             _ => Err(MsrFault),
         }
     }
 
+    #[inline]
     fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
     }
@@ -76,14 +110,86 @@ impl Platform for BenchPlatform {
     }
 }
 
+/// The notification a benchmark calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notification {
+    /// `PEP_NOTIFY_PPM_FEEDBACK_READ` of counter 0.
+    FeedbackRead,
+    /// `PEP_NOTIFY_PPM_QUERY_CAPABILITIES`.
+    QueryCapabilities,
+    /// `PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS` with `Count` 1.
+    QueryFeedbackCounters,
+    /// `PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES`.
+    QueryPerfCapabilities,
+    /// `PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO` of the processor's own domain.
+    QueryDomainInfo,
+    /// The baseline: not the engine, but a callback that only performs the platform's two
+    /// counter reads (interrupts masked) and writes them to the `PEP_PPM_FEEDBACK_READ`.
+    PlatformCounterRead,
+}
+
+impl Notification {
+    /// Every notification, with its command-line name.
+    pub const CHOICES: [(&'static str, Self); 6] = [
+        ("feedback-read", Self::FeedbackRead),
+        ("query-capabilities", Self::QueryCapabilities),
+        ("query-feedback-counters", Self::QueryFeedbackCounters),
+        ("query-perf-capabilities", Self::QueryPerfCapabilities),
+        ("query-domain-info", Self::QueryDomainInfo),
+        ("platform-counter-read", Self::PlatformCounterRead),
+    ];
+
+    /// The notification named `name` on the command line.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::CHOICES
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, notification)| *notification)
+    }
+
+    /// The command-line name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        Self::CHOICES.iter().find(|(_, known)| *known == self).map_or("?", |(name, _)| name)
+    }
+
+    /// The notification's Windows name.
+    #[must_use]
+    pub const fn windows_name(self) -> &'static str {
+        match self {
+            Self::FeedbackRead => "PEP_NOTIFY_PPM_FEEDBACK_READ",
+            Self::QueryCapabilities => "PEP_NOTIFY_PPM_QUERY_CAPABILITIES",
+            Self::QueryFeedbackCounters => "PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS",
+            Self::QueryPerfCapabilities => "PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES",
+            Self::QueryDomainInfo => "PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO",
+            Self::PlatformCounterRead => "baseline platform counter read",
+        }
+    }
+
+    const fn id(self) -> ULONG {
+        match self {
+            Self::FeedbackRead | Self::PlatformCounterRead => PEP_NOTIFY_PPM_FEEDBACK_READ,
+            Self::QueryCapabilities => PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+            Self::QueryFeedbackCounters => PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+            Self::QueryPerfCapabilities => PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+            Self::QueryDomainInfo => PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+        }
+    }
+}
+
 /// A benchmark's result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BenchResult {
+    /// The notification called.
+    pub notification: Notification,
+    /// Processors registered (and called round robin).
+    pub processors: u32,
     /// Calls made.
     pub iterations: u64,
     /// Wall time of the measured loop.
     pub elapsed: Duration,
-    /// Whether every call was served (checked after the loop from the accumulated counts).
+    /// Whether every call was served (TRUE).
     pub served: bool,
 }
 
@@ -112,54 +218,263 @@ impl Drop for Entered {
     }
 }
 
-/// Makes `iterations` `FEEDBACK_READ` calls through the engine's C callback.
+type Ppm = unsafe extern "C" fn(PEPHANDLE, ULONG, *mut c_void) -> BOOLEAN;
+
+/// The counter MSRs the baseline reads, from memory as the engine reads its counter setup, so
+/// that the platform's read compiles as in the engine rather than for constant MSR numbers
+/// (`run` stores them through [`black_box`]).
+static BASELINE_MSRS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+
+/// The baseline callback: the platform's counter read and nothing else.
+///
+/// # Safety
+/// `data` points to a live `PEP_PPM_FEEDBACK_READ`; `bench` has entered its engine.
+unsafe extern "C" fn platform_counter_read(
+    _handle: PEPHANDLE,
+    _notification: ULONG,
+    data: *mut c_void,
+) -> BOOLEAN {
+    let Some(pep) = BenchPlatform::instance() else { return FALSE };
+    let platform = pep.platform();
+    let counts = platform.with_interrupts_masked(|| {
+        let [actual_msr, nominal_msr] = &BASELINE_MSRS;
+        let actual = platform.read_msr(actual_msr.load(Ordering::Relaxed)).unwrap_or(0);
+        let nominal = platform.read_msr(nominal_msr.load(Ordering::Relaxed)).unwrap_or(0);
+        PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1 {
+            NominalCount: nominal,
+            ActualCount: actual,
+        }
+    });
+    let read = data.cast::<PEP_PPM_FEEDBACK_READ>();
+    // SAFETY: `data` is a live PEP_PPM_FEEDBACK_READ (caller); the relative view is the union's
+    // member at offset 0; taking a field's address reads nothing.
+    let union = unsafe { &raw mut (*read).__bindgen_anon_1 };
+    // SAFETY: as above: the union is aligned for its member and writable.
+    unsafe { union.cast::<PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1>().write(counts) };
+    TRUE
+}
+
+/// One processor's call: its handle, its index and its own data buffer.
+struct Call {
+    handle: PEPHANDLE,
+    processor: u32,
+    data: *mut c_void,
+}
+
+/// The data buffers, one per processor, for the notification benchmarked.
+enum Buffers {
+    Read(Vec<PEP_PPM_FEEDBACK_READ>),
+    Capabilities(Vec<PEP_PPM_QUERY_CAPABILITIES>),
+    Counters(Vec<PEP_PPM_QUERY_FEEDBACK_COUNTERS>),
+    Perf(Vec<PEP_PPM_QUERY_PERF_CAPABILITIES>),
+    Domain(Vec<PEP_PPM_QUERY_DOMAIN_INFO>),
+}
+
+impl Buffers {
+    fn new(notification: Notification, domains: &[u32]) -> Self {
+        let count = domains.len();
+        match notification {
+            Notification::FeedbackRead | Notification::PlatformCounterRead => {
+                Self::Read(vec![PEP_PPM_FEEDBACK_READ::zeroed(); count])
+            }
+            Notification::QueryCapabilities => {
+                Self::Capabilities(vec![PEP_PPM_QUERY_CAPABILITIES::zeroed(); count])
+            }
+            Notification::QueryFeedbackCounters => {
+                let mut query = PEP_PPM_QUERY_FEEDBACK_COUNTERS::zeroed();
+                query.Count = 1;
+                Self::Counters(vec![query; count])
+            }
+            Notification::QueryPerfCapabilities => {
+                Self::Perf(vec![PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed(); count])
+            }
+            Notification::QueryDomainInfo => Self::Domain(
+                domains
+                    .iter()
+                    .map(|domain| {
+                        let mut query = PEP_PPM_QUERY_DOMAIN_INFO::zeroed();
+                        query.DomainId = *domain;
+                        query
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn pointer(&mut self, index: usize) -> *mut c_void {
+        fn at<T>(items: &mut [T], index: usize) -> *mut c_void {
+            items
+                .get_mut(index)
+                .map_or(std::ptr::null_mut(), |item| std::ptr::from_mut(item).cast())
+        }
+        match self {
+            Self::Read(items) => at(items, index),
+            Self::Capabilities(items) => at(items, index),
+            Self::Counters(items) => at(items, index),
+            Self::Perf(items) => at(items, index),
+            Self::Domain(items) => at(items, index),
+        }
+    }
+}
+
+/// Offers, registers and binds `processors` processors; returns their handles.
+fn register(
+    dpm: unsafe extern "C" fn(ULONG, *mut c_void) -> BOOLEAN,
+    ppm: Ppm,
+    processors: u32,
+) -> Result<Vec<PEPHANDLE>, String> {
+    let mut handles = Vec::with_capacity(processors as usize);
+    for index in 0..processors {
+        // `\_SB.C000`..`\_SB.C7FF`: a default pattern names up to 4096 processors so.
+        let mut id: Vec<u16> = format!("\\_SB.C{index:03X}").encode_utf16().collect();
+        let length = u16::try_from(id.len() * 2).unwrap_or(0);
+        let mut string =
+            UNICODE_STRING { Length: length, MaximumLength: length, Buffer: id.as_mut_ptr() };
+        let mut prepare = PEP_PREPARE_DEVICE::zeroed();
+        prepare.DeviceId = std::ptr::from_mut(&mut string).cast_const();
+        // SAFETY: a PEP_PREPARE_DEVICE whose id string and buffer live across the call.
+        let _ = unsafe {
+            dpm(PEP_DPM_PREPARE_DEVICE, std::ptr::from_mut(&mut prepare).cast::<c_void>())
+        };
+        let mut request = PEP_REGISTER_DEVICE_V2::zeroed();
+        request.DeviceId = prepare.DeviceId;
+        request.KernelHandle = std::ptr::without_provenance_mut(0x1000 + index as usize * 0x100);
+        // SAFETY: a PEP_REGISTER_DEVICE_V2 whose id string lives across the call (NULL
+        // Register).
+        let _ = unsafe {
+            dpm(PEP_DPM_REGISTER_DEVICE, std::ptr::from_mut(&mut request).cast::<c_void>())
+        };
+        let handle = request.DeviceHandle;
+        if handle.is_null() {
+            return Err(format!("the engine did not register benchmark processor {index}"));
+        }
+        // Bind the handle to its processor with a first (baseline) read, on that processor.
+        CURRENT.with(|current| current.set(index));
+        let mut read = PEP_PPM_FEEDBACK_READ::zeroed();
+        // SAFETY: `read` is a PEP_PPM_FEEDBACK_READ that outlives the call.
+        let bound = unsafe {
+            ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, std::ptr::from_mut(&mut read).cast())
+        };
+        if bound == FALSE {
+            return Err(format!("the engine refused benchmark processor {index}'s first read"));
+        }
+        handles.push(handle);
+    }
+    Ok(handles)
+}
+
+/// Each processor's perf domain, as `QUERY_PERF_CAPABILITIES` names it.
+fn domains(ppm: Ppm, handles: &[PEPHANDLE]) -> Vec<u32> {
+    handles
+        .iter()
+        .zip(0..)
+        .map(|(handle, index)| {
+            CURRENT.with(|current| current.set(index));
+            let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed();
+            // SAFETY: `perf` is a PEP_PPM_QUERY_PERF_CAPABILITIES that outlives the call.
+            let _ = unsafe {
+                ppm(
+                    *handle,
+                    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+                    std::ptr::from_mut(&mut perf).cast(),
+                )
+            };
+            perf.DomainId
+        })
+        .collect()
+}
+
+/// Makes `iterations` calls of `notification` through the C callback, round robin over
+/// `processors` registered processors.
 ///
 /// # Errors
-/// A message when the engine did not accept the benchmark's processor or refused a read.
-pub fn run(iterations: u64) -> Result<BenchResult, String> {
-    let slots: &'static [ProcessorSlot] = Box::leak(Box::new([ProcessorSlot::new()]));
+/// A message when `processors` is out of range, or the engine did not accept a benchmark
+/// processor or refused its first read.
+pub fn run(
+    iterations: u64,
+    processors: u32,
+    notification: Notification,
+) -> Result<BenchResult, String> {
+    if !(1..=MAX_PROCESSORS).contains(&processors) {
+        return Err(format!("expected 1..={MAX_PROCESSORS} processors, found {processors}"));
+    }
+    let slots: &'static [ProcessorSlot] = Box::leak(
+        (0..processors).map(|_| ProcessorSlot::new()).collect::<Vec<_>>().into_boxed_slice(),
+    );
     let pep = Box::new(Pep::new(BenchPlatform::default(), &Config::new(), slots));
     let info = pep_information::<BenchPlatform>();
-    let (Some(dpm), Some(ppm)) = (info.AcceptDeviceNotification, info.AcceptProcessorNotification)
+    let (Some(dpm), Some(engine_ppm)) =
+        (info.AcceptDeviceNotification, info.AcceptProcessorNotification)
     else {
         return Err("the engine's PEP_INFORMATION lacks a callback".to_owned());
     };
     let _entered = Entered::new(&pep);
-    let mut id: Vec<u16> = "\\_SB.CPU0".encode_utf16().collect();
-    let length = u16::try_from(id.len() * 2).unwrap_or(0);
-    let mut string =
-        UNICODE_STRING { Length: length, MaximumLength: length, Buffer: id.as_mut_ptr() };
-    let mut prepare = PEP_PREPARE_DEVICE::zeroed();
-    prepare.DeviceId = std::ptr::from_mut(&mut string).cast_const();
-    // SAFETY: a PEP_PREPARE_DEVICE whose id string and buffer live across the call.
-    let _ =
-        unsafe { dpm(PEP_DPM_PREPARE_DEVICE, std::ptr::from_mut(&mut prepare).cast::<c_void>()) };
-    let mut register = PEP_REGISTER_DEVICE_V2::zeroed();
-    register.DeviceId = prepare.DeviceId;
-    register.KernelHandle = std::ptr::without_provenance_mut(0x1000);
-    // SAFETY: a PEP_REGISTER_DEVICE_V2 whose id string lives across the call (NULL Register).
-    let _ =
-        unsafe { dpm(PEP_DPM_REGISTER_DEVICE, std::ptr::from_mut(&mut register).cast::<c_void>()) };
-    let handle = register.DeviceHandle;
-    if handle.is_null() {
-        return Err("the engine did not register the benchmark processor".to_owned());
-    }
-    let mut read = PEP_PPM_FEEDBACK_READ::zeroed();
-    let data = std::ptr::from_mut(&mut read).cast::<c_void>();
-    // SAFETY: `data` points to a PEP_PPM_FEEDBACK_READ that outlives the call. (Baseline read.)
-    if unsafe { ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, data) } == FALSE {
-        return Err("the engine refused the benchmark's first read".to_owned());
-    }
+    let handles = register(dpm, engine_ppm, processors)?;
+    let domains = domains(engine_ppm, &handles);
+    let mut buffers = Buffers::new(notification, &domains);
+    let calls: Vec<Call> = handles
+        .iter()
+        .zip(0..)
+        .map(|(handle, processor)| Call {
+            handle: *handle,
+            processor,
+            data: buffers.pointer(processor as usize),
+        })
+        .collect();
+    BASELINE_MSRS[0].store(black_box(msr::IA32_APERF), Ordering::Relaxed);
+    BASELINE_MSRS[1].store(black_box(msr::IA32_MPERF), Ordering::Relaxed);
+    let callback: Ppm = if notification == Notification::PlatformCounterRead {
+        platform_counter_read
+    } else {
+        engine_ppm
+    };
+    // Opaque to the optimiser, as for the kernel: an indirect call with a run-time ID.
+    let callback = black_box(callback);
+    let id = black_box(notification.id());
+    let one = |call: &Call| {
+        CURRENT.with(|current| current.set(call.processor));
+        // SAFETY: `call.data` points to this processor's buffer of the type `id` documents,
+        // alive until `buffers` drops after the loop; the handle is the engine's own.
+        u64::from(unsafe { callback(call.handle, id, call.data) })
+    };
+    let per_round = calls.len() as u64;
     let start = Instant::now();
-    for _ in 0..iterations {
-        // SAFETY: as above.
-        std::hint::black_box(unsafe { ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, data) });
+    let mut served: u64 = 0;
+    let mut remaining = iterations;
+    while remaining >= per_round {
+        for call in &calls {
+            served += one(call);
+        }
+        remaining -= per_round;
+    }
+    for call in calls.iter().take(usize::try_from(remaining).unwrap_or(usize::MAX)) {
+        served += one(call);
     }
     let elapsed = start.elapsed();
-    // SAFETY: the union's members are plain integers: any bit pattern is valid.
-    let nominal = unsafe { read.__bindgen_anon_1.__bindgen_anon_1.NominalCount };
-    // Every served read adds 2 000 nominal counts per MSR read pair (4 000 per call here: the
-    // fixed platform advances on every read).
-    let served = iterations == 0 || nominal >= iterations * 2_000;
-    Ok(BenchResult { iterations, elapsed, served })
+    drop(buffers);
+    Ok(BenchResult {
+        notification,
+        processors,
+        iterations,
+        elapsed,
+        served: black_box(served) == iterations,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_notification_is_served_on_every_processor() {
+        for (name, notification) in Notification::CHOICES {
+            assert_eq!(Notification::from_name(name), Some(notification));
+            assert_eq!(notification.name(), name);
+            let result = run(1_000, 7, notification).expect("a benchmark");
+            assert!(result.served, "{name}");
+            assert_eq!((result.iterations, result.processors), (1_000, 7));
+        }
+        assert!(run(10, 0, Notification::FeedbackRead).is_err());
+        assert!(run(10, MAX_PROCESSORS + 1, Notification::FeedbackRead).is_err());
+    }
 }

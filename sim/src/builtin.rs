@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 pub const DEFAULT: &str = "default";
 
 /// Every built-in scenario: (name, TOML source), in suite order.
-pub const SOURCES: [(&str, &str); 17] = [
+pub const SOURCES: [(&str, &str); 30] = [
     ("default", include_str!("../scenarios/default.toml")),
     ("single", include_str!("../scenarios/single.toml")),
     ("steady-8", include_str!("../scenarios/steady-8.toml")),
@@ -21,10 +21,23 @@ pub const SOURCES: [(&str, &str); 17] = [
     ("near-wrap", include_str!("../scenarios/near-wrap.toml")),
     ("wrong-processor", include_str!("../scenarios/wrong-processor.toml")),
     ("msr-fault", include_str!("../scenarios/msr-fault.toml")),
+    ("msr-fault-intermittent", include_str!("../scenarios/msr-fault-intermittent.toml")),
+    ("counter-reset-mid-interval", include_str!("../scenarios/counter-reset-mid-interval.toml")),
+    ("hypervisor-zeros-after-init", include_str!("../scenarios/hypervisor-zeros-after-init.toml")),
+    ("counters-zero-transient", include_str!("../scenarios/counters-zero-transient.toml")),
+    ("hot-add", include_str!("../scenarios/hot-add.toml")),
+    ("resume-s3", include_str!("../scenarios/resume-s3.toml")),
+    ("resume-s4", include_str!("../scenarios/resume-s4.toml")),
+    ("nested-reads", include_str!("../scenarios/nested-reads.toml")),
+    ("threaded", include_str!("../scenarios/threaded.toml")),
     ("amd-cppc", include_str!("../scenarios/amd-cppc.toml")),
     ("intel-legacy", include_str!("../scenarios/intel-legacy.toml")),
     ("counters-disabled", include_str!("../scenarios/counters-disabled.toml")),
     ("performance-view", include_str!("../scenarios/performance-view.toml")),
+    ("fixed-pmc", include_str!("../scenarios/fixed-pmc.toml")),
+    ("fixed-pmc-32", include_str!("../scenarios/fixed-pmc-32.toml")),
+    ("pmu-busy", include_str!("../scenarios/pmu-busy.toml")),
+    ("pmu-reprogrammed", include_str!("../scenarios/pmu-reprogrammed.toml")),
 ];
 
 /// The TOML source of built-in scenario `name`.

@@ -13,10 +13,13 @@ use ppm_engine::abi::{
 };
 use serde::Serialize;
 
-use crate::cpu::msr;
+use crate::cpu::{is_pmu_msr, msr};
+use crate::machine::pmu::{AccessContext, MsrAccess};
 use crate::machine::{Activity, DiscontinuityKind, Machine};
 use crate::pofx::{Observations, PairAccess, ProbeKind, ProcessorRecord, ReadRecord};
 use crate::scenario::Scenario;
+
+mod lifecycle;
 
 /// The largest relative error `feedback.accuracy` accepts: 0.1 %.
 pub const ACCURACY_TOLERANCE: f64 = 0.001;
@@ -24,16 +27,18 @@ pub const ACCURACY_TOLERANCE: f64 = 0.001;
 pub const SPIKE_TOLERANCE: f64 = 0.01;
 
 /// The checks, in report order.
-pub const CHECK_IDS: [&str; 24] = [
+pub const CHECK_IDS: [&str; 29] = [
     "registration.version_size",
     "dpm.processors_accepted",
     "dpm.others_declined",
     "dpm.handles_unique_nonnull",
     "dpm.lifecycle",
+    "dpm.hotplug",
     "dpm.unknown_refused",
     "ppm.unknown_refused",
     "ppm.null_data_refused",
     "ppm.forged_handle_refused",
+    "ppm.system_state",
     "capabilities.consistent",
     "feedback.descriptors",
     "perf.ordering",
@@ -44,11 +49,14 @@ pub const CHECK_IDS: [&str; 24] = [
     "feedback.reads_served",
     "feedback.monotonic",
     "feedback.accuracy",
+    "feedback.no_dropped_interval",
     "feedback.no_spike",
     "feedback.read_masked",
+    "feedback.reentrancy",
     "feedback.counter_msrs",
     "feedback.fault_refused",
     "msr.only_advertised",
+    "pmc.reservation_respected",
 ];
 
 /// One check's verdict.
@@ -110,6 +118,12 @@ pub struct CounterMetrics {
     pub expected: Activity,
     /// Intervals whose rate was outside the true frequency range (descriptions).
     pub spikes: Vec<String>,
+    /// Intervals without a counter discontinuity whose `ΔNominal` is not the nominal counts
+    /// the processor made (descriptions): an interval dropped (a wrap taken for a reset) or
+    /// counts invented.
+    pub dropped: Vec<String>,
+    /// Intervals touching a counter discontinuity (a correct PEP may lose them).
+    pub exempt: usize,
 }
 
 impl CounterMetrics {
@@ -157,15 +171,46 @@ impl ProcessorMetrics {
     }
 }
 
+/// A closed range of clock time, ns.
+type Window = (u64, u64);
+
+/// Where processor `index`'s counters jumped, as closed clock-time ranges — every discontinuity
+/// but a near-wrap set before the first read: an interval touching one may be lost by a
+/// correct PEP (a fixed counter's wrap modulo its width is no discontinuity) — and, among them,
+/// the windows in which the counters read zero (`counters-zero`): nothing can be measured then,
+/// so there is no expectation for that time, and no counts may be reported for it.
+fn breaks(machine: &Machine, index: u32) -> (Vec<Window>, Vec<Window>) {
+    let jumps = machine.discontinuities(index);
+    let zero_windows: Vec<Window> = jumps
+        .iter()
+        .enumerate()
+        .filter(|(_, jump)| jump.kind == DiscontinuityKind::Zeroed)
+        .map(|(position, jump)| {
+            let exposed = jumps[position..]
+                .iter()
+                .find(|later| later.kind == DiscontinuityKind::Exposed)
+                .map_or(u64::MAX, |later| later.at_ns);
+            (jump.at_ns, exposed)
+        })
+        .collect();
+    let breaks = jumps
+        .iter()
+        .filter(|jump| {
+            !matches!(jump.kind, DiscontinuityKind::NearWrap | DiscontinuityKind::Zeroed)
+        })
+        .map(|jump| match jump.kind {
+            DiscontinuityKind::PmuStopped { until_ns } => (jump.at_ns, until_ns),
+            _ => (jump.at_ns, jump.at_ns),
+        })
+        .chain(zero_windows.iter().copied())
+        .collect();
+    (breaks, zero_windows)
+}
+
 /// Computes a processor's measurements from its reads and the machine's truth.
 #[must_use]
 pub fn processor_metrics(record: &ProcessorRecord, machine: &Machine) -> ProcessorMetrics {
-    let breaks: Vec<u64> = machine
-        .discontinuities(record.index)
-        .into_iter()
-        .filter(|jump| matches!(jump.kind, DiscontinuityKind::Reset | DiscontinuityKind::Overflow))
-        .map(|jump| jump.at_ns)
-        .collect();
+    let (breaks, zero_windows) = breaks(machine, record.index);
     let nominal_mhz = f64::from(machine.nominal_mhz());
     let counters = record
         .described_counters()
@@ -187,9 +232,16 @@ pub fn processor_metrics(record: &ProcessorRecord, machine: &Machine) -> Process
                 delta_actual: 0,
                 expected: Activity::default(),
                 spikes: Vec::new(),
+                dropped: Vec::new(),
+                exempt: 0,
             };
             for pair in served.windows(2) {
                 let [before, after] = pair else { continue };
+                // A processor registered again (hot-added after a hot-remove) is a new device
+                // with new counters: the OS does not difference across handles.
+                if before.handle != after.handle {
+                    continue;
+                }
                 let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
                 let delta_actual = i128::from(after.actual) - i128::from(before.actual);
                 metrics.delta_nominal += delta_nominal;
@@ -198,8 +250,22 @@ pub fn processor_metrics(record: &ProcessorRecord, machine: &Machine) -> Process
                     metrics.monotonic = false;
                     continue;
                 }
-                if !breaks.iter().any(|at| before.at_ns < *at && *at <= after.at_ns) {
-                    metrics.expected.add(machine.activity(record.index, before.at_ns, after.at_ns));
+                if breaks.iter().any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to) {
+                    metrics.exempt += 1;
+                    let activity = machine.activity(record.index, before.at_ns, after.at_ns);
+                    if let Some(excess) =
+                        excess(machine, after, (delta_nominal, delta_actual), activity, nominal_mhz)
+                    {
+                        metrics.spikes.push(excess);
+                    }
+                } else {
+                    let activity = machine.activity(record.index, before.at_ns, after.at_ns);
+                    metrics.expected.add(activity);
+                    if let Some(dropped) =
+                        dropped(machine, before, after, delta_nominal, activity, nominal_mhz)
+                    {
+                        metrics.dropped.push(dropped);
+                    }
                 }
                 if let Some(spike) = spike(
                     machine,
@@ -211,6 +277,13 @@ pub fn processor_metrics(record: &ProcessorRecord, machine: &Machine) -> Process
                     nominal_mhz,
                 ) {
                     metrics.spikes.push(spike);
+                } else if zero_windows.iter().any(|(from, to)| *from <= before.at_ns && after.at_ns <= *to)
+                    && (delta_nominal, delta_actual) != (0, 0)
+                {
+                    let at_ms = machine.runtime_ns(after.at_ns) / 1_000_000;
+                    metrics.spikes.push(format!(
+                        "{at_ms} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} reported after the counters stopped (they read 0)"
+                    ));
                 }
             }
             metrics
@@ -222,6 +295,93 @@ pub fn processor_metrics(record: &ProcessorRecord, machine: &Machine) -> Process
         refused: record.reads.iter().filter(|read| !read.returned).count(),
         counters,
     }
+}
+
+/// Whether an interval across a counter discontinuity (which a PEP may lose) reports more
+/// counts than the processor can have made in it (within 2 counts and 0.1 %): a reset, a
+/// wrap or counters that came back turned into a huge delta. The true activity is an upper
+/// bound (a sleeping or stopped processor counts less).
+#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
+fn excess(
+    machine: &Machine,
+    after: &ReadRecord,
+    (delta_nominal, delta_actual): (i128, i128),
+    activity: Activity,
+    nominal_mhz: f64,
+) -> Option<String> {
+    // Counts = MHz × busy % × ns / 100 000.
+    let nominal = nominal_mhz * activity.c0 as f64 / 100_000.0;
+    let actual = activity.cycles as f64 / 100_000.0;
+    let over =
+        |reported: i128, made: f64| reported as f64 > made.mul_add(1.0 + ACCURACY_TOLERANCE, 2.0);
+    (over(delta_nominal, nominal) || over(delta_actual, actual)).then(|| {
+        let at_ms = machine.runtime_ns(after.at_ns) as f64 / 1e6;
+        format!(
+            "{at_ms} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} across a counter discontinuity, more than the {nominal:.0}/{actual:.0} counts the processor made"
+        )
+    })
+}
+
+/// Whether an interval without a counter discontinuity reports other nominal counts than the
+/// processor made (within 2 counts and 0.1 %, for the counts' integer rounding and the time the
+/// read itself takes): an interval a PEP dropped, or counts it invented.
+#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
+fn dropped(
+    machine: &Machine,
+    before: &ReadRecord,
+    after: &ReadRecord,
+    delta_nominal: i128,
+    activity: Activity,
+    nominal_mhz: f64,
+) -> Option<String> {
+    // Nominal counts = MHz × busy % × ns / 100 000.
+    let made = nominal_mhz * activity.c0 as f64 / 100_000.0;
+    let reported = delta_nominal as f64;
+    ((reported - made).abs() > 2.0 + made * ACCURACY_TOLERANCE).then(|| {
+        let from = machine.runtime_ns(before.at_ns) as f64 / 1e6;
+        let to = machine.runtime_ns(after.at_ns) as f64 / 1e6;
+        format!("{from}..{to} ms: ΔNominal {delta_nominal}, but the processor made {made:.0} nominal counts and its counters did not jump")
+    })
+}
+
+const fn context_name(context: AccessContext) -> &'static str {
+    match context {
+        AccessContext::DriverSetup => "by the driver's setup",
+        AccessContext::Initialisation => "at initialisation",
+        AccessContext::Callback => "in a PEP callback",
+    }
+}
+
+/// What is wrong with an MSR write, if anything: only the driver's setup, holding the PMU
+/// reservation, may write, and only the fields of fixed counters 1 and 2 in
+/// `IA32_FIXED_CTR_CTRL` and their enable bits in `IA32_PERF_GLOBAL_CTRL`.
+fn write_problem(write: &MsrAccess) -> Option<String> {
+    let value = write.written.unwrap_or(0);
+    let what = format!(
+        "MSR {:#x} written ({value:#x}) on processor {} {}",
+        write.msr,
+        write.processor,
+        context_name(write.context)
+    );
+    let own_bits = match write.msr {
+        msr::IA32_FIXED_CTR_CTRL => Some(0xFF0_u64),
+        msr::IA32_PERF_GLOBAL_CTRL => Some(0b110 << 32),
+        _ => None,
+    };
+    let problem = if !write.reserved {
+        "without a PMU reservation".to_owned()
+    } else if write.context != AccessContext::DriverSetup {
+        "outside the driver's setup: a PEP writes no MSR".to_owned()
+    } else if let Some(own) = own_bits {
+        let changed = write.previous.map_or(0, |previous| (previous ^ value) & !own);
+        if changed == 0 {
+            return None;
+        }
+        format!("changed bits {changed:#x} of other counters' configuration")
+    } else {
+        "not a control register of fixed counters 1 and 2".to_owned()
+    };
+    Some(format!("{what} {problem}"))
 }
 
 /// Whether one interval's rate is implausible: outside the slowest..fastest C0 frequency of the
@@ -281,6 +441,7 @@ pub fn evaluate(
         context.others_declined(),
         context.handles_unique_nonnull(),
         context.lifecycle(),
+        context.hotplug(),
         context.probes(
             "dpm.unknown_refused",
             &[ProbeKind::DpmUnknown],
@@ -301,6 +462,7 @@ pub fn evaluate(
             &[ProbeKind::ForgedHandle],
             "forged-handle calls",
         ),
+        context.system_state(),
         context.capabilities_consistent(),
         context.descriptors(),
         context.perf_ordering(),
@@ -315,11 +477,14 @@ pub fn evaluate(
         context.reads_served(),
         context.monotonic(),
         context.accuracy(),
+        context.no_dropped_interval(),
         context.no_spike(),
         context.read_masked(),
+        context.reentrancy(),
         context.counter_msrs(),
         context.fault_refused(),
         context.msr_only_advertised(),
+        context.reservation_respected(),
     ]
 }
 
@@ -664,10 +829,12 @@ impl Context<'_> {
     fn domain_membership(&self) -> CheckResult {
         let mut failures = Vec::new();
         let mut domains: Vec<(u32, u32)> = Vec::new(); // (DomainId, members seen)
+        // A hot-removed processor's domain is gone (another processor may reuse its slot).
         let served: Vec<_> = self
             .observations
             .processors
             .iter()
+            .filter(|record| !record.removed)
             .filter_map(|record| match record.perf {
                 Some((true, perf)) => Some((record, perf)),
                 _ => None,
@@ -884,6 +1051,45 @@ impl Context<'_> {
         )
     }
 
+    fn no_dropped_interval(&self) -> CheckResult {
+        let id = "feedback.no_dropped_interval";
+        let (mut intervals, mut exempt) = (0, 0);
+        let mut failures = Vec::new();
+        for metrics in self.metrics {
+            for counter in &metrics.counters {
+                intervals += counter.served.saturating_sub(1);
+                exempt += counter.exempt;
+                failures.extend(counter.dropped.iter().map(|dropped| {
+                    format!(
+                        "processor {} counter {}: {dropped}",
+                        metrics.index, counter.counter_index
+                    )
+                }));
+            }
+        }
+        if intervals == 0 {
+            return CheckResult::not_applicable(id, "no intervals between served reads");
+        }
+        let wraps: u64 = (0..self.scenario.platform.processors)
+            .filter_map(|index| self.machine.fixed_counters(index))
+            .map(|state| state.wraps[1] + state.wraps[2])
+            .sum();
+        let mut across = String::new();
+        if wraps > 0 {
+            let _ = write!(across, ", across {wraps} fixed-counter wraps");
+        }
+        if exempt > 0 {
+            let _ = write!(across, " ({exempt} touching a counter discontinuity exempt)");
+        }
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!(
+                "{intervals} intervals: every one without a counter discontinuity reports the nominal counts the processor made{across}"
+            ),
+        )
+    }
+
     fn no_spike(&self) -> CheckResult {
         let id = "feedback.no_spike";
         let mut intervals = 0;
@@ -906,7 +1112,7 @@ impl Context<'_> {
             id,
             &failures,
             format!(
-                "{intervals} intervals, every rate within the true frequency range ±{} %",
+                "{intervals} intervals, every rate within the true frequency range ±{} %, none across a counter discontinuity counting more than the processor made",
                 SPIKE_TOLERANCE * 100.0
             ),
         )
@@ -937,7 +1143,9 @@ impl Context<'_> {
         CheckResult::from_failures(
             id,
             &failures,
-            format!("{served} served reads: APERF then MPERF, back to back, interrupts masked"),
+            format!(
+                "{served} served reads: the actual then the nominal counter (APERF then MPERF), back to back, interrupts masked"
+            ),
         )
     }
 
@@ -946,8 +1154,11 @@ impl Context<'_> {
         let cpu = self.machine.cpu();
         let read_only =
             cpu.kind == crate::scenario::CpuKind::AmdCppc && cpu.counter_source.announced();
+        let fixed = self.machine.fixed_counter_width().is_some();
         let expected = if read_only {
             (msr::AMD_APERF_READ_ONLY, msr::AMD_MPERF_READ_ONLY)
+        } else if fixed {
+            (msr::IA32_FIXED_CTR1, msr::IA32_FIXED_CTR2)
         } else {
             (msr::IA32_APERF, msr::IA32_MPERF)
         };
@@ -967,7 +1178,13 @@ impl Context<'_> {
         if served == 0 {
             return CheckResult::not_applicable(id, "no read was served");
         }
-        let which = if read_only { "the AMD read-only copies" } else { "IA32_APERF/IA32_MPERF" };
+        let which = if read_only {
+            "the AMD read-only copies"
+        } else if fixed {
+            "the fixed counters IA32_FIXED_CTR1/IA32_FIXED_CTR2"
+        } else {
+            "IA32_APERF/IA32_MPERF"
+        };
         CheckResult::from_failures(
             id,
             &failures,
@@ -1006,10 +1223,12 @@ impl Context<'_> {
             .unannounced_msr_reads
             .iter()
             .map(|read| {
-                format!(
-                    "MSR {:#x} read on processor {} but CPUID did not announce it",
-                    read.msr, read.processor
-                )
+                let why = if is_pmu_msr(read.msr) {
+                    "CPUID did not announce it or the PMU was not reserved"
+                } else {
+                    "CPUID did not announce it"
+                };
+                format!("MSR {:#x} read on processor {} but {why}", read.msr, read.processor)
             })
             .collect();
         let mut result = CheckResult::from_failures(
@@ -1025,5 +1244,63 @@ impl Context<'_> {
             );
         }
         result
+    }
+
+    /// No PMU register read or written without a PMU reservation; no MSR written at all except
+    /// the control registers of fixed counters 1 and 2, by the driver's setup after the
+    /// reservation, leaving every other counter's configuration as found; and a reservation
+    /// that did not end with the counters enabled everywhere given back.
+    fn reservation_respected(&self) -> CheckResult {
+        let id = "pmc.reservation_respected";
+        let log = self.machine.msr_access_log();
+        let mut failures: Vec<String> = log
+            .unreserved_reads
+            .iter()
+            .map(|read| {
+                format!(
+                    "PMU register {:#x} read on processor {} {} without a PMU reservation",
+                    read.msr,
+                    read.processor,
+                    context_name(read.context)
+                )
+            })
+            .collect();
+        let unlisted = log.unreserved_read_count.saturating_sub(log.unreserved_reads.len() as u64);
+        if unlisted > 0 {
+            failures.push(format!("{unlisted} more PMU register reads without a reservation"));
+        }
+        failures.extend(log.writes.iter().filter_map(write_problem));
+        let reservation = self.machine.reservation();
+        if let Some(record) = &reservation
+            && record.status == STATUS_SUCCESS
+            && !record.freed
+            && !self.machine.fixed_counters_ready()
+        {
+            failures.push(
+                "the PMU is reserved but the fixed counters were not enabled everywhere, and the reservation was not given back".to_owned(),
+            );
+        }
+        let summary = match &reservation {
+            None => "no reservation wanted".to_owned(),
+            Some(record) if record.freed => {
+                format!("reservation {} given back after a failure", record.request)
+            }
+            Some(record) => format!(
+                "reservation {} answered {:#010x}",
+                record.request,
+                record.status.cast_unsigned()
+            ),
+        };
+        let writes = match log.write_count {
+            0 => "no MSR written".to_owned(),
+            count => format!(
+                "{count} MSR writes, all to the fixed counters' controls by the driver's setup, keeping the other counters' configuration"
+            ),
+        };
+        let reads = match log.pmu_reads {
+            0 => "no PMU register read".to_owned(),
+            count => format!("{count} PMU register reads, all under the reservation"),
+        };
+        CheckResult::from_failures(id, &failures, format!("{summary}; {writes}; {reads}"))
     }
 }

@@ -3,7 +3,9 @@
 //! - `ppm-sim` — the built-in default scenario, as a table and the checks.
 //! - `ppm-sim run FILE.toml [--json]` — a scenario file.
 //! - `ppm-sim validate [--json]` — every built-in scenario.
-//! - `ppm-sim bench [--iterations N]` — `FEEDBACK_READ` calls through the C ABI.
+//! - `ppm-sim bench [--iterations N] [--processors P] [--notification NAME]` — PPM
+//!   notifications through the C ABI (`FEEDBACK_READ` by default), round robin over `P`
+//!   registered processors.
 //! - `ppm-sim --help`.
 //!
 //! Exit status: 0 every check passed, 1 a check failed, 2 unusable input (one line on stderr
@@ -34,7 +36,13 @@ usage:
   ppm-sim                          run the built-in default scenario (8 processors)
   ppm-sim run FILE.toml [--json]   run a scenario file
   ppm-sim validate [--json]        run every built-in scenario (the conformance suite)
-  ppm-sim bench [--iterations N]   time N FEEDBACK_READ calls through the C ABI (default 1000000)
+  ppm-sim bench [--iterations N] [--processors P] [--notification NAME]
+                                   time N calls through the C ABI (default 1000000), round
+                                   robin over P registered processors (1..=2048, default 1);
+                                   NAME: feedback-read (default), query-capabilities,
+                                   query-feedback-counters, query-perf-capabilities,
+                                   query-domain-info, platform-counter-read (the baseline:
+                                   only the platform's two counter reads)
   ppm-sim --help                   this text
 
 exit status: 0 every check passed, 1 a check failed, 2 unusable input
@@ -155,40 +163,76 @@ fn validate(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
 }
 
 fn run_bench(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
-    const BENCH_USAGE: &str = "usage: ppm-sim bench [--iterations N]";
+    const BENCH_USAGE: &str =
+        "usage: ppm-sim bench [--iterations N] [--processors P] [--notification NAME]";
     let mut iterations = DEFAULT_ITERATIONS;
+    let mut processors = 1;
+    let mut notification = bench::Notification::FeedbackRead;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let arg = arg.to_string_lossy();
-        let value = if arg == "--iterations" {
-            args.next()
-                .map(|value| value.to_string_lossy().into_owned())
-                .ok_or_else(|| format!("bench: --iterations needs a value; {BENCH_USAGE}"))?
-        } else if let Some(value) = arg.strip_prefix("--iterations=") {
-            value.to_owned()
-        } else {
-            return Err(format!("bench: unexpected argument `{arg}`; {BENCH_USAGE}"));
+        let (option, inline) = match arg.split_once('=') {
+            Some((option, value)) => (option, Some(value.to_owned())),
+            None => (arg.as_ref(), None),
         };
-        iterations = value
-            .parse::<u64>()
-            .ok()
-            .filter(|count| (1..=10_000_000_000).contains(count))
-            .ok_or_else(|| {
-                format!(
-                    "bench: --iterations: expected an integer in 1..=10000000000, found `{value}`"
-                )
-            })?;
+        if !matches!(option, "--iterations" | "--processors" | "--notification") {
+            return Err(format!("bench: unexpected argument `{arg}`; {BENCH_USAGE}"));
+        }
+        let value = match inline {
+            Some(value) => value,
+            None => args
+                .next()
+                .map(|value| value.to_string_lossy().into_owned())
+                .ok_or_else(|| format!("bench: {option} needs a value; {BENCH_USAGE}"))?,
+        };
+        match option {
+            "--iterations" => {
+                iterations = value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|count| (1..=10_000_000_000).contains(count))
+                    .ok_or_else(|| {
+                        format!("bench: --iterations: expected an integer in 1..=10000000000, found `{value}`")
+                    })?;
+            }
+            "--processors" => {
+                processors = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|count| (1..=bench::MAX_PROCESSORS).contains(count))
+                    .ok_or_else(|| {
+                        format!(
+                            "bench: --processors: expected an integer in 1..={}, found `{value}`",
+                            bench::MAX_PROCESSORS
+                        )
+                    })?;
+            }
+            _ => {
+                notification = bench::Notification::from_name(&value).ok_or_else(|| {
+                    let names: Vec<&str> =
+                        bench::Notification::CHOICES.iter().map(|(name, _)| *name).collect();
+                    format!(
+                        "bench: --notification: expected one of {}, found `{value}`",
+                        names.join(", ")
+                    )
+                })?;
+            }
+        }
     }
-    let result = bench::run(iterations).map_err(|message| format!("bench: {message}"))?;
+    let result = bench::run(iterations, processors, notification)
+        .map_err(|message| format!("bench: {message}"))?;
     let _ = writeln!(
         out,
-        "bench: {} FEEDBACK_READ calls through the C ABI in {:.3} ms: {:.2} ns per call",
+        "bench: {} {} calls through the C ABI over {} processor{} in {:.3} ms: {:.2} ns per call",
         result.iterations,
+        notification.windows_name(),
+        result.processors,
+        if result.processors == 1 { "" } else { "s" },
         result.elapsed.as_secs_f64() * 1e3,
         result.nanoseconds_per_call()
     );
     if !result.served {
-        let _ = writeln!(out, "bench: the engine refused some reads");
+        let _ = writeln!(out, "bench: the engine refused some calls");
         return Ok(EXIT_FAILED);
     }
     Ok(EXIT_PASSED)
@@ -217,6 +261,9 @@ mod tests {
             &["run"],
             &["run", "/nonexistent/x.toml"],
             &["bench", "--iterations", "zero"],
+            &["bench", "--processors", "4096"],
+            &["bench", "--notification", "idle-execute"],
+            &["bench", "--processors"],
             &["validate", "x"],
         ] {
             let (code, out, err) = cli(args);
@@ -230,6 +277,31 @@ mod tests {
         let (code, out, _) = cli(&["--help"]);
         assert_eq!(code, EXIT_PASSED);
         assert!(out.contains("ppm-sim run FILE.toml"));
+    }
+
+    #[test]
+    fn bench_takes_processors_and_a_notification() {
+        let (code, out, err) = cli(&[
+            "bench",
+            "--iterations=1000",
+            "--processors",
+            "3",
+            "--notification",
+            "query-domain-info",
+        ]);
+        assert_eq!(code, EXIT_PASSED, "{err}");
+        assert!(
+            out.starts_with("bench: 1000 PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO calls through the C ABI over 3 processors in "),
+            "{out}"
+        );
+        let (code, out, _) =
+            cli(&["bench", "--iterations", "10", "--notification=platform-counter-read"]);
+        assert_eq!(code, EXIT_PASSED);
+        assert!(
+            out.contains("baseline platform counter read calls")
+                && out.contains("over 1 processor in"),
+            "{out}"
+        );
     }
 
     #[test]

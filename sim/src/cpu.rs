@@ -38,6 +38,49 @@ pub mod msr {
     pub const AMD_CPPC_REQ: u32 = 0xC001_02B3;
     /// AMD HWCR.
     pub const AMD_HWCR: u32 = 0xC001_0015;
+    /// `IA32_PMC0`: the first general-purpose performance counter (`IA32_PMC0..7` follow).
+    pub const IA32_PMC0: u32 = 0xC1;
+    /// `IA32_PERFEVTSEL0`: the first event select (`IA32_PERFEVTSEL0..7` follow).
+    pub const IA32_PERFEVTSEL0: u32 = 0x186;
+    /// `IA32_FIXED_CTR0`: instructions retired.
+    pub const IA32_FIXED_CTR0: u32 = 0x309;
+    /// `IA32_FIXED_CTR1`: unhalted core cycles.
+    pub const IA32_FIXED_CTR1: u32 = 0x30A;
+    /// `IA32_FIXED_CTR2`: unhalted reference cycles.
+    pub const IA32_FIXED_CTR2: u32 = 0x30B;
+    /// `IA32_FIXED_CTR_CTRL`.
+    pub const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
+    /// `IA32_PERF_GLOBAL_STATUS` (read-only).
+    pub const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
+    /// `IA32_PERF_GLOBAL_CTRL`.
+    pub const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
+}
+
+/// The architectural PMU a `fixed-pmc` CPU announces in `CPUID.0AH`.
+pub mod pmu {
+    /// Architectural performance monitoring version (`EAX[7:0]`).
+    pub const VERSION: u32 = 4;
+    /// General-purpose counters per logical processor (`EAX[15:8]`).
+    pub const GENERAL_COUNTERS: u32 = 8;
+    /// Bit width of the general-purpose counters (`EAX[23:16]`).
+    pub const GENERAL_WIDTH: u32 = 48;
+    /// Fixed-function counters (`EDX[4:0]`).
+    pub const FIXED_COUNTERS: u32 = 3;
+    /// The default width of the fixed counters (`EDX[12:5]`).
+    pub const DEFAULT_FIXED_WIDTH: u32 = 48;
+}
+
+/// Whether `number` is an architectural PMU register (general-purpose counters and event
+/// selects, fixed counters, global control and status): registers no software may touch
+/// without owning the PMU.
+#[must_use]
+pub const fn is_pmu_msr(number: u32) -> bool {
+    let general = pmu::GENERAL_COUNTERS;
+    matches!(number, msr::IA32_FIXED_CTR0..=msr::IA32_FIXED_CTR2)
+        || matches!(number, msr::IA32_FIXED_CTR_CTRL..=0x390)
+        || (number >= msr::IA32_PMC0 && number < msr::IA32_PMC0 + general)
+        || (number >= msr::IA32_PERFEVTSEL0 && number < msr::IA32_PERFEVTSEL0 + general)
+        || (number >= 0x4C1 && number < 0x4C1 + general)
 }
 
 const VENDOR_INTEL: [u32; 3] = [0x756E_6547, 0x4965_6E69, 0x6C65_746E];
@@ -79,6 +122,9 @@ pub struct CpuModel {
     pub hwp_enabled: bool,
     /// The perf levels the MSRs report.
     pub perf: HardwarePerf,
+    /// The fixed counters' width when the CPU announces the architectural PMU in `CPUID.0AH`
+    /// (the `fixed-pmc` counter source), else `None`.
+    pub pmc_width: Option<u32>,
 }
 
 impl CpuModel {
@@ -93,6 +139,7 @@ impl CpuModel {
             hypervisor: platform.hypervisor,
             hwp_enabled: platform.hwp_enabled,
             perf: platform.perf,
+            pmc_width: platform.pmc_width,
         }
     }
 
@@ -159,6 +206,15 @@ impl CpuModel {
                     edx: 0,
                 }
             }
+            0x0A => self.pmc_width.map_or(zero, |width| CpuidResult {
+                eax: pmu::VERSION
+                    | (pmu::GENERAL_COUNTERS << 8)
+                    | (pmu::GENERAL_WIDTH << 16)
+                    | (7 << 24),
+                ebx: 0,
+                ecx: 0,
+                edx: pmu::FIXED_COUNTERS | (width << 5),
+            }),
             0x16 if self.kind == CpuKind::IntelHwp => CpuidResult {
                 eax: self.nominal_mhz,
                 ebx: u32::from(self.perf.highest) * INTEL_BUS_MHZ,
@@ -212,7 +268,9 @@ impl CpuModel {
         let counter = |value: u64| match self.counter_source {
             CounterSourceKind::AperfMperf => Ok(value),
             CounterSourceKind::AperfMperfZeros => Ok(0),
-            CounterSourceKind::None | CounterSourceKind::AperfMperfFaulting => Err(MsrFault),
+            CounterSourceKind::None
+            | CounterSourceKind::AperfMperfFaulting
+            | CounterSourceKind::FixedPmc => Err(MsrFault),
         };
         match number {
             msr::IA32_APERF => counter(counters.aperf),
@@ -309,8 +367,29 @@ pub fn msr_announced(
             amd && extended(0x8000_0008).ebx & EXTENDED_FEATURES_EBX_CPPC != 0
         }
         msr::AMD_HWCR => amd,
-        _ => false,
+        _ => intel && pmu_msr_announced(&leaf(0x0A), number),
     }
+}
+
+/// Whether `CPUID.0AH` (`pmu`) announces PMU register `number` (Intel SDM Vol. 3B, architectural
+/// performance monitoring): general-purpose counters and event selects up to EAX[15:8], fixed
+/// counters up to EDX[4:0] (version 2 and later), the global control and status from version 2.
+fn pmu_msr_announced(pmu: &CpuidResult, number: u32) -> bool {
+    let version = pmu.eax & 0xFF;
+    let general = (pmu.eax >> 8) & 0xFF;
+    let fixed = if version >= 2 { pmu.edx & 0x1F } else { 0 };
+    let below = |base: u32, count: u32| number >= base && number - base < count;
+    version >= 1
+        && (below(msr::IA32_PMC0, general)
+            || below(msr::IA32_PERFEVTSEL0, general)
+            || below(msr::IA32_FIXED_CTR0, fixed)
+            || (version >= 2
+                && matches!(
+                    number,
+                    msr::IA32_FIXED_CTR_CTRL
+                        | msr::IA32_PERF_GLOBAL_STATUS
+                        | msr::IA32_PERF_GLOBAL_CTRL
+                )))
 }
 
 #[cfg(test)]
@@ -382,5 +461,42 @@ mod tests {
         let faulting = model("counter_source = \"aperf-mperf-faulting\"");
         assert!(announced(&faulting, msr::IA32_APERF));
         assert_eq!(faulting.read_msr(msr::IA32_APERF, counters), Err(MsrFault));
+    }
+
+    #[test]
+    fn fixed_pmc_announces_the_architectural_pmu_only() {
+        let fixed = model("counter_source = \"fixed-pmc\"\npmc_width = 40\nhypervisor = true");
+        let leaf = fixed.cpuid(0, 0x0A, 0);
+        assert_eq!((leaf.eax & 0xFF, (leaf.eax >> 8) & 0xFF), (4, 8));
+        assert_eq!((leaf.edx & 0x1F, (leaf.edx >> 5) & 0xFF), (3, 40));
+        assert_eq!(fixed.cpuid(0, 6, 0).ecx & 1, 0, "no APERF/MPERF");
+        let announced_pmu = [
+            msr::IA32_FIXED_CTR0,
+            msr::IA32_FIXED_CTR1,
+            msr::IA32_FIXED_CTR2,
+            msr::IA32_FIXED_CTR_CTRL,
+            msr::IA32_PERF_GLOBAL_STATUS,
+            msr::IA32_PERF_GLOBAL_CTRL,
+            msr::IA32_PMC0 + 7,
+            msr::IA32_PERFEVTSEL0,
+        ];
+        for number in announced_pmu {
+            assert!(is_pmu_msr(number), "{number:#x}");
+            assert!(announced(&fixed, number), "{number:#x}");
+            assert!(!announced(&model(""), number), "{number:#x} without leaf 0Ah");
+        }
+        for number in [0x30C, msr::IA32_PMC0 + 8, 0x390, msr::IA32_APERF] {
+            assert!(!announced(&fixed, number), "{number:#x}");
+        }
+        assert!(!is_pmu_msr(msr::IA32_APERF));
+        let engine = ppm_engine::pmc::FixedCounters::detect(
+            &ppm_engine::cpu::CpuFeatures::detect(&crate::platform::SimPlatform::new(
+                std::sync::Arc::new(crate::machine::Machine::new(&Scenario::from_toml_str(
+                    "name = \"t\"\n[platform]\nprocessors = 1\nnominal_mhz = 2000\ncounter_source = \"fixed-pmc\"\n[pofx]\nduration_ms = 10\n",
+                ).expect("valid"))),
+                crate::platform::PlatformFaults::default(),
+            )),
+        );
+        assert_eq!(engine.map(|counters| counters.width), Some(48));
     }
 }

@@ -6,11 +6,16 @@
 //! checks the answers HLK-style.
 //!
 //! - [`scenario`]: the scenario file format and its validation.
-//! - [`machine`], [`cpu`]: the simulated machine (clock, loads, counters) and CPU flavours.
+//! - [`machine`], [`cpu`]: the simulated machine (clock, loads, counters, the architectural
+//!   PMU of [`machine::pmu`]) and CPU flavours.
 //! - [`platform`]: the engine's [`ppm_engine::Platform`] over the machine.
-//! - [`pofx`]: the emulator; [`checks`]: the conformance checks; [`report`]: the results.
+//! - [`reservation`]: the driver's part before the PEP exists: the PMU reservation through the
+//!   emulated HAL and enabling the fixed counters.
+//! - [`pofx`]: the emulator — on one thread, or on one thread per processor beside a device
+//!   thread, optionally with nested notifications interrupting every read; [`checks`]: the
+//!   conformance checks; [`report`]: the results.
 //! - [`builtin`]: the built-in scenarios; [`cli`]: the `ppm-sim` command line; [`bench`](mod@bench): the
-//!   `FEEDBACK_READ` micro-benchmark.
+//!   micro-benchmark of `FEEDBACK_READ` and the other PPM queries through the C ABI.
 //!
 //! ```no_run
 //! let scenario = ppm_sim::builtin::get("default").expect("a built-in scenario");
@@ -31,6 +36,7 @@ pub mod machine;
 pub mod platform;
 pub mod pofx;
 pub mod report;
+pub mod reservation;
 pub mod scenario;
 
 use std::sync::Arc;

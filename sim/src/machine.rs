@@ -10,7 +10,11 @@
 //!
 //! Processors advance lazily: a processor's counters are brought up to the clock when they are
 //! read or changed, so only the processors that are touched cost time, and each processor's
-//! state sits behind its own lock (a later runtime may give every processor its own thread).
+//! state sits behind its own lock (a threaded runtime gives every processor its own thread).
+//! Every processor also has its own clock ([`Machine::processor_now_ns`]): what a processor's
+//! counters show depends only on the calls made as that processor, however threads interleave.
+//! A system sleep powers processors off (nothing counts) and on again (both counters restart at
+//! zero); a `counters-zero` event makes them read zero while they go on counting underneath.
 //!
 //! Before the runtime starts (the PEP's initialisation, device registration), every processor
 //! runs the load its timeline has at runtime time 0; [`Machine::start_runtime`] fixes the clock
@@ -21,6 +25,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::cpu::CpuModel;
 use crate::scenario::{Phase, Scenario};
+
+pub mod pmu;
 
 /// Nanoseconds per millisecond.
 pub const NS_PER_MS: u64 = 1_000_000;
@@ -191,8 +197,23 @@ pub enum DiscontinuityKind {
     Reset,
     /// One overflowed; both restarted at zero.
     Overflow,
-    /// Both were set just below 2^64.
+    /// Both were set just below 2^64 (or, with `fixed-pmc`, the fixed counters just below
+    /// 2^width: they then wrap, which is no break).
     NearWrap,
+    /// Another PMU owner wrote the fixed counters (`pmu-reprogrammed`).
+    PmuReprogrammed,
+    /// Another PMU owner wrote the fixed counters and kept them disabled until clock time
+    /// `until_ns`.
+    PmuStopped {
+        /// When they count again, ns.
+        until_ns: u64,
+    },
+    /// The processor was powered on again after a system sleep: both restarted at zero.
+    PowerOn,
+    /// From then on both read as zero and do not advance (a hypervisor stopped exposing them).
+    Zeroed,
+    /// After [`DiscontinuityKind::Zeroed`]: both read their real values again.
+    Exposed,
 }
 
 /// A jump of a processor's counters, at clock time `at_ns`.
@@ -225,6 +246,16 @@ struct ProcessorState {
     discontinuities: Vec<Discontinuity>,
     /// Active MSR-fault windows.
     msr_faults: u32,
+    /// Unhalted core and reference cycles since power-on (what the fixed counters count while
+    /// enabled); never reset, wrapping after 2^64.
+    core_cycles: u64,
+    reference_cycles: u64,
+    /// The architectural PMU's registers.
+    pmu: pmu::ProcessorPmu,
+    /// Off in a system sleep state: nothing counts.
+    powered_off: bool,
+    /// The counters read as zero (a `counters-zero` event).
+    zeroed: bool,
 }
 
 impl ProcessorState {
@@ -233,6 +264,14 @@ impl ProcessorState {
         let busy = u128::from(load.busy_percent);
         let rate_a = u128::from(load.frequency_mhz) * busy;
         let rate_m = u128::from(nominal_mhz) * busy;
+        // The whole counts this run adds, overflows or not (the remainders carry exactly).
+        let added = |remainder: u128, rate: u128| {
+            let whole = (remainder + rate * u128::from(dt)) / COUNT_SCALE;
+            u64::try_from(whole & u128::from(u64::MAX)).unwrap_or(0)
+        };
+        self.core_cycles = self.core_cycles.wrapping_add(added(self.aperf_remainder, rate_a));
+        self.reference_cycles =
+            self.reference_cycles.wrapping_add(added(self.mperf_remainder, rate_m));
         let (mut at, mut remaining) = (at_ns, dt);
         while remaining > 0 {
             let total_a = self.aperf_remainder + rate_a * u128::from(remaining);
@@ -290,9 +329,13 @@ pub struct Machine {
     cpu: CpuModel,
     timelines: Vec<Timeline>,
     processors: Vec<Mutex<ProcessorState>>,
+    /// Per processor: how far its own time has advanced (see [`Machine::processor_now_ns`]).
+    processor_clocks: Vec<AtomicU64>,
     clock_ns: AtomicU64,
     /// The clock time runtime time 0 maps to (`u64::MAX` before the runtime starts).
     origin_ns: AtomicU64,
+    /// The architectural PMU's machine-wide state (`fixed-pmc`).
+    pmu: pmu::MachinePmu,
 }
 
 fn lock(state: &Mutex<ProcessorState>) -> MutexGuard<'_, ProcessorState> {
@@ -308,12 +351,17 @@ impl Machine {
         let timelines = (0..scenario.platform.processors)
             .map(|index| Timeline::for_processor(scenario, index))
             .collect();
-        Self::with_timelines(scenario.platform.nominal_mhz, CpuModel::new(scenario), timelines)
+        let machine =
+            Self::with_timelines(scenario.platform.nominal_mhz, CpuModel::new(scenario), timelines);
+        machine.set_pmu_busy(scenario.platform.pmu_busy);
+        machine
     }
 
     /// A machine with explicit timelines (one per processor).
     #[must_use]
     pub fn with_timelines(nominal_mhz: u32, cpu: CpuModel, timelines: Vec<Timeline>) -> Self {
+        let pmc_width = cpu.pmc_width;
+        let processor_clocks = (0..timelines.len()).map(|_| AtomicU64::new(0)).collect();
         let processors = (0..timelines.len())
             .map(|index| {
                 let boot = u64::try_from(index).unwrap_or(0) + 1;
@@ -327,6 +375,11 @@ impl Machine {
                     synced_ns: 0,
                     discontinuities: Vec::new(),
                     msr_faults: 0,
+                    core_cycles: 0,
+                    reference_cycles: 0,
+                    pmu: pmu::ProcessorPmu::new(index, pmc_width),
+                    powered_off: false,
+                    zeroed: false,
                 })
             })
             .collect();
@@ -335,8 +388,10 @@ impl Machine {
             cpu,
             timelines,
             processors,
+            processor_clocks,
             clock_ns: AtomicU64::new(0),
             origin_ns: AtomicU64::new(u64::MAX),
+            pmu: pmu::MachinePmu::new(pmc_width),
         }
     }
 
@@ -375,6 +430,38 @@ impl Machine {
         self.clock_ns.fetch_max(at_ns, Ordering::AcqRel);
     }
 
+    /// Processor `index`'s time: the later of the machine's clock and the processor's own
+    /// clock. A single-threaded runtime moves the machine's clock; a runtime with a thread per
+    /// processor leaves it at the runtime's origin and each thread moves its own processors'
+    /// clocks, so that a processor's time — and everything computed from it — depends only on
+    /// what its own thread did, never on how the threads interleave. Every per-processor
+    /// operation (counters, faults, resets, the time source as seen on the processor) uses
+    /// this time.
+    #[must_use]
+    pub fn processor_now_ns(&self, index: u32) -> u64 {
+        let own = usize::try_from(index)
+            .ok()
+            .and_then(|slot| self.processor_clocks.get(slot))
+            .map_or(0, |clock| clock.load(Ordering::Acquire));
+        own.max(self.now_ns())
+    }
+
+    /// Moves processor `index`'s own clock forward to `at_ns` (never backwards).
+    pub fn advance_processor_clock_to(&self, index: u32, at_ns: u64) {
+        if let Some(clock) =
+            usize::try_from(index).ok().and_then(|slot| self.processor_clocks.get(slot))
+        {
+            clock.fetch_max(at_ns, Ordering::AcqRel);
+        }
+    }
+
+    /// Lets `ns` pass on processor `index` alone (the time an instruction or an interrupt
+    /// takes on it).
+    pub fn spend(&self, index: u32, ns: u64) {
+        let now = self.processor_now_ns(index);
+        self.advance_processor_clock_to(index, now.saturating_add(ns));
+    }
+
     /// Maps runtime time 0 to the current clock.
     pub fn start_runtime(&self) {
         self.origin_ns.store(self.now_ns(), Ordering::Release);
@@ -409,8 +496,13 @@ impl Machine {
         }
     }
 
-    /// Brings a processor's counters up to clock time `to_ns`.
+    /// Brings a processor's counters up to clock time `to_ns` (a processor that is off counts
+    /// nothing).
     fn sync(&self, index: usize, state: &mut ProcessorState, to_ns: u64) {
+        if state.powered_off {
+            state.synced_ns = state.synced_ns.max(to_ns);
+            return;
+        }
         while state.synced_ns < to_ns {
             let (load, change) = self.load_at(index, state.synced_ns);
             let end = change.min(to_ns);
@@ -423,14 +515,65 @@ impl Machine {
         let slot = usize::try_from(index).ok()?;
         let mutex = self.processors.get(slot)?;
         let mut state = lock(mutex);
-        self.sync(slot, &mut state, self.now_ns());
+        self.sync(slot, &mut state, self.processor_now_ns(index));
         Some(f(&mut state))
     }
 
-    /// Processor `index`'s counters now.
+    /// Processor `index`'s counters now, as software reads them (zero after a
+    /// `counters-zero` event).
     #[must_use]
     pub fn counters(&self, index: u32) -> Option<CounterPair> {
-        self.with_state(index, |state| state.counters)
+        self.with_state(index, |state| {
+            let exposed = !state.zeroed;
+            if exposed { state.counters } else { CounterPair::default() }
+        })
+    }
+
+    /// From now on processor `index`'s counters read as zero (a `counters-zero` event).
+    pub fn zero_counters(&self, index: u32) {
+        let now = self.processor_now_ns(index);
+        self.with_state(index, |state| {
+            if !state.zeroed {
+                state.zeroed = true;
+                state
+                    .discontinuities
+                    .push(Discontinuity { at_ns: now, kind: DiscontinuityKind::Zeroed });
+            }
+        });
+    }
+
+    /// Processor `index`'s counters read their real values again after
+    /// [`Self::zero_counters`].
+    pub fn expose_counters(&self, index: u32) {
+        let now = self.processor_now_ns(index);
+        self.with_state(index, |state| {
+            if state.zeroed {
+                state.zeroed = false;
+                state
+                    .discontinuities
+                    .push(Discontinuity { at_ns: now, kind: DiscontinuityKind::Exposed });
+            }
+        });
+    }
+
+    /// Powers processor `index` off (a system sleep state): its counters stop.
+    pub fn power_off(&self, index: u32) {
+        self.with_state(index, |state| state.powered_off = true);
+    }
+
+    /// Powers processor `index` on again after a system sleep: a processor reset, so both
+    /// counters restart at zero and count from now on.
+    pub fn power_on(&self, index: u32) {
+        let now = self.processor_now_ns(index);
+        self.with_state(index, |state| {
+            state.powered_off = false;
+            state.counters = CounterPair::default();
+            state.aperf_remainder = 0;
+            state.mperf_remainder = 0;
+            state
+                .discontinuities
+                .push(Discontinuity { at_ns: now, kind: DiscontinuityKind::PowerOn });
+        });
     }
 
     /// Whether processor `index`'s MSR reads fault now (an `msr-fault` window is open).
@@ -449,7 +592,7 @@ impl Machine {
 
     /// Sets processor `index`'s counters to zero (a `counter-reset` event).
     pub fn reset_counters(&self, index: u32) {
-        let now = self.now_ns();
+        let now = self.processor_now_ns(index);
         self.with_state(index, |state| {
             state.counters = CounterPair::default();
             state.aperf_remainder = 0;
@@ -465,7 +608,7 @@ impl Machine {
     /// long; the APERF overflow restarts both). When the processor does not run in C0 in that
     /// time, both are set 2^32 below 2^64. Returns the values set.
     pub fn set_near_wrap(&self, index: u32, wrap_after_ns: u64) -> Option<CounterPair> {
-        let now = self.now_ns();
+        let now = self.processor_now_ns(index);
         let slot = usize::try_from(index).ok()?;
         let (mut scaled_a, mut scaled_m) = (0_u128, 0_u128);
         let mut at = now;
@@ -502,7 +645,7 @@ impl Machine {
     /// frequency while the clock advances (`KeStallExecutionProcessor`).
     pub fn stall(&self, index: u32, microseconds: u32) {
         let dt = u64::from(microseconds) * NS_PER_US;
-        let now = self.now_ns();
+        let now = self.processor_now_ns(index);
         if let Ok(slot) = usize::try_from(index) {
             let (load, _) = self.load_at(slot, now);
             self.with_state(index, |state| {
@@ -515,6 +658,7 @@ impl Machine {
                 state.synced_ns = now + dt;
             });
         }
+        self.advance_processor_clock_to(index, now + dt);
         self.advance_clock_to(now + dt);
     }
 
@@ -660,3 +804,6 @@ mod tests {
         assert_eq!(machine.discontinuities(1).len(), 1);
     }
 }
+
+#[cfg(test)]
+mod clock_tests;

@@ -10,16 +10,24 @@
 //! Interrupt masking is simulated per thread: [`Platform::with_interrupts_masked`] masks, runs,
 //! and restores the previous state, and counts every unmasked→masked transition (the mask
 //! "epoch"), so two reads are known to be in one masked section when they share an epoch.
+//!
+//! Interrupts arriving during a callback are modelled per thread too ([`nest`]): while a
+//! [`NestingGuard`] lives, every platform call takes simulated time on the processor, and at
+//! each [`InjectionPoint`] reached with interrupts unmasked the platform delivers nested
+//! notifications on the same processor — never inside a masked section, where hardware
+//! delivers no interrupt (unless [`PlatformFaults::nested_in_masked_sections`] says so).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::marker::PhantomData;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use ppm_engine::Pep;
 use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
 
-use crate::cpu::msr_announced;
+use crate::cpu::{is_pmu_msr, msr_announced};
+use crate::machine::pmu::{AccessContext, MsrAccess};
 use crate::machine::{Machine, NS_PER_MS, PERFORMANCE_COUNTER_HZ};
 
 /// Replaces a `CPUID` answer: `(processor, leaf, subleaf, model's answer) -> answer`.
@@ -42,6 +50,13 @@ pub struct PlatformFaults {
     pub current_processor: Option<ProcessorHook>,
     /// `with_interrupts_masked` runs its closure without masking interrupts.
     pub ignore_interrupt_masking: bool,
+    /// `fixed_counters_reserved` reports `true` whatever the driver's reservation achieved
+    /// (a platform that lets the engine use a PMU it does not own).
+    pub claim_fixed_counters_reserved: bool,
+    /// Nested notifications (see [`nest`]) are delivered inside masked sections too — before
+    /// every MSR read — as no hardware does: a read torn by a nested read of the same counters
+    /// then mis-accumulates even in a correct engine.
+    pub nested_in_masked_sections: bool,
 }
 
 impl fmt::Debug for PlatformFaults {
@@ -52,6 +67,8 @@ impl fmt::Debug for PlatformFaults {
             .field("msr", &self.msr.is_some())
             .field("current_processor", &self.current_processor.is_some())
             .field("ignore_interrupt_masking", &self.ignore_interrupt_masking)
+            .field("claim_fixed_counters_reserved", &self.claim_fixed_counters_reserved)
+            .field("nested_in_masked_sections", &self.nested_in_masked_sections)
             .finish()
     }
 }
@@ -75,6 +92,19 @@ pub struct MsrRead {
     pub at_ns: u64,
 }
 
+/// One MSR write the engine (or the driver's setup) made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsrWrite {
+    /// The processor the write executed on.
+    pub processor: u32,
+    /// The MSR.
+    pub msr: u32,
+    /// The value written.
+    pub value: u64,
+    /// Whether the write succeeded.
+    pub ok: bool,
+}
+
 /// One hardware operation the engine performed through the platform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlatformOp {
@@ -87,6 +117,10 @@ pub enum PlatformOp {
     },
     /// `RDMSR`.
     ReadMsr(MsrRead),
+    /// `WRMSR`.
+    WriteMsr(MsrWrite),
+    /// `RDTSC`.
+    ReadTimestamp,
     /// The time source was read.
     PerformanceCounter,
     /// A busy wait.
@@ -94,6 +128,44 @@ pub enum PlatformOp {
         /// Its length.
         microseconds: u32,
     },
+    /// Nested notifications were delivered here (see [`nest`]); their own operations are
+    /// traced separately.
+    Nested {
+        /// Where.
+        point: InjectionPoint,
+        /// Whether interrupts were masked (only with
+        /// [`PlatformFaults::nested_in_masked_sections`]).
+        masked: bool,
+    },
+}
+
+/// A platform call during which an interrupt can arrive, so that nested notifications are
+/// delivered on the same processor (see [`nest`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InjectionPoint {
+    /// On entry to `current_processor_index`.
+    CurrentProcessor,
+    /// On entry to `with_interrupts_masked`, before it masks.
+    MaskEntry,
+    /// On return from `with_interrupts_masked`, after it restored the previous state.
+    MaskExit,
+    /// Before an MSR read.
+    ReadMsr,
+    /// Before a time-stamp read.
+    ReadTimestamp,
+}
+
+/// Delivers nested notifications at an injection point: `(point, interrupts masked)`. It runs
+/// on the interrupted thread, inside the engine's callback, as the same processor.
+pub type NestingHook = Rc<dyn Fn(InjectionPoint, bool)>;
+
+/// The calling thread's nesting state (see [`nest`]).
+struct Nesting {
+    hook: NestingHook,
+    /// Simulated time every platform call takes, ns.
+    call_ns: u64,
+    /// A nested delivery is under way (one level of nesting).
+    delivering: bool,
 }
 
 thread_local! {
@@ -102,6 +174,41 @@ thread_local! {
     static MASKED: Cell<bool> = const { Cell::new(false) };
     static MASK_EPOCH: Cell<u64> = const { Cell::new(0) };
     static TRACE: RefCell<Option<Vec<PlatformOp>>> = const { RefCell::new(None) };
+    static NESTING: RefCell<Option<Nesting>> = const { RefCell::new(None) };
+}
+
+/// While alive, the calling thread models interrupts arriving during the engine's calls.
+///
+/// Every platform call then takes `call_ns` of the processor's time (so that the counters
+/// move between two calls), and at every [`InjectionPoint`] reached with interrupts unmasked
+/// (also masked, with [`PlatformFaults::nested_in_masked_sections`]) the platform records a
+/// [`PlatformOp::Nested`] and calls `hook`, one level deep: platform calls made by the
+/// notifications the hook delivers do not nest again. Dropping the guard restores the
+/// previous state.
+#[must_use = "nested notifications are delivered only while the guard lives"]
+pub struct NestingGuard {
+    previous: Option<Nesting>,
+}
+
+/// Starts modelling nested notifications on the calling thread (see [`NestingGuard`]).
+pub fn nest(hook: NestingHook, call_ns: u64) -> NestingGuard {
+    let previous =
+        NESTING.with(|nesting| nesting.replace(Some(Nesting { hook, call_ns, delivering: false })));
+    NestingGuard { previous }
+}
+
+impl Drop for NestingGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        NESTING.with(|nesting| *nesting.borrow_mut() = previous);
+    }
+}
+
+/// Replaces the calling thread's trace (`None`: not recording) and returns the previous one:
+/// a nested notification traces its operations apart from those of the call it interrupted.
+#[must_use = "the previous trace is to be restored"]
+pub fn swap_trace(trace: Option<Vec<PlatformOp>>) -> Option<Vec<PlatformOp>> {
+    TRACE.with(|current| std::mem::replace(&mut *current.borrow_mut(), trace))
 }
 
 /// Starts recording the calling thread's platform operations (discarding any not taken).
@@ -155,6 +262,68 @@ impl SimPlatform {
         &self.machine
     }
 
+    /// An instant at which an interrupt can arrive: with nesting modelled (see [`nest`]), the
+    /// call's time passes and, unless interrupts are masked (or
+    /// [`PlatformFaults::nested_in_masked_sections`] is set) and unless a nested delivery is
+    /// already under way, the nested notifications are delivered.
+    fn interrupt_window(&self, point: InjectionPoint) {
+        /// Ends the delivery, also if the hook unwinds.
+        struct Delivered;
+        impl Drop for Delivered {
+            fn drop(&mut self) {
+                NESTING.with(|nesting| {
+                    if let Some(state) = nesting.borrow_mut().as_mut() {
+                        state.delivering = false;
+                    }
+                });
+            }
+        }
+        let masked = MASKED.with(Cell::get);
+        let hook = NESTING.with(|nesting| {
+            let mut nesting = nesting.borrow_mut();
+            let state = nesting.as_mut()?;
+            self.machine.spend(current_processor(), state.call_ns);
+            if state.delivering || (masked && !self.faults.nested_in_masked_sections) {
+                return None;
+            }
+            state.delivering = true;
+            Some(Rc::clone(&state.hook))
+        });
+        let Some(hook) = hook else { return };
+        let _delivered = Delivered;
+        record(PlatformOp::Nested { point, masked });
+        hook(point, masked);
+    }
+
+    /// Logs a PMU register access or an MSR write in the machine's access log, with the
+    /// context it was made in.
+    fn log_access(
+        &self,
+        processor: u32,
+        msr: u32,
+        written: Option<u64>,
+        previous: Option<u64>,
+        ok: bool,
+    ) {
+        let context = if crate::reservation::in_driver_setup() {
+            AccessContext::DriverSetup
+        } else if INSTANCE.with(Cell::get).is_null() {
+            AccessContext::Initialisation
+        } else {
+            AccessContext::Callback
+        };
+        self.machine.log_msr_access(MsrAccess {
+            processor,
+            msr,
+            written,
+            previous,
+            ok,
+            reserved: self.machine.pmu_reserved(),
+            context,
+            at_ns: self.machine.processor_now_ns(processor),
+        });
+    }
+
     /// `CPUID` as the engine sees it on `processor` (faults applied), without recording it.
     #[must_use]
     pub fn cpuid_as_seen(&self, processor: u32, leaf: u32, subleaf: u32) -> CpuidResult {
@@ -175,6 +344,7 @@ impl Platform for SimPlatform {
     }
 
     fn current_processor_index(&self) -> u32 {
+        self.interrupt_window(InjectionPoint::CurrentProcessor);
         let index = current_processor();
         self.faults.current_processor.as_ref().map_or(index, |hook| hook(index))
     }
@@ -185,20 +355,28 @@ impl Platform for SimPlatform {
     }
 
     fn read_msr(&self, msr: u32) -> Result<u64, MsrFault> {
+        self.interrupt_window(InjectionPoint::ReadMsr);
         let processor = current_processor();
         let machine = &self.machine;
         let result = if machine.msr_faulting(processor) {
             Err(MsrFault)
+        } else if let Some(result) = machine.read_pmu_msr(processor, msr) {
+            result
         } else {
             let counters = machine.counters(processor).unwrap_or_default();
             machine.cpu().read_msr(msr, counters)
         };
         let result = self.faults.msr.as_ref().map_or(result, |hook| hook(processor, msr, result));
+        // A PMU register counts as announced only while the PMU is reserved.
+        let pmu_register = is_pmu_msr(msr);
         let announced = msr_announced(
             &|leaf, subleaf| self.cpuid_as_seen(processor, leaf, subleaf),
             msr,
             machine.cpu().pm_enable(),
-        );
+        ) && (!pmu_register || machine.pmu_reserved());
+        if pmu_register {
+            self.log_access(processor, msr, None, None, result.is_ok());
+        }
         record(PlatformOp::ReadMsr(MsrRead {
             processor,
             msr,
@@ -206,7 +384,7 @@ impl Platform for SimPlatform {
             masked: MASKED.with(Cell::get),
             mask_epoch: MASK_EPOCH.with(Cell::get),
             announced,
-            at_ns: machine.now_ns(),
+            at_ns: machine.processor_now_ns(processor),
         }));
         result
     }
@@ -220,19 +398,24 @@ impl Platform for SimPlatform {
             }
         }
         let previous = MASKED.with(Cell::get);
-        let _restore = Restore(previous);
-        if !self.faults.ignore_interrupt_masking && !previous {
-            MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
-            MASKED.with(|masked| masked.set(true));
-        }
-        f()
+        self.interrupt_window(InjectionPoint::MaskEntry);
+        let result = {
+            let _restore = Restore(previous);
+            if !self.faults.ignore_interrupt_masking && !previous {
+                MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
+                MASKED.with(|masked| masked.set(true));
+            }
+            f()
+        };
+        self.interrupt_window(InjectionPoint::MaskExit);
+        result
     }
 
     fn performance_counter(&self) -> PerformanceCounter {
         record(PlatformOp::PerformanceCounter);
         let ticks_per_ms = PERFORMANCE_COUNTER_HZ / 1000;
         PerformanceCounter {
-            ticks: self.machine.now_ns() / (NS_PER_MS / ticks_per_ms),
+            ticks: self.machine.processor_now_ns(current_processor()) / (NS_PER_MS / ticks_per_ms),
             frequency: PERFORMANCE_COUNTER_HZ,
         }
     }
@@ -240,6 +423,29 @@ impl Platform for SimPlatform {
     fn stall_microseconds(&self, microseconds: u32) {
         record(PlatformOp::Stall { microseconds });
         self.machine.stall(current_processor(), microseconds);
+    }
+
+    fn write_msr(&self, msr: u32, value: u64) -> Result<(), MsrFault> {
+        let processor = current_processor();
+        let machine = &self.machine;
+        let (result, previous) = if machine.msr_faulting(processor) {
+            (Err(MsrFault), None)
+        } else {
+            machine.write_msr(processor, msr, value)
+        };
+        record(PlatformOp::WriteMsr(MsrWrite { processor, msr, value, ok: result.is_ok() }));
+        self.log_access(processor, msr, Some(value), previous, result.is_ok());
+        result
+    }
+
+    fn read_timestamp(&self) -> Option<u64> {
+        self.interrupt_window(InjectionPoint::ReadTimestamp);
+        record(PlatformOp::ReadTimestamp);
+        Some(self.machine.timestamp(current_processor()))
+    }
+
+    fn fixed_counters_reserved(&self) -> bool {
+        self.faults.claim_fixed_counters_reserved || self.machine.fixed_counters_ready()
     }
 }
 
@@ -319,6 +525,7 @@ mod tests {
             current_processor: Some(Arc::new(|_| 7)),
             msr: Some(Arc::new(|_, _, _| Ok(42))),
             cpuid: Some(Arc::new(|_, _, _, _| CpuidResult { eax: 1, ebx: 2, ecx: 3, edx: 4 })),
+            ..PlatformFaults::default()
         };
         let platform = platform(faults);
         let _on = OnProcessor::enter(None, 0);
@@ -334,3 +541,6 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod nesting_tests;

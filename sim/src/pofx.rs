@@ -6,11 +6,13 @@
 //!
 //! The engine is reached only through the `PEP_INFORMATION` callbacks, with raw pointers to the
 //! C structures of [`ppm_engine::abi`], each call made "as" a processor (see
-//! [`crate::platform::OnProcessor`]). The runtime is single-threaded; the per-processor work of
-//! a sample (`sample_processor`) touches only that processor's records, so a later
-//! runtime can give every processor its own thread.
+//! [`crate::platform::OnProcessor`]). The runtime runs on one thread or on one thread per
+//! processor with a device thread beside them (`[pofx] threads`; see the `runtime` submodule),
+//! optionally with nested notifications interrupting every read (`[pofx]
+//! nested_notifications`; see [`NestedCall`]).
 
 use std::ffi::c_void;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use ppm_engine::abi::{
@@ -32,9 +34,15 @@ use ppm_engine::abi::{
 use ppm_engine::{Pep, ProcessorSlot, pep_information};
 
 use crate::cpu::msr;
-use crate::machine::{Machine, NS_PER_MS};
+use crate::machine::Machine;
 use crate::platform::{self, MsrRead, OnProcessor, PlatformFaults, PlatformOp, SimPlatform};
-use crate::scenario::{CpuKind, EventKind, Scenario};
+use crate::scenario::{CpuKind, Scenario};
+
+mod nested;
+mod runtime;
+
+pub use nested::{NestedCall, NestedNotification, NestingSetup, PLATFORM_CALL_NS};
+pub use runtime::{HotplugChange, HotplugRecord, SleepRecord};
 
 /// How to run a scenario: what to substitute for the real PEP or platform, to show that the
 /// checks catch a broken one. The default runs the real engine on a faithful platform.
@@ -183,7 +191,8 @@ pub enum PairAccess {
 /// One `PEP_NOTIFY_PPM_FEEDBACK_READ` the emulated OS made in the runtime loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadRecord {
-    /// Clock time, ns.
+    /// The processor's time when the call read the nominal counter (when it read none: when it
+    /// returned), ns.
     pub at_ns: u64,
     /// `CounterIndex`.
     pub counter_index: u32,
@@ -197,6 +206,38 @@ pub struct ReadRecord {
     pub access: PairAccess,
     /// Whether an MSR read faulted during the call.
     pub faulted: bool,
+    /// The handle read.
+    pub handle: usize,
+    /// The raw counter values the call itself read (not those of nested notifications).
+    pub raw: Option<RawRead>,
+    /// The nested notifications delivered during the call (`[pofx] nested_notifications`).
+    pub nested: Vec<NestedCall>,
+}
+
+/// The raw values of the counter pair one call read: the actual-count MSR and the next
+/// nominal-count MSR read after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawRead {
+    /// The actual count (APERF).
+    pub actual: u64,
+    /// The nominal count (MPERF).
+    pub nominal: u64,
+    /// When the nominal count was read (the processor's time), ns: with nested notifications
+    /// every platform call takes time, so this orders the reads of one processor as they
+    /// accumulated.
+    pub at_ns: u64,
+}
+
+/// The raw counter values of a call's trace, if it read a counter pair.
+fn raw_read(trace: &[PlatformOp]) -> Option<RawRead> {
+    let mut reads = trace.iter().filter_map(|op| match op {
+        PlatformOp::ReadMsr(read) => Some(read),
+        _ => None,
+    });
+    let actual = reads.find(|read| nominal_partner(read.msr).is_some())?;
+    let partner = nominal_partner(actual.msr)?;
+    let nominal = reads.find(|read| read.msr == partner)?;
+    Some(RawRead { actual: actual.value?, nominal: nominal.value?, at_ns: nominal.at_ns })
 }
 
 /// Everything observed about one processor.
@@ -218,6 +259,11 @@ pub struct ProcessorRecord {
     pub domain: Option<(bool, PEP_PPM_QUERY_DOMAIN_INFO)>,
     /// The runtime loop's reads.
     pub reads: Vec<ReadRecord>,
+    /// Every handle the PEP issued for the processor, in order (a processor hot-added again
+    /// gets a new one).
+    pub issued_handles: Vec<usize>,
+    /// Whether the processor was hot-removed (and not added again).
+    pub removed: bool,
 }
 
 impl ProcessorRecord {
@@ -331,6 +377,45 @@ pub struct Observations {
     pub engine: EngineSummary,
     /// Clock times of the runtime's first and last samples, ns.
     pub runtime_ns: (u64, u64),
+    /// The `hot-add`/`hot-remove` events, in the order they happened.
+    pub hotplug: Vec<HotplugRecord>,
+    /// The `sleep` events, in the order they happened.
+    pub sleeps: Vec<SleepRecord>,
+    /// The processor threads the runtime used (0: one thread did everything).
+    pub processor_threads: u32,
+}
+
+/// MSR reads taken note of, per thread, merged into the [`Observations`] afterwards.
+#[derive(Debug, Default)]
+struct Tally {
+    msr_reads: usize,
+    unannounced: Vec<MsrRead>,
+    unannounced_count: usize,
+}
+
+impl Tally {
+    fn absorb(&mut self, trace: &[PlatformOp]) {
+        absorb_into(&mut self.msr_reads, &mut self.unannounced, &mut self.unannounced_count, trace);
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.msr_reads += other.msr_reads;
+        self.unannounced_count += other.unannounced_count;
+        let room = 32_usize.saturating_sub(self.unannounced.len());
+        self.unannounced.extend(other.unannounced.into_iter().take(room));
+    }
+
+    fn merge_into(self, observations: &mut Observations) {
+        let mut total = Self {
+            msr_reads: observations.msr_reads,
+            unannounced: std::mem::take(&mut observations.unannounced_msr_reads),
+            unannounced_count: observations.unannounced_msr_read_count,
+        };
+        total.merge(self);
+        observations.msr_reads = total.msr_reads;
+        observations.unannounced_msr_reads = total.unannounced;
+        observations.unannounced_msr_read_count = total.unannounced_count;
+    }
 }
 
 type DpmCallback = unsafe extern "C" fn(ULONG, PVOID) -> BOOLEAN;
@@ -608,14 +693,21 @@ mod kernel_services {
     }
 }
 
-/// What happens at one instant of the runtime, in order: the OS's reads, then the probes (once,
-/// after the first reads), then the events in file order.
+/// What happens at one instant of the runtime, in order: the power-ons and resumes of sleeps
+/// ending then, the OS's reads, then the probes (once, after the first reads), then the events
+/// in file order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
+    /// The processors are powered on again after `sleep` event `n`.
+    PowerOn(usize),
+    /// `RESUME_FROM_SYSTEM_STATE` of `sleep` event `n`.
+    Resume(usize),
     Sample,
     Probes,
     Event(usize),
     EndFault(usize),
+    /// The other PMU owner of a `pmu-reprogrammed` event re-enables the fixed counters.
+    PmuResume(usize),
 }
 
 /// The emulator for one run.
@@ -658,7 +750,17 @@ impl<'a> Emulator<'a> {
             unannounced_msr_read_count: 0,
             engine: EngineSummary::default(),
             runtime_ns: (0, 0),
+            hotplug: Vec::new(),
+            sleeps: Vec::new(),
+            processor_threads: 0,
         };
+        // The driver's part first: the PMU reservation and the fixed counters' enabling.
+        let (_, setup) = crate::reservation::reserve_and_enable(
+            &platform,
+            &config,
+            scenario.platform.processors,
+        );
+        observations.absorb(&setup);
         let pep = {
             let _on = OnProcessor::enter(None, 0);
             platform::begin_trace();
@@ -728,7 +830,8 @@ impl<'a> Emulator<'a> {
                 order.push((others[next_other].clone(), None));
                 next_other += 1;
             }
-            if index < processors {
+            // Processors hot-added later are not offered at boot.
+            if index < processors && self.scenario.initially_present(index) {
                 order.push((style.device_id(index), Some(index)));
             }
         }
@@ -742,6 +845,8 @@ impl<'a> Emulator<'a> {
                 perf: None,
                 domain: None,
                 reads: Vec::new(),
+                issued_handles: Vec::new(),
+                removed: false,
             })
             .collect();
         for (id, processor) in order {
@@ -767,6 +872,7 @@ impl<'a> Emulator<'a> {
                 && let Some(processor) = self.observations.processors.get_mut(index as usize)
             {
                 processor.handle = Some(live);
+                processor.issued_handles.push(live);
             }
             absorb_into(
                 &mut self.observations.msr_reads,
@@ -780,58 +886,13 @@ impl<'a> Emulator<'a> {
     /// Per registered processor, as that processor: `QUERY_CAPABILITIES`, `QUERY_FEEDBACK_COUNTERS`
     /// (when counters are announced), `QUERY_PERF_CAPABILITIES`, `QUERY_DOMAIN_INFO`.
     fn initialise_processors(&mut self, engine: &Engine) {
-        for slot in 0..self.observations.processors.len() {
-            let (index, Some(handle_value)) = (
-                self.observations.processors[slot].index,
-                self.observations.processors[slot].handle,
-            ) else {
-                continue;
-            };
-            let mut capabilities = PEP_PPM_QUERY_CAPABILITIES::zeroed();
-            let (returned, trace) = engine.ppm(
-                index,
-                handle_value,
-                PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-                Some(&mut capabilities),
-            );
-            self.observations.absorb(&trace);
-            let count = capabilities.FeedbackCounterCount;
-            let counters = if returned && (1..=MAX_QUERIED_COUNTERS).contains(&(count as usize)) {
-                let mut buffer = CountersBuffer::new(count);
-                let (described, trace) = engine.ppm(
-                    index,
-                    handle_value,
-                    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-                    Some(&mut buffer),
-                );
-                self.observations.absorb(&trace);
-                Some((described, buffer.counters[..count as usize].to_vec()))
-            } else {
-                None
-            };
-            let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed();
-            let (perf_returned, trace) = engine.ppm(
-                index,
-                handle_value,
-                PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-                Some(&mut perf),
-            );
-            self.observations.absorb(&trace);
-            let mut domain = PEP_PPM_QUERY_DOMAIN_INFO::zeroed();
-            domain.DomainId = if perf_returned { perf.DomainId } else { index };
-            let (domain_returned, trace) = engine.ppm(
-                index,
-                handle_value,
-                PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-                Some(&mut domain),
-            );
-            self.observations.absorb(&trace);
-            let record = &mut self.observations.processors[slot];
-            record.capabilities = Some((returned, capabilities));
-            record.counters = counters;
-            record.perf = Some((perf_returned, perf));
-            record.domain = Some((domain_returned, domain));
+        let mut tally = Tally::default();
+        for record in &mut self.observations.processors {
+            if record.handle.is_some() {
+                initialise_processor(engine, record, &mut tally);
+            }
         }
+        tally.merge_into(&mut self.observations);
     }
 
     /// `DEVICE_STARTED` for every registered device.
@@ -855,68 +916,17 @@ impl<'a> Emulator<'a> {
     fn runtime(&mut self, engine: &Engine) {
         self.machine.start_runtime();
         let origin = self.machine.now_ns();
-        let pofx = self.scenario.pofx;
-        let mut schedule: Vec<(u64, Action)> = Vec::new();
-        let interval = u64::from(pofx.sample_interval_ms) * NS_PER_MS;
-        let duration = u64::from(pofx.duration_ms) * NS_PER_MS;
-        let mut at = 0;
-        while at <= duration {
-            schedule.push((at, Action::Sample));
-            at += interval;
-        }
-        schedule.push((0, Action::Probes));
-        for (number, event) in self.scenario.events.iter().enumerate() {
-            let at = u64::from(event.at_ms) * NS_PER_MS;
-            match event.kind {
-                EventKind::CounterNearWrap => {
-                    // Before the first read: the counters start the runtime just below 2^64.
-                    for index in event.processors.indexes(self.processor_count()) {
-                        let _ = self.machine.set_near_wrap(index, at);
-                    }
-                }
-                EventKind::MsrFault { duration_ms } => {
-                    schedule.push((at, Action::Event(number)));
-                    if let Some(length) = duration_ms {
-                        let end = at + u64::from(length) * NS_PER_MS;
-                        if end <= duration {
-                            schedule.push((end, Action::EndFault(number)));
-                        }
-                    }
-                }
-                EventKind::CounterReset | EventKind::WrongProcessorRead { .. } => {
-                    schedule.push((at, Action::Event(number)));
-                }
-            }
-        }
-        schedule.sort_unstable();
-        let mut last_sample = origin;
-        for (at, action) in schedule {
-            self.machine.advance_clock_to(origin + at);
-            match action {
-                Action::Sample => {
-                    last_sample = self.machine.now_ns();
-                    for slot in 0..self.observations.processors.len() {
-                        let (reads, trace) = sample_processor(
-                            engine,
-                            &self.machine,
-                            &self.observations.processors[slot],
-                        );
-                        self.observations.absorb(&trace);
-                        self.observations.processors[slot].reads.extend(reads);
-                    }
-                }
-                Action::Probes => self.probes(engine),
-                Action::Event(number) => self.event(engine, number),
-                Action::EndFault(number) => {
-                    for index in
-                        self.scenario.events[number].processors.indexes(self.processor_count())
-                    {
-                        self.machine.set_msr_fault(index, false);
-                    }
-                }
-            }
-        }
-        self.observations.runtime_ns = (origin, last_sample);
+        let schedule = self.schedule();
+        let last_sample = schedule
+            .iter()
+            .rev()
+            .find(|(_, action)| *action == Action::Sample)
+            .map_or(0, |(at, _)| *at);
+        self.observations.runtime_ns = (origin, origin + last_sample);
+        self.observations.processor_threads =
+            self.scenario.pofx.threads.processor_threads(self.processor_count());
+        let items = runtime::items(self.scenario, &schedule);
+        self.run_items(engine, origin, items);
     }
 
     fn probe(
@@ -941,19 +951,17 @@ impl<'a> Emulator<'a> {
         counter_index: ULONG,
         what: String,
     ) {
-        let mut read = feedback_read(counter_index);
-        let (returned, trace) =
-            engine.ppm(on, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
-        let untouched = read_counts(&read) == (SENTINEL, SENTINEL);
-        let untouched = untouched || !kind.requires_untouched_data();
-        self.probe(kind, what, returned, untouched, &trace);
+        let (probe, trace) =
+            refused_read_probe(engine, kind, on, handle_value, counter_index, what);
+        self.observations.absorb(&trace);
+        self.observations.probes.push(probe);
     }
 
-    /// The conformance probes, run once after the first sample (every handle bound).
-    fn probes(&mut self, engine: &Engine) {
-        let live: Vec<(u32, usize, usize)> = self
-            .observations
-            .processors
+    /// What the conformance probes need to know: the live processors (index, handle,
+    /// counters described) among `records`, every handle issued so far, and the first live
+    /// processor's `FeedbackCounterCount`.
+    fn probe_inputs(&self, records: &[ProcessorRecord]) -> ProbeInputs {
+        let live: Vec<(u32, usize, usize)> = records
             .iter()
             .filter_map(|record| {
                 record
@@ -967,10 +975,21 @@ impl<'a> Emulator<'a> {
             .iter()
             .filter_map(|d| d.registered.map(|r| r.handle))
             .collect();
+        let first_described = live
+            .first()
+            .and_then(|(index, _, _)| records.iter().find(|record| record.index == *index))
+            .map_or(0, |record| {
+                record.capabilities.map_or(0, |(_, capabilities)| capabilities.FeedbackCounterCount)
+            });
+        ProbeInputs { live, issued, first_described }
+    }
+
+    /// The conformance probes, run once after the first sample (every handle bound).
+    fn run_probes(&mut self, engine: &Engine, inputs: &ProbeInputs) {
         self.dpm_probes(engine);
-        self.ppm_probes(engine, live.first().copied());
-        self.forged_handle_probes(engine, &issued);
-        self.counter_probes(engine, &live);
+        self.ppm_probes(engine, inputs.live.first().copied(), inputs.first_described);
+        self.forged_handle_probes(engine, &inputs.issued);
+        self.counter_probes(engine, &inputs.live);
     }
 
     /// Undefined DPM notifications and NULL DPM data.
@@ -1012,8 +1031,13 @@ impl<'a> Emulator<'a> {
     }
 
     /// Undefined PPM notifications, NULL PPM data and a wrong `Count`, with the first live
-    /// processor (index, handle, counters).
-    fn ppm_probes(&mut self, engine: &Engine, first: Option<(u32, usize, usize)>) {
+    /// processor (index, handle, counters) and its `FeedbackCounterCount` (`described`).
+    fn ppm_probes(
+        &mut self,
+        engine: &Engine,
+        first: Option<(u32, usize, usize)>,
+        described: ULONG,
+    ) {
         for notification in UNDEFINED_PPM_NOTIFICATIONS {
             let handles = [Some(0), first.map(|(_, handle, _)| handle)];
             for handle_value in handles.into_iter().flatten() {
@@ -1053,15 +1077,6 @@ impl<'a> Emulator<'a> {
                 );
             }
             // QUERY_FEEDBACK_COUNTERS with a Count other than FeedbackCounterCount.
-            let described =
-                self.observations.processors.iter().find(|record| record.index == index).map_or(
-                    0,
-                    |record| {
-                        record
-                            .capabilities
-                            .map_or(0, |(_, capabilities)| capabilities.FeedbackCounterCount)
-                    },
-                );
             let wrong_counts: Vec<ULONG> =
                 if described == 0 { vec![1] } else { vec![0, described.saturating_add(1)] };
             for wrong in wrong_counts
@@ -1183,40 +1198,6 @@ impl<'a> Emulator<'a> {
         }
     }
 
-    fn event(&mut self, engine: &Engine, number: usize) {
-        let event = &self.scenario.events[number];
-        let targets = event.processors.indexes(self.processor_count());
-        match event.kind {
-            EventKind::CounterReset => {
-                for index in targets {
-                    self.machine.reset_counters(index);
-                }
-            }
-            EventKind::MsrFault { .. } => {
-                for index in targets {
-                    self.machine.set_msr_fault(index, true);
-                }
-            }
-            EventKind::CounterNearWrap => {}
-            EventKind::WrongProcessorRead { on_processor } => {
-                let count = self.processor_count();
-                for index in targets {
-                    let Some(record) = self.observations.processors.get(index as usize) else {
-                        continue;
-                    };
-                    let (Some(handle_value), false) =
-                        (record.handle, record.described_counters().is_empty())
-                    else {
-                        continue;
-                    };
-                    let on = on_processor.unwrap_or((index + 1) % count);
-                    let at = event.at_ms;
-                    self.refused_read(engine, ProbeKind::WrongProcessor, on, handle_value, 0, format!("event at {at} ms: FEEDBACK_READ of processor {index}'s counter on processor {on}"));
-                }
-            }
-        }
-    }
-
     /// Unregisters the last processor, then checks that its handle is stale.
     fn unregister_last(&mut self, engine: &Engine) {
         let Some((index, handle_value)) = self
@@ -1232,49 +1213,132 @@ impl<'a> Emulator<'a> {
         let (returned, trace) = engine.dpm(0, PEP_DPM_UNREGISTER_DEVICE, Some(&mut request));
         self.observations.absorb(&trace);
         self.observations.unregistered = Some((index, returned));
-        self.refused_read(
-            engine,
-            ProbeKind::StaleHandle,
-            index,
-            handle_value,
-            0,
-            format!("FEEDBACK_READ with processor {index}'s handle after UNREGISTER"),
-        );
-        let mut capabilities = capabilities_sentinel();
-        let (returned, trace) = engine.ppm(
-            index,
-            handle_value,
-            PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-            Some(&mut capabilities),
-        );
-        let untouched = capabilities_untouched(&capabilities);
-        self.probe(
-            ProbeKind::StaleHandle,
-            format!("QUERY_CAPABILITIES with processor {index}'s handle after UNREGISTER"),
-            returned,
-            untouched,
-            &trace,
-        );
-        let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
-        let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
-        self.probe(
-            ProbeKind::StaleHandle,
-            format!("DEVICE_STARTED with processor {index}'s handle after UNREGISTER"),
-            returned,
-            true,
-            &trace,
-        );
+        for (probe, trace) in stale_handle_probes(engine, index, handle_value) {
+            self.observations.absorb(&trace);
+            self.observations.probes.push(probe);
+        }
     }
 }
 
+/// What the conformance probes need (see `Emulator::probe_inputs`).
+#[derive(Clone, Debug)]
+struct ProbeInputs {
+    live: Vec<(u32, usize, usize)>,
+    issued: Vec<usize>,
+    first_described: ULONG,
+}
+
+/// A `FEEDBACK_READ` on processor `on` that must be refused (and, where the kind requires,
+/// leave its buffer alone).
+fn refused_read_probe(
+    engine: &Engine,
+    kind: ProbeKind,
+    on: u32,
+    handle_value: usize,
+    counter_index: ULONG,
+    what: String,
+) -> (Probe, Vec<PlatformOp>) {
+    let mut read = feedback_read(counter_index);
+    let (returned, trace) =
+        engine.ppm(on, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
+    let untouched = read_counts(&read) == (SENTINEL, SENTINEL);
+    let untouched = untouched || !kind.requires_untouched_data();
+    (Probe { kind, what, returned, untouched }, trace)
+}
+
+/// After processor `index`'s handle was unregistered: a `FEEDBACK_READ` and a
+/// `QUERY_CAPABILITIES` with it as the processor, and a `DEVICE_STARTED` with it, each of which
+/// must be refused.
+fn stale_handle_probes(
+    engine: &Engine,
+    index: u32,
+    handle_value: usize,
+) -> Vec<(Probe, Vec<PlatformOp>)> {
+    let mut probes = vec![refused_read_probe(
+        engine,
+        ProbeKind::StaleHandle,
+        index,
+        handle_value,
+        0,
+        format!("FEEDBACK_READ with processor {index}'s handle after UNREGISTER"),
+    )];
+    let mut capabilities = capabilities_sentinel();
+    let (returned, trace) =
+        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, Some(&mut capabilities));
+    let untouched = capabilities_untouched(&capabilities);
+    probes.push((
+        Probe {
+            kind: ProbeKind::StaleHandle,
+            what: format!("QUERY_CAPABILITIES with processor {index}'s handle after UNREGISTER"),
+            returned,
+            untouched,
+        },
+        trace,
+    ));
+    let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
+    let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+    probes.push((
+        Probe {
+            kind: ProbeKind::StaleHandle,
+            what: format!("DEVICE_STARTED with processor {index}'s handle after UNREGISTER"),
+            returned,
+            untouched: true,
+        },
+        trace,
+    ));
+    probes
+}
+
+/// As processor `record.index`, with its live handle: `QUERY_CAPABILITIES`,
+/// `QUERY_FEEDBACK_COUNTERS` (when counters are announced), `QUERY_PERF_CAPABILITIES`,
+/// `QUERY_DOMAIN_INFO` — at boot and when the processor is hot-added.
+fn initialise_processor(engine: &Engine, record: &mut ProcessorRecord, tally: &mut Tally) {
+    let Some(handle_value) = record.handle else { return };
+    let index = record.index;
+    let mut capabilities = PEP_PPM_QUERY_CAPABILITIES::zeroed();
+    let (returned, trace) =
+        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, Some(&mut capabilities));
+    tally.absorb(&trace);
+    let count = capabilities.FeedbackCounterCount;
+    let counters = if returned && (1..=MAX_QUERIED_COUNTERS).contains(&(count as usize)) {
+        let mut buffer = CountersBuffer::new(count);
+        let (described, trace) = engine.ppm(
+            index,
+            handle_value,
+            PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+            Some(&mut buffer),
+        );
+        tally.absorb(&trace);
+        Some((described, buffer.counters[..count as usize].to_vec()))
+    } else {
+        None
+    };
+    let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed();
+    let (perf_returned, trace) =
+        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, Some(&mut perf));
+    tally.absorb(&trace);
+    let mut domain = PEP_PPM_QUERY_DOMAIN_INFO::zeroed();
+    domain.DomainId = if perf_returned { perf.DomainId } else { index };
+    let (domain_returned, trace) =
+        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, Some(&mut domain));
+    tally.absorb(&trace);
+    record.capabilities = Some((returned, capabilities));
+    record.counters = counters;
+    record.perf = Some((perf_returned, perf));
+    record.domain = Some((domain_returned, domain));
+}
+
 /// One processor's part of a sample: as the processor, `FEEDBACK_READ` every counter it
-/// described. Reads only that processor's record and returns its new reads with the platform
-/// operations they made, so a runtime with one thread per processor can run it concurrently
-/// (the engine and the machine are shared by reference; "running as" is per thread).
+/// described — with `nesting`, each interrupted by nested notifications (see [`NestedCall`]).
+/// Reads only that processor's record and returns its new reads with the platform operations
+/// they made (the nested ones included), so that a runtime with one thread per processor runs
+/// it concurrently (the engine and the machine are shared by reference; "running as" is per
+/// thread).
 fn sample_processor(
     engine: &Engine,
     machine: &Machine,
     record: &ProcessorRecord,
+    nesting: Option<NestingSetup>,
 ) -> (Vec<ReadRecord>, Vec<PlatformOp>) {
     let Some(handle_value) = record.handle else { return (Vec::new(), Vec::new()) };
     let count = u32::try_from(record.described_counters().len()).unwrap_or(0);
@@ -1282,20 +1346,34 @@ fn sample_processor(
     let mut operations = Vec::new();
     for counter_index in 0..count {
         let mut read = feedback_read(counter_index);
+        let deliveries: Option<Rc<nested::Nesting>> = nesting
+            .map(|setup| nested::Nesting::new(engine.ppm, handle_value, counter_index, setup));
+        let guard = deliveries
+            .as_ref()
+            .map(|deliveries| platform::nest(deliveries.hook(), PLATFORM_CALL_NS));
         let (returned, trace) =
             engine.ppm(record.index, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
+        drop(guard);
+        let (nested, nested_operations) =
+            deliveries.map(|deliveries| deliveries.finish()).unwrap_or_default();
         let (nominal, actual) = read_counts(&read);
         let (access, faulted) = analyse_read(&trace);
+        let raw = raw_read(&trace);
         reads.push(ReadRecord {
-            at_ns: machine.now_ns(),
+            // With nested notifications the call goes on after it read the counters.
+            at_ns: raw.map_or_else(|| machine.processor_now_ns(record.index), |raw| raw.at_ns),
             counter_index,
             returned,
             nominal,
             actual,
             access,
             faulted,
+            handle: handle_value,
+            raw,
+            nested,
         });
         operations.extend(trace);
+        operations.extend(nested_operations);
     }
     (reads, operations)
 }
@@ -1384,6 +1462,7 @@ const fn nominal_partner(actual: u32) -> Option<u32> {
     match actual {
         msr::IA32_APERF => Some(msr::IA32_MPERF),
         msr::AMD_APERF_READ_ONLY => Some(msr::AMD_MPERF_READ_ONLY),
+        msr::IA32_FIXED_CTR1 => Some(msr::IA32_FIXED_CTR2),
         _ => None,
     }
 }
@@ -1396,7 +1475,7 @@ fn analyse_read(trace: &[PlatformOp]) -> (PairAccess, bool) {
     for (position, op) in trace.iter().enumerate() {
         let PlatformOp::ReadMsr(read) = op else { continue };
         let Some(partner) = nominal_partner(read.msr) else {
-            if matches!(read.msr, msr::IA32_MPERF | msr::AMD_MPERF_READ_ONLY)
+            if matches!(read.msr, msr::IA32_MPERF | msr::AMD_MPERF_READ_ONLY | msr::IA32_FIXED_CTR2)
                 && access == PairAccess::NoRead
             {
                 access = PairAccess::Problem(format!("MPERF ({:#x}) read before APERF", read.msr));

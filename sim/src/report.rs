@@ -134,7 +134,7 @@ impl Report {
                     group: record.index / PROCESSORS_PER_GROUP,
                     number: record.index % PROCESSORS_PER_GROUP,
                     device_id: record.device_id.clone(),
-                    accepted: record.handle.is_some(),
+                    accepted: !record.issued_handles.is_empty(),
                     counters: record.described_counters().len(),
                     reads: metrics.reads,
                     refused_reads: metrics.refused,
@@ -309,7 +309,7 @@ impl SuiteReport {
             let failed = report.failures().count();
             let _ = writeln!(
                 text,
-                "{} {:<18} {:>5} processors  {:>2}/{} checks passed",
+                "{} {:<27} {:>5} processors  {:>2}/{} checks passed",
                 if report.passed { "PASS" } else { "FAIL" },
                 report.scenario,
                 report.platform.processors,

@@ -11,7 +11,12 @@
 //! processors = 8                       # required, 1..=2048, 64 per processor group
 //! cpu = "intel-hwp"                    # intel-hwp (default) | amd-cppc | intel-legacy
 //! counter_source = "aperf-mperf"       # aperf-mperf (default) | none | aperf-mperf-zeros
-//!                                      # | aperf-mperf-faulting
+//!                                      # | aperf-mperf-faulting | fixed-pmc (Intel only:
+//!                                      # no APERF/MPERF; CPUID.0AH announces PMU version 4,
+//!                                      # 8 general and 3 fixed counters)
+//! pmc_width = 48                       # fixed-pmc only: fixed-counter width, 32..=64
+//! pmu_busy = false                     # fixed-pmc only: another owner holds the PMU, so
+//!                                      # HalAllocateHardwareCounters refuses the reservation
 //! nominal_mhz = 2000                   # required: MPERF's rate in C0 (Intel: a multiple of 100)
 //! hypervisor = false                   # CPUID.1:ECX[31]
 //! hwp_enabled = true                   # intel-hwp: IA32_PM_ENABLE bit 0
@@ -25,9 +30,19 @@
 //! [pofx]
 //! duration_ms = 1000                   # required
 //! sample_interval_ms = 15              # default 15
+//! threads = "single"                   # single (default) | per-processor: one OS thread per
+//!                                      # processor (at most 64, then each of 64 workers owns
+//!                                      # a fixed set) reads concurrently while another thread
+//!                                      # registers and unregisters devices
+//! nested_notifications = false         # true: wherever interrupts are not masked during a
+//!                                      # FEEDBACK_READ, a nested FEEDBACK_READ (same handle,
+//!                                      # another processor's handle), QUERY_CAPABILITIES and
+//!                                      # PERF_CHECK_COMPLETE arrive on the same processor
 //! [config]                             # the PEP's configuration (registry values)
 //! feedback_counters = "enabled"        # enabled | disabled
-//! counter_source = "auto"              # auto | aperf-mperf | none
+//! counter_source = "auto"              # auto | aperf-mperf | fixed-pmc | prefer-fixed-pmc
+//!                                      # | none
+//! pmu_reservation = "exclusive-pmu"    # exclusive-pmu | all-counter-indexes (PmuReservation)
 //! performance_counter_view = false
 //! nominal_mhz = 2000                   # override
 //! perf_capabilities = { highest = 40, nominal = 20, lowest_nonlinear = 8, lowest = 4 }
@@ -42,23 +57,51 @@
 //! [[event]]
 //! at_ms = 500
 //! kind = "counter-reset"               # counter-reset | counter-near-wrap | msr-fault
-//!                                      # | wrong-processor-read
-//! processors = [2]                     # or "all"
-//! duration_ms = 100                    # msr-fault only (default: until the end)
+//!                                      # | wrong-processor-read | pmu-reprogrammed
+//!                                      # | counters-zero | hot-add | hot-remove | sleep
+//! processors = [2]                     # or "all" (hot-add, hot-remove: a list; sleep: "all"
+//!                                      # or left out)
+//! duration_ms = 100                    # msr-fault, counters-zero (default: until the end);
+//!                                      # pmu-reprogrammed: how long the counters stay
+//!                                      # disabled (default 0);
+//!                                      # sleep (required, >= 10): until the resume, at least
+//!                                      # one sample interval before the run ends
+//! state = "s3"                         # sleep only, required: s3 (PowerSystemSleeping3) | s4
+//!                                      # (PowerSystemHibernate)
+//! values = [0, 0]                      # pmu-reprogrammed only: written to IA32_FIXED_CTR1/2
 //! on_processor = 3                     # wrong-processor-read only (default: the next one)
 //! ```
 //!
 //! Where phases overlap, the one that started last wins (the later one in the file on a tie);
 //! a processor no phase covers is idle (busy 0 %) at the nominal frequency. Events take effect
-//! after the reads the emulated OS makes at the same instant.
+//! after the reads the emulated OS makes at the same instant (1 ns later on the processor's
+//! clock).
+//!
+//! Lifecycle events ([`EventKind`] documents each kind):
+//! - `counters-zero`: from `at_ms` on (for `duration_ms`, default: for good) the processors'
+//!   counters read 0 (a hypervisor that stops exposing them after initialisation). The reads
+//!   stay served and their totals stop growing; the checks expect no counts for that time and
+//!   account no true activity for it (nothing can be measured), rather than expecting a PEP
+//!   to guess; when the counters come back, that interval may be lost, never be a spike.
+//!   Only where the platform has APERF/MPERF.
+//! - `hot-add` / `hot-remove`: a processor whose first such event is a `hot-add` is not offered
+//!   at boot; they alternate per processor (added only while absent, removed only while
+//!   present); some processor is present at every moment; a hot-added processor is read at
+//!   least once before it leaves; an explicit `on_processor` must be present when its read
+//!   happens (by default the next present processor is used).
+//! - `sleep`: nothing else may happen while the system sleeps (an event at the sleep's own
+//!   `at_ms` must come earlier in the file); a `counter-near-wrap` overflows no later than
+//!   the first sleep.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::ops::RangeInclusive;
 
+use ppm_engine::abi::{PowerSystemHibernate, PowerSystemSleeping3, SYSTEM_POWER_STATE};
 use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
 use ppm_engine::device_id::{DeviceIdPatterns, MAX_DEVICE_ID_PATTERNS, MAX_PATTERN_UNITS};
 use ppm_engine::perf::PerfCapabilities;
+use ppm_engine::pmc::ReservationPolicy;
 use toml::{Table, Value};
 
 use crate::machine::{NS_PER_MS, Timeline};
@@ -73,10 +116,16 @@ pub const MAX_FREQUENCY_MHZ: u32 = 10_000;
 pub const MAX_DURATION_MS: u32 = 3_600_000;
 /// The most counter reads a run may make (processors × samples), to bound memory and time.
 pub const MAX_READS: u64 = 5_000_000;
+/// The shortest `sleep`, in milliseconds.
+pub const MIN_SLEEP_MS: u32 = 10;
 /// The default `pofx.sample_interval_ms`.
 pub const DEFAULT_SAMPLE_INTERVAL_MS: u32 = 15;
 /// The Intel bus clock: Intel ratios are multiples of it.
 pub const INTEL_BUS_MHZ: u32 = 100;
+/// The narrowest `platform.pmc_width`.
+pub const MIN_PMC_WIDTH: u32 = 32;
+/// The widest `platform.pmc_width`.
+pub const MAX_PMC_WIDTH: u32 = 64;
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,6 +189,10 @@ pub enum CounterSourceKind {
     AperfMperfZeros,
     /// Announced, but every read faults (a hypervisor that raises #GP).
     AperfMperfFaulting,
+    /// No APERF/MPERF (`CPUID.06H:ECX[0]` clear); the architectural fixed counters
+    /// `IA32_FIXED_CTR1`/`IA32_FIXED_CTR2` of `pmc_width` bits, counting only while enabled
+    /// (Intel only).
+    FixedPmc,
 }
 
 impl CounterSourceKind {
@@ -151,19 +204,21 @@ impl CounterSourceKind {
             Self::None => "none",
             Self::AperfMperfZeros => "aperf-mperf-zeros",
             Self::AperfMperfFaulting => "aperf-mperf-faulting",
+            Self::FixedPmc => "fixed-pmc",
         }
     }
 
-    /// Whether CPUID announces the counters.
+    /// Whether CPUID announces APERF/MPERF.
     #[must_use]
     pub const fn announced(self) -> bool {
-        !matches!(self, Self::None)
+        matches!(self, Self::AperfMperf | Self::AperfMperfZeros | Self::AperfMperfFaulting)
     }
 
-    /// Whether the counters can be used: announced, readable and advancing.
+    /// Whether the counters can be used: announced, readable and advancing (the fixed
+    /// counters once reserved and enabled).
     #[must_use]
     pub const fn usable(self) -> bool {
-        matches!(self, Self::AperfMperf)
+        matches!(self, Self::AperfMperf | Self::FixedPmc)
     }
 }
 
@@ -261,6 +316,10 @@ pub struct PlatformSpec {
     pub other_devices: Option<Vec<String>>,
     /// `[platform.perf]`, or derived from the nominal rate and the fastest phase.
     pub perf: HardwarePerf,
+    /// `pmc_width`: the fixed counters' width (`Some` exactly with `counter_source = "fixed-pmc"`).
+    pub pmc_width: Option<u32>,
+    /// `pmu_busy`: another owner holds the PMU; the HAL refuses a reservation.
+    pub pmu_busy: bool,
 }
 
 /// `[pofx]`: the emulated OS's timing.
@@ -270,6 +329,49 @@ pub struct PofxSpec {
     pub duration_ms: u32,
     /// `sample_interval_ms`: how often every processor's counters are read.
     pub sample_interval_ms: u32,
+    /// `threads`: how the runtime is spread over OS threads.
+    pub threads: ThreadMode,
+    /// `nested_notifications`: a `FEEDBACK_READ` is interrupted, wherever interrupts are not
+    /// masked, by nested notifications on the same processor.
+    pub nested_notifications: bool,
+}
+
+/// The most OS threads a `threads = "per-processor"` runtime uses for the processors (beyond
+/// that, each worker owns a fixed set of processors).
+pub const MAX_PROCESSOR_THREADS: u32 = 64;
+
+/// `[pofx] threads`: how the emulated OS runs the runtime.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ThreadMode {
+    /// `single`: one thread makes every call, in time order.
+    #[default]
+    Single,
+    /// `per-processor`: one OS thread per simulated processor (at most
+    /// [`MAX_PROCESSOR_THREADS`]; beyond that worker `w` owns the processors `i` with
+    /// `i % MAX_PROCESSOR_THREADS == w`) reads concurrently, while another thread registers
+    /// and unregisters devices. Every processor's calls stay on its one thread.
+    PerProcessor,
+}
+
+impl ThreadMode {
+    /// The name used in scenario files.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Single => "single",
+            Self::PerProcessor => "per-processor",
+        }
+    }
+
+    /// How many processor threads a run of `processors` processors uses (0: the single
+    /// thread does everything).
+    #[must_use]
+    pub fn processor_threads(self, processors: u32) -> u32 {
+        match self {
+            Self::Single => 0,
+            Self::PerProcessor => processors.min(MAX_PROCESSOR_THREADS),
+        }
+    }
 }
 
 /// `[config]`: the PEP's configuration.
@@ -289,6 +391,8 @@ pub struct ConfigSpec {
     pub device_id_patterns: Option<Vec<String>>,
     /// `transition_latency_100ns`.
     pub transition_latency_100ns: u32,
+    /// `pmu_reservation`: how the driver reserves the PMU for the fixed counters.
+    pub pmu_reservation: ReservationPolicy,
 }
 
 impl Default for ConfigSpec {
@@ -301,6 +405,7 @@ impl Default for ConfigSpec {
             perf_capabilities: None,
             device_id_patterns: None,
             transition_latency_100ns: 0,
+            pmu_reservation: ReservationPolicy::ExclusivePmu,
         }
     }
 }
@@ -316,6 +421,7 @@ impl ConfigSpec {
         config.nominal_mhz = self.nominal_mhz;
         config.perf_capabilities = self.perf_capabilities;
         config.transition_latency_100ns = self.transition_latency_100ns;
+        config.pmu_reservation = self.pmu_reservation;
         if let Some(patterns) = &self.device_id_patterns {
             let mut set = DeviceIdPatterns::empty();
             for pattern in patterns {
@@ -393,6 +499,9 @@ pub enum EventKind {
     /// says). The processors' counters start the runtime just below 2^64 — set before the
     /// OS's first read, so that the PEP sees a machine whose counters are about to wrap rather
     /// than a jump; `at_ms` must be after 0 and the processors must run in C0 before it.
+    /// With `fixed-pmc`, the fixed counters instead start just below 2^`pmc_width`:
+    /// `IA32_FIXED_CTR1` wraps at `at_ms`, `IA32_FIXED_CTR2` after 1.5 × `at_ms` of the same
+    /// load, and both keep counting modulo 2^`pmc_width` (a wrap is not a reset).
     CounterNearWrap,
     /// `msr-fault`: every MSR read on the processors faults for `duration_ms` (default: until
     /// the end of the run).
@@ -406,12 +515,105 @@ pub enum EventKind {
         /// `on_processor`.
         on_processor: Option<u32>,
     },
+    /// `pmu-reprogrammed` (`fixed-pmc` only): another PMU owner, ignoring the HAL's
+    /// arbitration, reprograms the fixed counters: it disables counters 1 and 2, writes
+    /// `values` to `IA32_FIXED_CTR1`/`IA32_FIXED_CTR2` and re-enables them `duration_ms` later
+    /// (at once by default). The PEP must lose at most the intervals it spoils.
+    PmuReprogrammed {
+        /// `values` (default `[0, 0]`): core, reference.
+        values: [u64; 2],
+        /// `duration_ms`: how long the counters stay disabled.
+        duration_ms: Option<u32>,
+    },
+    /// `counters-zero`: from `at_ms` on, the processors' activity counters read as 0 and do
+    /// not advance — a hypervisor that stops exposing them after the PEP initialised — for
+    /// `duration_ms` (default: until the end), after which it exposes the real values again.
+    /// Reads are still served (the MSRs do not fault); a PEP cannot tell counters that stopped
+    /// from a processor that stays idle, so the honest answer is totals that stop growing. The
+    /// checks account no true activity while the counters read zero and flag any counts
+    /// reported for that time; the interval in which they come back may be lost, never turned
+    /// into a huge delta.
+    CountersZero {
+        /// `duration_ms`.
+        duration_ms: Option<u32>,
+    },
+    /// `hot-add`: the processors are absent when the runtime starts (PoFx does not offer them
+    /// at boot) and arrive at `at_ms`: `PREPARE_DEVICE`, `REGISTER_DEVICE`, the processor
+    /// queries (as the processor), `DEVICE_STARTED`; the OS then reads their counters. A
+    /// processor may be hot-added again after a `hot-remove`.
+    HotAdd,
+    /// `hot-remove`: the OS stops reading the processors and sends `UNREGISTER_DEVICE` at
+    /// `at_ms`; their handles must be refused from then on.
+    HotRemove,
+    /// `sleep`: the system enters `state` at `at_ms` (`ENTER_SYSTEM_STATE` on every present
+    /// processor, as that processor) and resumes `duration_ms` later
+    /// (`RESUME_FROM_SYSTEM_STATE` likewise). Meanwhile the processors are off: their counters
+    /// do not count, and they restart at zero when the processors are powered on again (a
+    /// processor reset) — 1 ms before the resume for S3 (the firmware's wake path), a quarter
+    /// of the sleep before it for S4 (the firmware boots and restores the hibernation image),
+    /// running the processors' load until the resume.
+    /// The OS does not read counters while asleep.
+    Sleep {
+        /// `state`.
+        state: SleepState,
+        /// `duration_ms`.
+        duration_ms: u32,
+    },
+}
+
+/// The system sleep state of a `sleep` event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SleepState {
+    /// `s3`: `PowerSystemSleeping3` (suspend to RAM).
+    S3,
+    /// `s4`: `PowerSystemHibernate` (suspend to disk).
+    S4,
+}
+
+impl SleepState {
+    /// The name used in scenario files.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::S3 => "s3",
+            Self::S4 => "s4",
+        }
+    }
+
+    /// The `SYSTEM_POWER_STATE` value: `PowerSystemSleeping3` (4) or `PowerSystemHibernate` (5).
+    #[must_use]
+    pub const fn system_power_state(self) -> SYSTEM_POWER_STATE {
+        match self {
+            Self::S3 => PowerSystemSleeping3,
+            Self::S4 => PowerSystemHibernate,
+        }
+    }
+
+    /// How long before the resume the processors are powered on again, ms: S3 1 ms (the
+    /// firmware's wake path), S4 a quarter of the sleep (the firmware boots and restores the
+    /// hibernation image).
+    #[must_use]
+    pub const fn power_on_lead_ms(self, duration_ms: u32) -> u32 {
+        match self {
+            Self::S3 => 1,
+            Self::S4 => duration_ms / 4,
+        }
+    }
 }
 
 impl EventKind {
     /// The kind names used in scenario files.
-    pub const NAMES: [&'static str; 4] =
-        ["counter-reset", "counter-near-wrap", "msr-fault", "wrong-processor-read"];
+    pub const NAMES: [&'static str; 9] = [
+        "counter-reset",
+        "counter-near-wrap",
+        "msr-fault",
+        "wrong-processor-read",
+        "pmu-reprogrammed",
+        "counters-zero",
+        "hot-add",
+        "hot-remove",
+        "sleep",
+    ];
 
     /// The name used in scenario files.
     #[must_use]
@@ -421,6 +623,11 @@ impl EventKind {
             Self::CounterNearWrap => "counter-near-wrap",
             Self::MsrFault { .. } => "msr-fault",
             Self::WrongProcessorRead { .. } => "wrong-processor-read",
+            Self::PmuReprogrammed { .. } => "pmu-reprogrammed",
+            Self::CountersZero { .. } => "counters-zero",
+            Self::HotAdd => "hot-add",
+            Self::HotRemove => "hot-remove",
+            Self::Sleep { .. } => "sleep",
         }
     }
 }
@@ -492,7 +699,189 @@ impl Scenario {
         let scenario =
             Self { name: name.to_owned(), description, platform, pofx, config, phases, events };
         scenario.check_events()?;
+        scenario.check_pmu()?;
+        scenario.check_hotplug()?;
+        scenario.check_sleeps()?;
+        scenario.check_counters_zero()?;
         Ok(scenario)
+    }
+
+    /// `counters-zero` models APERF/MPERF that a hypervisor stops exposing: it needs them.
+    fn check_counters_zero(&self) -> Result<(), ScenarioError> {
+        let source = self.platform.counter_source;
+        let zeroing = |event: &Event| matches!(event.kind, EventKind::CountersZero { .. });
+        match self.events.iter().position(zeroing) {
+            Some(number) if !source.announced() => Err(ScenarioError::field(
+                format!("event[{number}].kind"),
+                format!(
+                    "counters-zero: the APERF/MPERF a hypervisor stops exposing; platform.counter_source \"{}\" has none",
+                    source.name()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The `hot-add` and `hot-remove` events concerning processor `index`, in the order they
+    /// happen (time, then file order): (event number, `at_ms`, added).
+    fn hotplug_events(&self, index: u32) -> Vec<(usize, u32, bool)> {
+        let mut list: Vec<(usize, u32, bool)> = self
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, event)| event.processors.contains(index))
+            .filter_map(|(number, event)| match event.kind {
+                EventKind::HotAdd => Some((number, event.at_ms, true)),
+                EventKind::HotRemove => Some((number, event.at_ms, false)),
+                _ => None,
+            })
+            .collect();
+        list.sort_by_key(|(number, at_ms, _)| (*at_ms, *number));
+        list
+    }
+
+    /// Whether processor `index` is offered to the PEP at boot (its first `hot-add`/`hot-remove`
+    /// event, if any, is not a `hot-add`).
+    #[must_use]
+    pub fn initially_present(&self, index: u32) -> bool {
+        self.hotplug_events(index).first().is_none_or(|(_, _, added)| !added)
+    }
+
+    /// Whether processor `index` is registered with the PEP when event `number` (at `at_ms`)
+    /// happens: after every `hot-add`/`hot-remove` that comes before it (time, then file order).
+    #[must_use]
+    pub fn present_at(&self, index: u32, at_ms: u32, number: usize) -> bool {
+        self.hotplug_events(index)
+            .into_iter()
+            .rev()
+            .find(|(other, other_ms, _)| (*other_ms, *other) < (at_ms, number))
+            .map_or_else(|| self.initially_present(index), |(_, _, added)| added)
+    }
+
+    /// Checks the `hot-add`/`hot-remove` events: a processor is hot-added only while absent
+    /// and hot-removed only while present, some processor is present at boot, and an explicit
+    /// `on_processor` is present when its `wrong-processor-read` happens.
+    fn check_hotplug(&self) -> Result<(), ScenarioError> {
+        let processors = self.platform.processors;
+        let interval = self.pofx.sample_interval_ms;
+        let sleeps = self.sleeps();
+        let asleep = |at: u32| sleeps.iter().any(|(_, start, resume)| *start < at && at < *resume);
+        let mut first_add: Option<usize> = None;
+        for index in 0..processors {
+            let mut present = self.initially_present(index);
+            let events = self.hotplug_events(index);
+            for (position, &(number, at_ms, added)) in events.iter().enumerate() {
+                if added == present {
+                    let (kind, state) =
+                        if added { ("hot-add", "already") } else { ("hot-remove", "not") };
+                    return Err(ScenarioError::field(
+                        format!("event[{number}].processors"),
+                        format!("{kind}: processor {index} is {state} present at {at_ms} ms"),
+                    ));
+                }
+                if added {
+                    // The OS reads it at least once: a sample after at_ms, at or before the
+                    // removal (samples come before the events of their instant).
+                    let end = events
+                        .get(position + 1)
+                        .map_or(self.pofx.duration_ms, |(_, removed_ms, _)| *removed_ms);
+                    let mut sample = (at_ms / interval).saturating_add(1).saturating_mul(interval);
+                    while sample <= end && asleep(sample) {
+                        sample = sample.saturating_add(interval);
+                    }
+                    if sample > end {
+                        return Err(ScenarioError::field(
+                            format!("event[{number}].at_ms"),
+                            format!(
+                                "hot-add: processor {index} would never be read (no sample after {at_ms} ms and by {end} ms)"
+                            ),
+                        ));
+                    }
+                }
+                if added && !self.initially_present(index) {
+                    first_add = Some(first_add.map_or(number, |first| first.min(number)));
+                }
+                if !added && (0..processors).all(|other| !self.present_at(other, at_ms, number + 1))
+                {
+                    return Err(ScenarioError::field(
+                        format!("event[{number}].processors"),
+                        format!(
+                            "hot-remove: no processor would be left at {at_ms} ms (the OS runs on one)"
+                        ),
+                    ));
+                }
+                present = added;
+            }
+        }
+        if let Some(number) = first_add
+            && (0..processors).all(|index| !self.initially_present(index))
+        {
+            return Err(ScenarioError::field(
+                format!("event[{number}].processors"),
+                "hot-add: every processor is hot-added, but at least one must be present at boot"
+                    .to_owned(),
+            ));
+        }
+        for (number, event) in self.events.iter().enumerate() {
+            if let EventKind::WrongProcessorRead { on_processor: Some(on) } = event.kind
+                && !self.present_at(on, event.at_ms, number)
+            {
+                return Err(ScenarioError::field(
+                    format!("event[{number}].on_processor"),
+                    format!(
+                        "processor {on} is not present at {} ms (hot-add/hot-remove), so the OS cannot run on it",
+                        event.at_ms
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `sleep` events as (event number, start ms, resume ms).
+    #[must_use]
+    pub fn sleeps(&self) -> Vec<(usize, u32, u32)> {
+        self.events
+            .iter()
+            .enumerate()
+            .filter_map(|(number, event)| match event.kind {
+                EventKind::Sleep { duration_ms, .. } => {
+                    Some((number, event.at_ms, event.at_ms.saturating_add(duration_ms)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Checks the `sleep` events: nothing happens while the system sleeps (no other event
+    /// after the sleep's start — at its `at_ms` only earlier in the file — and before its
+    /// resume), and `counter-near-wrap` overflows come no later than the first sleep.
+    fn check_sleeps(&self) -> Result<(), ScenarioError> {
+        for (sleep, start, resume) in self.sleeps() {
+            for (number, event) in self.events.iter().enumerate() {
+                let during = (event.at_ms > start || (event.at_ms == start && number > sleep))
+                    && event.at_ms < resume;
+                if number != sleep && during {
+                    return Err(ScenarioError::field(
+                        format!("event[{number}].at_ms"),
+                        format!(
+                            "{}: happens while the system sleeps (event[{sleep}] sleeps from {start} ms to {resume} ms)",
+                            event.kind.name()
+                        ),
+                    ));
+                }
+                if event.kind == EventKind::CounterNearWrap && event.at_ms > start {
+                    return Err(ScenarioError::field(
+                        format!("event[{number}].at_ms"),
+                        format!(
+                            "counter-near-wrap: expected the overflow no later than the sleep at {start} ms (event[{sleep}]), found {} ms",
+                            event.at_ms
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks what needs the whole scenario: a `counter-near-wrap` processor must run in C0
@@ -518,14 +907,97 @@ impl Scenario {
         Ok(())
     }
 
+    /// Checks what the fixed counters need: `counter-reset` zeroes APERF/MPERF, which a
+    /// `fixed-pmc` platform lacks; `pmu-reprogrammed` needs the fixed counters and values below
+    /// 2^`pmc_width`; and no fixed counter may be able to wrap twice between two reads the PEP
+    /// serves (a sample interval plus the longest bounded `msr-fault`), which no PEP could
+    /// tell from once.
+    fn check_pmu(&self) -> Result<(), ScenarioError> {
+        let width = self.platform.pmc_width;
+        for (number, event) in self.events.iter().enumerate() {
+            let field = |key: &str| format!("event[{number}].{key}");
+            match (event.kind, width) {
+                (EventKind::CounterReset, Some(_)) => {
+                    return Err(ScenarioError::field(
+                        field("kind"),
+                        "counter-reset zeroes APERF/MPERF, which a fixed-pmc platform does not have; use pmu-reprogrammed".to_owned(),
+                    ));
+                }
+                (EventKind::PmuReprogrammed { .. }, None) => {
+                    return Err(ScenarioError::field(
+                        field("kind"),
+                        "pmu-reprogrammed needs platform.counter_source = \"fixed-pmc\"".to_owned(),
+                    ));
+                }
+                (EventKind::PmuReprogrammed { values, .. }, Some(width))
+                    if values.iter().any(|value| value.checked_shr(width).unwrap_or(0) != 0) =>
+                {
+                    return Err(ScenarioError::field(
+                        field("values"),
+                        format!(
+                            "expected values below 2^{width} (platform.pmc_width), found [{}, {}]",
+                            values[0], values[1]
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let Some(width) = width.filter(|width| *width < 64) else { return Ok(()) };
+        let fastest = self
+            .phases
+            .iter()
+            .map(|phase| phase.frequency_mhz)
+            .chain([self.platform.nominal_mhz])
+            .max()
+            .unwrap_or(1);
+        let longest_fault = self
+            .events
+            .iter()
+            .filter_map(|event| match event.kind {
+                EventKind::MsrFault { duration_ms } => duration_ms,
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let gap_ms = u64::from(self.pofx.sample_interval_ms) + u64::from(longest_fault);
+        // MHz × ms = thousands of counts.
+        let period_ms = (1_u64 << width) / (u64::from(fastest) * 1000);
+        if gap_ms >= period_ms {
+            return Err(ScenarioError::field(
+                "pofx.sample_interval_ms".to_owned(),
+                format!(
+                    "a {width}-bit fixed counter at {fastest} MHz wraps every {period_ms} ms: expected served reads less than that apart, found up to {gap_ms} ms (sample interval plus the longest msr-fault)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// How many feedback counters a correct PEP describes per processor on this machine with
     /// this configuration: 0 without usable counters or with the policy off, else 1 (2 with
-    /// the performance view).
+    /// the performance view). The fixed counters are usable only where the configured source
+    /// order allows them and the PMU reservation succeeds (not `pmu_busy`).
     #[must_use]
     pub fn expected_counter_count(&self) -> u32 {
+        use CounterSourcePreference as Preference;
+        let preference = self.config.counter_source;
+        let allowed = match self.platform.counter_source {
+            CounterSourceKind::FixedPmc => {
+                !self.platform.pmu_busy
+                    && matches!(
+                        preference,
+                        Preference::Auto | Preference::FixedPmc | Preference::PreferFixedPmc
+                    )
+            }
+            _ => matches!(
+                preference,
+                Preference::Auto | Preference::AperfMperf | Preference::PreferFixedPmc
+            ),
+        };
         let usable = self.platform.counter_source.usable()
             && self.config.feedback_counters == FeedbackCounterPolicy::Enabled
-            && self.config.counter_source != CounterSourcePreference::None;
+            && allowed;
         match (usable, self.config.performance_counter_view) {
             (false, _) => 0,
             (true, false) => 1,
@@ -550,6 +1022,8 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
             "device_id_style",
             "other_devices",
             "perf",
+            "pmc_width",
+            "pmu_busy",
         ],
     )?;
     let processors = platform.required_u32("processors", 1..=MAX_PROCESSORS)?;
@@ -569,9 +1043,11 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
             ("none", CounterSourceKind::None),
             ("aperf-mperf-zeros", CounterSourceKind::AperfMperfZeros),
             ("aperf-mperf-faulting", CounterSourceKind::AperfMperfFaulting),
+            ("fixed-pmc", CounterSourceKind::FixedPmc),
         ],
         CounterSourceKind::AperfMperf,
     )?;
+    let (pmc_width, pmu_busy) = read_pmu_fields(&platform, cpu, counter_source)?;
     let nominal_limit = if cpu.is_intel() { 255 * INTEL_BUS_MHZ } else { MAX_FREQUENCY_MHZ };
     let nominal_mhz = platform.required_u32("nominal_mhz", 1..=nominal_limit)?;
     if cpu.is_intel() && nominal_mhz % INTEL_BUS_MHZ != 0 {
@@ -611,14 +1087,50 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
         device_id_style,
         other_devices,
         perf: perf.unwrap_or_else(|| default_hardware_perf(cpu, nominal_mhz, nominal_mhz)),
+        pmc_width,
+        pmu_busy,
     };
     Ok((spec, perf))
 }
 
+/// `pmc_width` and `pmu_busy`: only with `counter_source = "fixed-pmc"`, which needs an Intel
+/// CPU (CPUID leaf 0Ah is Intel's architectural PMU).
+fn read_pmu_fields(
+    platform: &Reader<'_>,
+    cpu: CpuKind,
+    counter_source: CounterSourceKind,
+) -> Result<(Option<u32>, bool), ScenarioError> {
+    if counter_source != CounterSourceKind::FixedPmc {
+        for key in ["pmc_width", "pmu_busy"] {
+            if platform.get(key).is_some() {
+                return Err(platform
+                    .error(key, "is only valid with platform.counter_source = \"fixed-pmc\""));
+            }
+        }
+        return Ok((None, false));
+    }
+    if !cpu.is_intel() {
+        return Err(platform.error(
+            "counter_source",
+            &format!(
+                "\"fixed-pmc\" needs an Intel CPU (cpu = \"intel-hwp\" or \"intel-legacy\"), found cpu = \"{}\"",
+                cpu.name()
+            ),
+        ));
+    }
+    let width = platform
+        .optional_u32("pmc_width", MIN_PMC_WIDTH..=MAX_PMC_WIDTH)?
+        .unwrap_or(crate::cpu::pmu::DEFAULT_FIXED_WIDTH);
+    Ok((Some(width), platform.bool("pmu_busy", false)?))
+}
+
 /// `[pofx]`, limited so that a run makes at most [`MAX_READS`] reads.
 fn read_pofx(table: &Table, processors: u32) -> Result<PofxSpec, ScenarioError> {
-    let pofx_reader =
-        Reader::new("pofx".to_owned(), table, &["duration_ms", "sample_interval_ms"])?;
+    let pofx_reader = Reader::new(
+        "pofx".to_owned(),
+        table,
+        &["duration_ms", "sample_interval_ms", "threads", "nested_notifications"],
+    )?;
     let duration_ms = pofx_reader.required_u32("duration_ms", 1..=MAX_DURATION_MS)?;
     let default_interval = DEFAULT_SAMPLE_INTERVAL_MS.min(duration_ms);
     let sample_interval_ms = pofx_reader
@@ -633,7 +1145,13 @@ fn read_pofx(table: &Table, processors: u32) -> Result<PofxSpec, ScenarioError> 
             ),
         ));
     }
-    let pofx = PofxSpec { duration_ms, sample_interval_ms };
+    let threads = pofx_reader.choice(
+        "threads",
+        &[("single", ThreadMode::Single), ("per-processor", ThreadMode::PerProcessor)],
+        ThreadMode::Single,
+    )?;
+    let nested_notifications = pofx_reader.bool("nested_notifications", false)?;
+    let pofx = PofxSpec { duration_ms, sample_interval_ms, threads, nested_notifications };
     Ok(pofx)
 }
 
@@ -665,15 +1183,22 @@ fn read_event(
     let reader = Reader::new(
         path.to_owned(),
         table,
-        &["at_ms", "kind", "processors", "duration_ms", "on_processor"],
+        &["at_ms", "kind", "processors", "duration_ms", "on_processor", "values", "state"],
     )?;
     let at_ms = reader.required_u32("at_ms", 0..=pofx.duration_ms)?;
     let kind_name = reader.required_string("kind")?;
-    let set = reader.processor_set("processors", processors)?;
+    // A system sleep involves every processor: `processors` may be left out.
+    let set = if kind_name == "sleep" && reader.get("processors").is_none() {
+        ProcessorSet::All
+    } else {
+        reader.processor_set("processors", processors)?
+    };
     let allowed: &[&str] = match kind_name {
-        "counter-reset" | "counter-near-wrap" => &[],
-        "msr-fault" => &["duration_ms"],
+        "counter-reset" | "counter-near-wrap" | "hot-add" | "hot-remove" => &[],
+        "msr-fault" | "counters-zero" => &["duration_ms"],
         "wrong-processor-read" => &["on_processor"],
+        "pmu-reprogrammed" => &["duration_ms", "values"],
+        "sleep" => &["state", "duration_ms"],
         _ => {
             return Err(reader.error(
                 "kind",
@@ -685,13 +1210,28 @@ fn read_event(
             ));
         }
     };
-    for key in ["duration_ms", "on_processor"] {
+    for key in ["duration_ms", "on_processor", "values", "state"] {
         if reader.get(key).is_some() && !allowed.contains(&key) {
             return Err(reader.error(key, &format!("is not a field of kind \"{kind_name}\"")));
         }
     }
     let kind = match kind_name {
         "counter-reset" => EventKind::CounterReset,
+        "counters-zero" => EventKind::CountersZero {
+            duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
+        },
+        "hot-add" | "hot-remove" => {
+            if set == ProcessorSet::All {
+                return Err(reader.error(
+                    "processors",
+                    &format!(
+                        "{kind_name}: expected a list of processor indexes (some processor must stay present), found \"all\""
+                    ),
+                ));
+            }
+            if kind_name == "hot-add" { EventKind::HotAdd } else { EventKind::HotRemove }
+        }
+        "sleep" => read_sleep(&reader, &set, at_ms, pofx)?,
         "counter-near-wrap" => {
             if at_ms == 0 {
                 return Err(reader.error(
@@ -702,6 +1242,10 @@ fn read_event(
             EventKind::CounterNearWrap
         }
         "msr-fault" => EventKind::MsrFault {
+            duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
+        },
+        "pmu-reprogrammed" => EventKind::PmuReprogrammed {
+            values: reader.counter_values("values")?.unwrap_or([0, 0]),
             duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
         },
         _ => {
@@ -726,6 +1270,39 @@ fn read_event(
         }
     };
     Ok(Event { at_ms, processors: set, kind })
+}
+
+/// The fields of a `sleep` event: `state` (required), `duration_ms` (required; the system
+/// resumes before the run ends) and `processors` ("all" or left out).
+fn read_sleep(
+    reader: &Reader<'_>,
+    set: &ProcessorSet,
+    at_ms: u32,
+    pofx: PofxSpec,
+) -> Result<EventKind, ScenarioError> {
+    if *set != ProcessorSet::All {
+        return Err(reader.error(
+            "processors",
+            "sleep: a system sleep state involves every processor: expected \"all\" or no processors field",
+        ));
+    }
+    let choices = [("s3", SleepState::S3), ("s4", SleepState::S4)];
+    if reader.get("state").is_none() {
+        return Err(reader.error("state", "missing; expected one of \"s3\", \"s4\""));
+    }
+    let state = reader.choice("state", &choices, SleepState::S3)?;
+    let duration_ms = reader.required_u32("duration_ms", MIN_SLEEP_MS..=MAX_DURATION_MS)?;
+    let resume_ms = u64::from(at_ms) + u64::from(duration_ms);
+    let last_resume = u64::from(pofx.duration_ms.saturating_sub(pofx.sample_interval_ms));
+    if resume_ms > last_resume {
+        return Err(reader.error(
+            "duration_ms",
+            &format!(
+                "sleep: expected the system to resume at least one sample interval before the run ends (at_ms + duration_ms <= {last_resume}), found {at_ms} + {duration_ms}"
+            ),
+        ));
+    }
+    Ok(EventKind::Sleep { state, duration_ms })
 }
 
 fn read_hardware_perf(table: &Table) -> Result<HardwarePerf, ScenarioError> {
@@ -775,6 +1352,7 @@ fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
             "perf_capabilities",
             "device_id_patterns",
             "transition_latency_100ns",
+            "pmu_reservation",
         ],
     )?;
     let feedback_counters = reader.choice(
@@ -790,9 +1368,19 @@ fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
         &[
             ("auto", CounterSourcePreference::Auto),
             ("aperf-mperf", CounterSourcePreference::AperfMperf),
+            ("fixed-pmc", CounterSourcePreference::FixedPmc),
+            ("prefer-fixed-pmc", CounterSourcePreference::PreferFixedPmc),
             ("none", CounterSourcePreference::None),
         ],
         CounterSourcePreference::Auto,
+    )?;
+    let pmu_reservation = reader.choice(
+        "pmu_reservation",
+        &[
+            ("exclusive-pmu", ReservationPolicy::ExclusivePmu),
+            ("all-counter-indexes", ReservationPolicy::AllCounterIndexes),
+        ],
+        ReservationPolicy::ExclusivePmu,
     )?;
     let performance_counter_view = reader.bool("performance_counter_view", false)?;
     let nominal_mhz = reader.optional_u32("nominal_mhz", 1..=MAX_NOMINAL_MHZ)?;
@@ -838,6 +1426,7 @@ fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
         perf_capabilities,
         device_id_patterns: patterns,
         transition_latency_100ns,
+        pmu_reservation,
     })
 }
 
@@ -978,6 +1567,30 @@ impl<'a> Reader<'a> {
         range: RangeInclusive<u32>,
     ) -> Result<Option<u32>, ScenarioError> {
         self.get(key).map(|value| self.integer(key, value, &range)).transpose()
+    }
+
+    /// `[core, reference]`: two non-negative integers (range-checked against the counter width
+    /// once the whole scenario is known).
+    fn counter_values(&self, key: &str) -> Result<Option<[u64; 2]>, ScenarioError> {
+        let expected = "expected a list of two non-negative integers [core, reference]";
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => {
+                let values: Option<Vec<u64>> = items
+                    .iter()
+                    .map(|item| match item {
+                        Value::Integer(number) => u64::try_from(*number).ok(),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(&[core, reference]) = values.as_deref() {
+                    return Ok(Some([core, reference]));
+                }
+                let found: Vec<String> = items.iter().map(describe).collect();
+                Err(self.error(key, &format!("{expected}, found [{}]", found.join(", "))))
+            }
+            Some(other) => Err(self.error(key, &format!("{expected}, found {}", describe(other)))),
+        }
     }
 
     fn bool(&self, key: &str, default: bool) -> Result<bool, ScenarioError> {
@@ -1305,4 +1918,56 @@ mod tests {
                 .starts_with("field `platform.device_id_style`: style \"sb-pr\" names at most 256")
         );
     }
+    #[test]
+    fn fixed_pmc_fields() {
+        let fixed = MINIMAL.replace("nominal_mhz", "counter_source = \"fixed-pmc\"\nnominal_mhz");
+        let scenario = Scenario::from_toml_str(&fixed).expect("valid");
+        assert_eq!(scenario.platform.pmc_width, Some(48));
+        assert_eq!(scenario.expected_counter_count(), 1);
+        let busy = fixed.replace("nominal_mhz", "pmu_busy = true\nnominal_mhz");
+        assert_eq!(Scenario::from_toml_str(&busy).expect("valid").expected_counter_count(), 0);
+        let aperf_only = format!("{fixed}[config]\ncounter_source = \"aperf-mperf\"\n");
+        assert_eq!(
+            Scenario::from_toml_str(&aperf_only).expect("valid").expected_counter_count(),
+            0
+        );
+        assert_eq!(
+            error_of(&fixed.replace("nominal_mhz", "pmc_width = 31\nnominal_mhz")),
+            "field `platform.pmc_width`: expected an integer in 32..=64, found 31"
+        );
+        assert_eq!(
+            error_of(&MINIMAL.replace("nominal_mhz", "pmc_width = 40\nnominal_mhz")),
+            "field `platform.pmc_width`: is only valid with platform.counter_source = \"fixed-pmc\""
+        );
+        assert!(
+            error_of(&fixed.replace("nominal_mhz", "cpu = \"amd-cppc\"\nnominal_mhz"))
+                .starts_with("field `platform.counter_source`: \"fixed-pmc\" needs an Intel CPU")
+        );
+        let reprogram = "[[event]]\nat_ms = 50\nkind = \"pmu-reprogrammed\"\nprocessors = [0]\n";
+        assert!(
+            error_of(&format!("{MINIMAL}{reprogram}"))
+                .starts_with("field `event[0].kind`: pmu-reprogrammed needs")
+        );
+        let narrow = fixed.replace("nominal_mhz", "pmc_width = 32\nnominal_mhz");
+        assert_eq!(
+            error_of(&format!("{narrow}{reprogram}values = [4294967296, 0]\n")),
+            "field `event[0].values`: expected values below 2^32 (platform.pmc_width), found [4294967296, 0]"
+        );
+        assert_eq!(
+            error_of(&format!("{narrow}{reprogram}values = [1]\n")),
+            "field `event[0].values`: expected a list of two non-negative integers [core, reference], found [1]"
+        );
+        let reset = "[[event]]\nat_ms = 50\nkind = \"counter-reset\"\nprocessors = [0]\n";
+        assert!(error_of(&format!("{fixed}{reset}")).contains("use pmu-reprogrammed"));
+        // 32 bits at 4300 MHz wrap every 998 ms: a 1000 ms interval could hide a wrap.
+        let slow = narrow
+            .replace("duration_ms = 100", "duration_ms = 5000\nsample_interval_ms = 1000")
+            + "[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 4300\nbusy_percent = 100\n";
+        assert!(error_of(&slow).starts_with(
+            "field `pofx.sample_interval_ms`: a 32-bit fixed counter at 4300 MHz wraps every 998 ms"
+        ));
+    }
 }
+
+#[cfg(test)]
+mod schema_tests;

@@ -1,0 +1,100 @@
+//! Nested notifications: delivered at every unmasked platform call, one level deep, never
+//! inside a masked section unless the platform is broken on purpose.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::*;
+use crate::cpu::msr;
+use crate::scenario::Scenario;
+
+fn platform(faults: PlatformFaults) -> SimPlatform {
+    let scenario = Scenario::from_toml_str(
+        "name = \"t\"\n[platform]\nprocessors = 2\nnominal_mhz = 2000\n[pofx]\nduration_ms = 10\n",
+    )
+    .expect("valid");
+    SimPlatform::new(Arc::new(Machine::new(&scenario)), faults)
+}
+
+/// Runs a read as the engine does it (processor index, masked APERF and MPERF) with a hook that
+/// records every delivery and itself makes a platform call; returns the deliveries, the trace
+/// and the time the processor spent.
+fn read_with_nesting(
+    platform: &SimPlatform,
+) -> (Vec<(InjectionPoint, bool)>, Vec<PlatformOp>, u64) {
+    let deliveries = Rc::new(RefCell::new(Vec::new()));
+    let hook: NestingHook = {
+        let deliveries = Rc::clone(&deliveries);
+        let platform = platform.clone();
+        Rc::new(move |point, masked| {
+            deliveries.borrow_mut().push((point, masked));
+            // A nested read, traced apart: its platform calls must not nest again.
+            let interrupted = swap_trace(Some(Vec::new()));
+            let _ = platform.with_interrupts_masked(|| platform.read_msr(msr::IA32_APERF));
+            let _ = swap_trace(interrupted);
+        })
+    };
+    let _on = OnProcessor::enter(None, 1);
+    let start = platform.machine().processor_now_ns(1);
+    let _nesting = nest(hook, 50);
+    begin_trace();
+    let _ = platform.current_processor_index();
+    let _ = platform.with_interrupts_masked(|| {
+        (platform.read_msr(msr::IA32_APERF), platform.read_msr(msr::IA32_MPERF))
+    });
+    let trace = take_trace();
+    let spent = platform.machine().processor_now_ns(1) - start;
+    let deliveries = deliveries.borrow().clone();
+    (deliveries, trace, spent)
+}
+
+#[test]
+fn nested_notifications_arrive_only_where_interrupts_are_unmasked() {
+    let (deliveries, trace, spent) = read_with_nesting(&platform(PlatformFaults::default()));
+    assert_eq!(
+        deliveries,
+        [
+            (InjectionPoint::CurrentProcessor, false),
+            (InjectionPoint::MaskEntry, false),
+            (InjectionPoint::MaskExit, false)
+        ]
+    );
+    // The markers sit outside the masked pair, which stays back to back.
+    let kinds: Vec<&str> = trace
+        .iter()
+        .map(|op| match op {
+            PlatformOp::Nested { .. } => "nested",
+            PlatformOp::ReadMsr(_) => "msr",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["nested", "nested", "msr", "msr", "nested"]);
+    // 5 outer calls (index, mask entry, 2 reads, mask exit) and 3 nested reads of 3 calls each.
+    assert_eq!(spent, (5 + 3 * 3) * 50);
+}
+
+#[test]
+fn a_broken_platform_nests_inside_masked_sections() {
+    let faults = PlatformFaults { nested_in_masked_sections: true, ..PlatformFaults::default() };
+    let (deliveries, trace, _) = read_with_nesting(&platform(faults));
+    assert!(deliveries.contains(&(InjectionPoint::ReadMsr, true)), "{deliveries:?}");
+    let reads: Vec<usize> = trace
+        .iter()
+        .enumerate()
+        .filter_map(|(at, op)| matches!(op, PlatformOp::ReadMsr(_)).then_some(at))
+        .collect();
+    assert!(
+        matches!(trace.get(reads[0] + 1), Some(PlatformOp::Nested { masked: true, .. })),
+        "a nested notification lands between APERF and MPERF: {trace:?}"
+    );
+}
+
+#[test]
+fn without_a_guard_nothing_nests_and_no_time_passes() {
+    let platform = platform(PlatformFaults::default());
+    let _on = OnProcessor::enter(None, 0);
+    begin_trace();
+    let _ = platform.with_interrupts_masked(|| platform.read_msr(msr::IA32_APERF));
+    assert!(!take_trace().iter().any(|op| matches!(op, PlatformOp::Nested { .. })));
+    assert_eq!(platform.machine().processor_now_ns(0), 0);
+}

@@ -1,0 +1,218 @@
+//! Nested notifications: interrupts that arrive while a runtime `FEEDBACK_READ` runs.
+//!
+//! With `[pofx] nested_notifications = true` the sampler installs a [`Nesting`] around every
+//! `FEEDBACK_READ` it issues. [`SimPlatform`](crate::platform::SimPlatform) then calls it at
+//! every platform call the engine makes while interrupts are not masked (see
+//! [`crate::platform::nest`]), and it delivers, on the same processor and one level deep:
+//! a `FEEDBACK_READ` of the interrupted read's own handle and counter (a DPC reading the
+//! counters again: it must be served and must not disturb the interrupted read's result), a
+//! `FEEDBACK_READ` of a handle bound to another processor (it must be refused without touching
+//! its data), `QUERY_CAPABILITIES` with the handle (the answer of initialisation) and
+//! `PERF_CHECK_COMPLETE` (acknowledged). Each notification is traced apart from the call it
+//! interrupted and recorded as a [`NestedCall`] for `feedback.reentrancy`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use ppm_engine::abi::{
+    FALSE, PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
+    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_PPM_PERF_CHECK_COMPLETE, ULONG,
+};
+
+use super::{
+    Payload, PpmCallback, RawRead, SENTINEL, analyse_read, capabilities_sentinel,
+    capabilities_untouched, data, feedback_read, handle, raw_read, read_counts,
+};
+use crate::platform::{self, InjectionPoint, NestingHook, PlatformOp};
+
+/// The simulated time every platform call takes while nested notifications are modelled, ns
+/// (about an MSR read's cost), so that the counters move between two calls.
+pub const PLATFORM_CALL_NS: u64 = 50;
+
+/// Which nested notification was delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NestedNotification {
+    /// `FEEDBACK_READ` of the interrupted read's own handle and counter: must be served.
+    OwnRead,
+    /// `FEEDBACK_READ` of a handle bound to another processor: must be refused untouched.
+    ForeignRead,
+    /// `QUERY_CAPABILITIES` with the interrupted read's handle: the answer of initialisation.
+    QueryCapabilities,
+    /// `PERF_CHECK_COMPLETE` with a NULL handle: acknowledged.
+    PerfCheckComplete,
+}
+
+/// One nested notification delivered during a runtime `FEEDBACK_READ`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools)] // Independent observations, not a state.
+pub struct NestedCall {
+    /// Where the interrupted call was.
+    pub point: InjectionPoint,
+    /// Whether interrupts were masked there (never, on a faithful platform).
+    pub masked: bool,
+    /// What was delivered.
+    pub notification: NestedNotification,
+    /// The handle passed.
+    pub handle: usize,
+    /// The callback's return value.
+    pub returned: bool,
+    /// `FEEDBACK_READ`: `NominalCount` after the call.
+    pub nominal: u64,
+    /// `FEEDBACK_READ`: `ActualCount` after the call.
+    pub actual: u64,
+    /// `QUERY_CAPABILITIES`: `FeedbackCounterCount` and `IdleStateCount` after the call.
+    pub capabilities: Option<(u32, u32)>,
+    /// `FEEDBACK_READ`: the raw counter values it read.
+    pub raw: Option<RawRead>,
+    /// Whether an MSR read faulted during the call.
+    pub faulted: bool,
+    /// Whether its data was left as it was.
+    pub untouched: bool,
+}
+
+/// What the sampler needs to deliver nested notifications for one processor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NestingSetup {
+    /// A handle bound to another processor, if there is one.
+    pub foreign: Option<usize>,
+}
+
+/// The nested deliveries of one interrupted `FEEDBACK_READ`.
+pub(super) struct Nesting {
+    ppm: PpmCallback,
+    handle: usize,
+    counter_index: ULONG,
+    foreign: Option<usize>,
+    calls: RefCell<Vec<NestedCall>>,
+    operations: RefCell<Vec<PlatformOp>>,
+}
+
+impl Nesting {
+    /// The deliveries for a `FEEDBACK_READ` of `handle`'s counter `counter_index`.
+    pub(super) fn new(
+        ppm: PpmCallback,
+        handle: usize,
+        counter_index: ULONG,
+        setup: NestingSetup,
+    ) -> Rc<Self> {
+        Rc::new(Self {
+            ppm,
+            handle,
+            counter_index,
+            foreign: setup.foreign,
+            calls: RefCell::new(Vec::new()),
+            operations: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// The hook to install with [`platform::nest`].
+    pub(super) fn hook(self: &Rc<Self>) -> NestingHook {
+        let nesting = Rc::clone(self);
+        Rc::new(move |point, masked| nesting.deliver(point, masked))
+    }
+
+    /// The calls delivered and the platform operations they made.
+    pub(super) fn finish(&self) -> (Vec<NestedCall>, Vec<PlatformOp>) {
+        (self.calls.take(), self.operations.take())
+    }
+
+    /// Delivers the nested notifications at one injection point.
+    fn deliver(&self, point: InjectionPoint, masked: bool) {
+        let template = NestedCall {
+            point,
+            masked,
+            notification: NestedNotification::OwnRead,
+            handle: self.handle,
+            returned: false,
+            nominal: SENTINEL,
+            actual: SENTINEL,
+            capabilities: None,
+            raw: None,
+            faulted: false,
+            untouched: true,
+        };
+        let mut reads = vec![(NestedNotification::OwnRead, self.handle)];
+        reads.extend(self.foreign.map(|foreign| (NestedNotification::ForeignRead, foreign)));
+        for (notification, handle_value) in reads {
+            let mut read = feedback_read(self.counter_index);
+            let (returned, trace) =
+                self.call(handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, &mut read);
+            let (nominal, actual) = read_counts(&read);
+            let (_, faulted) = analyse_read(&trace);
+            self.push(
+                NestedCall {
+                    notification,
+                    handle: handle_value,
+                    returned,
+                    nominal,
+                    actual,
+                    raw: raw_read(&trace),
+                    faulted,
+                    untouched: (nominal, actual) == (SENTINEL, SENTINEL),
+                    ..template
+                },
+                trace,
+            );
+        }
+        let mut capabilities = capabilities_sentinel();
+        let (returned, trace) =
+            self.call(self.handle, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, &mut capabilities);
+        let untouched = capabilities_untouched(&capabilities);
+        self.push(
+            NestedCall {
+                notification: NestedNotification::QueryCapabilities,
+                returned,
+                capabilities: Some((
+                    capabilities.FeedbackCounterCount,
+                    capabilities.IdleStateCount,
+                )),
+                untouched,
+                ..template
+            },
+            trace,
+        );
+        let mut check = PEP_PPM_PERF_CHECK_COMPLETE { EvaluationTime: 0 };
+        let (returned, trace) = self.call(0, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, &mut check);
+        self.push(
+            NestedCall {
+                notification: NestedNotification::PerfCheckComplete,
+                handle: 0,
+                returned,
+                ..template
+            },
+            trace,
+        );
+    }
+
+    fn push(&self, call: NestedCall, trace: Vec<PlatformOp>) {
+        self.calls.borrow_mut().push(call);
+        self.operations.borrow_mut().extend(trace);
+    }
+
+    /// Calls the PPM callback from inside the interrupted one (same thread, same processor,
+    /// same engine instance), tracing its operations apart.
+    fn call<T: Payload>(
+        &self,
+        handle_value: usize,
+        notification: ULONG,
+        payload: &mut T,
+    ) -> (bool, Vec<PlatformOp>) {
+        assert!(
+            T::PPM.contains(&notification),
+            "payload type does not match PPM {notification:#x}"
+        );
+        let interrupted = platform::swap_trace(Some(Vec::new()));
+        // SAFETY: the callback is the one the PEP registered; `payload` is a live, exclusive
+        // `T`, the documented payload of `notification` (asserted above), for the whole call.
+        // The engine instance the callback finds is the interrupted call's (this thread's).
+        let returned =
+            unsafe { (self.ppm)(handle(handle_value), notification, data(Some(payload))) };
+        let trace = platform::swap_trace(interrupted).unwrap_or_default();
+        (returned != FALSE, trace)
+    }
+}
+
+impl Payload for PEP_PPM_PERF_CHECK_COMPLETE {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE];
+}

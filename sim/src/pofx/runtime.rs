@@ -1,0 +1,840 @@
+//! The runtime: the emulated OS's actions over time — samples, probes, events — on one thread
+//! or on one thread per processor plus a device thread.
+//!
+//! The schedule ([`Emulator::schedule`]) lists the actions in time order; it is expanded into
+//! [`Item`]s, each either processor-side (it runs as one processor: a sample, an event's effect
+//! on that processor's hardware, `ENTER`/`RESUME_FROM_SYSTEM_STATE`, a hot-added processor's
+//! queries, a read on the wrong processor) or device-side (the conformance probes, and
+//! `PREPARE`/`REGISTER`/`DEVICE_STARTED`/`UNREGISTER` of hot-plugged processors). Items are
+//! ordered by a [`Key`]: time, action, step, processor.
+//!
+//! With `threads = "single"` one thread runs every item in key order. With `threads =
+//! "per-processor"` each worker thread runs its own processors' items in key order while the
+//! calling thread runs the device-side items, concurrently. A thread waits for another only
+//! where it needs the other's result, and then only until the other has finished everything
+//! ordered before the waiting item (a [`Coordinator`] publishes every thread's progress): a
+//! hot-added processor's queries wait for its `REGISTER_DEVICE`, `DEVICE_STARTED` for the
+//! queries and the processor's first read for `DEVICE_STARTED`; `UNREGISTER_DEVICE` waits until
+//! the processor's thread has stopped reading it; a read on the wrong processor waits for the
+//! target processor's thread (whose earlier reads bound the handle of that moment — and which
+//! records every change of its handle with the key it happened at, so that a reader sees the
+//! handle of its own moment however far that thread has run ahead); and the conformance probes
+//! at time 0 wait for every processor's first read while the processor threads wait for the
+//! probes. Since every thread waits only for keys below its own, no cycle of waits can form.
+//!
+//! Every processor's time is its own ([`Machine::processor_now_ns`]) and moves only with its
+//! own items, so a run's results do not depend on how the threads interleave: a threaded run
+//! observes exactly what the single-threaded run of the same scenario observes.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use ppm_engine::abi::{
+    PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED, PEP_DPM_UNREGISTER_DEVICE,
+    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+    PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_RESUME_FROM_SYSTEM_STATE, PEP_UNREGISTER_DEVICE, ULONG,
+};
+
+use super::nested::NestingSetup;
+use super::{
+    Action, DeviceRecord, Emulator, Engine, Payload, Probe, ProbeInputs, ProbeKind,
+    ProcessorRecord, Tally, handle, initialise_processor, refused_read_probe, sample_processor,
+    stale_handle_probes, utf16,
+};
+use crate::machine::{Machine, NS_PER_MS};
+use crate::scenario::{EventKind, Scenario, SleepState};
+
+/// A `hot-add` or `hot-remove`, as the device side carried it out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HotplugRecord {
+    /// The event's index in the scenario.
+    pub event: usize,
+    /// Runtime time, ms.
+    pub at_ms: u32,
+    /// The processor.
+    pub processor: u32,
+    /// What happened.
+    pub change: HotplugChange,
+}
+
+/// What a [`HotplugRecord`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HotplugChange {
+    /// The processor was offered: its [`DeviceRecord`] is `Observations::devices[device]`
+    /// (registered and started there; its queries are in its processor record).
+    Added {
+        /// The index of its device record.
+        device: usize,
+    },
+    /// `PEP_DPM_UNREGISTER_DEVICE` of the processor's handle.
+    Removed {
+        /// The handle unregistered (`None`: the processor had no live handle; nothing was sent).
+        handle: Option<usize>,
+        /// The callback's return value.
+        returned: bool,
+        /// Calls with the stale handle afterwards, each of which must be refused.
+        stale_probes: Vec<Probe>,
+    },
+}
+
+/// A `sleep`, as the processors saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SleepRecord {
+    /// The event's index in the scenario.
+    pub event: usize,
+    /// The state entered.
+    pub state: SleepState,
+    /// Runtime times of the sleep's start and of the resume, ms.
+    pub window_ms: (u32, u32),
+    /// `ENTER_SYSTEM_STATE` per processor with a live handle: (processor, returned).
+    pub entered: Vec<(u32, bool)>,
+    /// `RESUME_FROM_SYSTEM_STATE` likewise.
+    pub resumed: Vec<(u32, bool)>,
+}
+
+/// The order of items: time, action (the schedule's order at one instant), step (within an
+/// action), processor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Key {
+    at_ns: u64,
+    action: Action,
+    step: u32,
+    processor: u32,
+}
+
+impl Key {
+    /// Before every item.
+    const START: Self = Self { at_ns: 0, action: Action::PowerOn(0), step: 0, processor: 0 };
+    /// After every item.
+    const END: Self = Self { at_ns: u64::MAX, action: Action::Sample, step: 0, processor: 0 };
+}
+
+/// What an item does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Work {
+    /// Processor side: `FEEDBACK_READ` of every counter the processor described.
+    Sample,
+    /// Processor side: wait for the conformance probes.
+    Barrier,
+    /// Processor side: event `n`'s effect on the processor's hardware.
+    Hardware(usize),
+    /// Processor side: the end of `msr-fault` or `counters-zero` `n`.
+    EndFault(usize),
+    /// Processor side: the end of `pmu-reprogrammed` `n` (the other owner re-enables).
+    PmuResume(usize),
+    /// Processor side: power-on after `sleep` `n`.
+    PowerOn(usize),
+    /// Processor side: `ENTER_SYSTEM_STATE` of `sleep` `n`, then power-off.
+    Enter(usize),
+    /// Processor side: `RESUME_FROM_SYSTEM_STATE` of `sleep` `n`.
+    Resume(usize),
+    /// Processor side: event `n` reads `target`'s counter on this processor.
+    WrongProcessorRead {
+        /// The event.
+        event: usize,
+        /// The processor whose handle is read.
+        target: u32,
+    },
+    /// Processor side: `hot-add` `n`'s queries, as the processor.
+    Initialise(usize),
+    /// Processor side: wait for `hot-add` `n`'s `DEVICE_STARTED` before reading.
+    AwaitStart(usize),
+    /// Processor side: `hot-remove` `n`: stop reading the processor.
+    Quiesce(usize),
+    /// Device side: the conformance probes.
+    Probes,
+    /// Device side: `hot-add` `n`'s `PREPARE_DEVICE` and `REGISTER_DEVICE`.
+    Register(usize),
+    /// Device side: `hot-add` `n`'s `DEVICE_STARTED`.
+    Start(usize),
+    /// Device side: `hot-remove` `n`'s `UNREGISTER_DEVICE` and stale-handle probes.
+    Unregister(usize),
+}
+
+impl Work {
+    const fn device_side(self) -> bool {
+        matches!(self, Self::Probes | Self::Register(_) | Self::Start(_) | Self::Unregister(_))
+    }
+
+    /// Whether a processor-side item waits for another thread.
+    const fn waits(self) -> bool {
+        matches!(
+            self,
+            Self::Barrier
+                | Self::Initialise(_)
+                | Self::AwaitStart(_)
+                | Self::WrongProcessorRead { .. }
+        )
+    }
+}
+
+/// One unit of the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Item {
+    key: Key,
+    work: Work,
+}
+
+/// A processor's live handle and the counters it described (`None`: not registered).
+type Live = Option<(usize, usize)>;
+
+/// What every thread shares and what they tell each other.
+struct Coordinator {
+    state: Mutex<Progress>,
+    changed: Condvar,
+    /// Whether waits block (threads); a single thread runs items in key order, so whatever
+    /// an item waits for is done already.
+    blocking: bool,
+}
+
+struct Progress {
+    /// The key of the item the device side is running or runs next (everything below is done).
+    device_next: Key,
+    /// The same per processor worker.
+    worker_next: Vec<Key>,
+    /// Per processor: the handle of its latest `REGISTER_DEVICE` (`None`: declined).
+    registered: Vec<Option<usize>>,
+    /// Per processor: its live handle and the counters it described, as they changed (the key
+    /// of the item that changed them, oldest first), so that a reader sees them as of its own
+    /// key however far the processor's thread has run ahead.
+    live: Vec<Vec<(Key, Live)>>,
+    /// A thread panicked: nobody waits any more.
+    failed: bool,
+}
+
+impl Coordinator {
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Returns the state once `ready` holds (at once without threads, or after a panic).
+    fn wait_until(&self, ready: impl Fn(&Progress) -> bool) -> MutexGuard<'_, Progress> {
+        let mut progress = self.lock();
+        while self.blocking && !progress.failed && !ready(&progress) {
+            progress = self.changed.wait(progress).unwrap_or_else(PoisonError::into_inner);
+        }
+        progress
+    }
+
+    fn publish(&self, change: impl FnOnce(&mut Progress)) {
+        change(&mut self.lock());
+        self.changed.notify_all();
+    }
+}
+
+/// Marks the run failed if the thread unwinds, so that no other thread waits for it forever.
+struct FailOnPanic<'c>(&'c Coordinator);
+
+impl Drop for FailOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.publish(|progress| progress.failed = true);
+        }
+    }
+}
+
+/// What every processor worker reads.
+struct Run<'r> {
+    engine: &'r Engine,
+    machine: &'r Machine,
+    scenario: &'r Scenario,
+    /// Clock time of runtime time 0.
+    origin: u64,
+    /// Processor workers (1 without threads).
+    workers: usize,
+    coordinator: &'r Coordinator,
+    /// Per processor, with nested notifications: how to nest.
+    nesting: Vec<Option<NestingSetup>>,
+}
+
+/// One processor worker: the records of the processors `i` with `i % workers == worker`.
+struct Worker<'r> {
+    run: &'r Run<'r>,
+    number: usize,
+    records: Vec<ProcessorRecord>,
+    tally: Tally,
+    probes: Vec<(Key, Probe)>,
+    /// (sleep event, processor, resume, returned).
+    system_states: Vec<(usize, u32, bool, bool)>,
+}
+
+impl Worker<'_> {
+    fn record(&mut self, index: u32) -> Option<&mut ProcessorRecord> {
+        self.records.get_mut(index as usize / self.run.workers)
+    }
+
+    fn wait_for_device_side(&self, key: Key) -> MutexGuard<'_, Progress> {
+        self.run.coordinator.wait_until(|progress| progress.device_next >= key)
+    }
+
+    /// Runs the worker's items in key order. Its progress is published when the time moves
+    /// on, before every item that waits (so that a waiting worker never holds others up) and
+    /// at the end: others may see it a little late, never ahead of the truth.
+    fn run_all(&mut self, items: &[Item]) {
+        let _fail = FailOnPanic(self.run.coordinator);
+        let worker = self.number;
+        let mut published = None;
+        for item in items {
+            if published != Some(item.key.at_ns) || item.work.waits() {
+                self.run.coordinator.publish(|progress| progress.worker_next[worker] = item.key);
+                published = Some(item.key.at_ns);
+            }
+            self.run_item(*item);
+        }
+        self.run.coordinator.publish(|progress| progress.worker_next[worker] = Key::END);
+    }
+
+    fn run_item(&mut self, item: Item) {
+        let run = self.run;
+        let index = item.key.processor;
+        run.machine.advance_processor_clock_to(index, run.origin + item.key.at_ns + after(item));
+        match item.work {
+            Work::Sample => {
+                // A handle of another processor is bound only once that processor has read
+                // it: after the first sample (the probes' barrier).
+                let nesting = run.nesting.get(index as usize).copied().flatten().map(|setup| {
+                    if item.key.at_ns == 0 { NestingSetup { foreign: None } } else { setup }
+                });
+                if let Some(record) = self.record(index) {
+                    let (reads, trace) = sample_processor(run.engine, run.machine, record, nesting);
+                    record.reads.extend(reads);
+                    self.tally.absorb(&trace);
+                }
+            }
+            Work::Barrier | Work::AwaitStart(_) => drop(self.wait_for_device_side(item.key)),
+            Work::Hardware(number) => {
+                apply_on_processor(run.machine, run.scenario.events[number].kind, index);
+            }
+            Work::EndFault(number) => match run.scenario.events[number].kind {
+                EventKind::CountersZero { .. } => run.machine.expose_counters(index),
+                _ => run.machine.set_msr_fault(index, false),
+            },
+            Work::PmuResume(_) => run.machine.resume_fixed_counters(index),
+            Work::PowerOn(_) => run.machine.power_on(index),
+            Work::Enter(number) | Work::Resume(number) => self.system_state(item, number),
+            Work::WrongProcessorRead { event, target } => {
+                // The target's handle of that moment, bound by the target's own earlier reads.
+                let key = item.key;
+                let target_worker = target as usize % run.workers;
+                let live = run
+                    .coordinator
+                    .wait_until(|progress| progress.worker_next[target_worker] >= key)
+                    .live
+                    .get(target as usize)
+                    .and_then(|changes| changes.iter().rev().find(|(at, _)| *at < key))
+                    .and_then(|(_, live)| *live);
+                if let Some((handle_value, counters)) = live
+                    && counters > 0
+                {
+                    let at = run.scenario.events[event].at_ms;
+                    let (probe, trace) = refused_read_probe(
+                        run.engine,
+                        ProbeKind::WrongProcessor,
+                        index,
+                        handle_value,
+                        0,
+                        format!(
+                            "event at {at} ms: FEEDBACK_READ of processor {target}'s counter on processor {index}"
+                        ),
+                    );
+                    self.tally.absorb(&trace);
+                    self.probes.push((item.key, probe));
+                }
+            }
+            Work::Initialise(_) => {
+                let registered = self.wait_for_device_side(item.key).registered[index as usize];
+                let Some(handle_value) = registered else { return };
+                let mut tally = Tally::default();
+                let Some(record) = self.record(index) else { return };
+                record.handle = Some(handle_value);
+                record.issued_handles.push(handle_value);
+                record.removed = false;
+                initialise_processor(run.engine, record, &mut tally);
+                let counters = record.described_counters().len();
+                self.tally.merge(tally);
+                run.coordinator.publish(|progress| {
+                    progress.live[index as usize].push((item.key, Some((handle_value, counters))));
+                });
+            }
+            Work::Quiesce(_) => {
+                if let Some(record) = self.record(index) {
+                    record.handle = None;
+                    record.removed = true;
+                }
+                run.coordinator
+                    .publish(|progress| progress.live[index as usize].push((item.key, None)));
+            }
+            Work::Probes | Work::Register(_) | Work::Start(_) | Work::Unregister(_) => {}
+        }
+    }
+
+    /// `ENTER_SYSTEM_STATE` and power-off, or `RESUME_FROM_SYSTEM_STATE`, as the processor.
+    fn system_state(&mut self, item: Item, number: usize) {
+        let run = self.run;
+        let index = item.key.processor;
+        let EventKind::Sleep { state, .. } = run.scenario.events[number].kind else { return };
+        let resume = matches!(item.work, Work::Resume(_));
+        let live = self.record(index).and_then(|record| record.handle);
+        if let Some(handle_value) = live {
+            let target = state.system_power_state();
+            let (returned, trace) = if resume {
+                let mut data = PEP_PPM_RESUME_FROM_SYSTEM_STATE { TargetState: target };
+                run.engine.ppm(
+                    index,
+                    handle_value,
+                    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+                    Some(&mut data),
+                )
+            } else {
+                let mut data = PEP_PPM_ENTER_SYSTEM_STATE { TargetState: target };
+                run.engine.ppm(
+                    index,
+                    handle_value,
+                    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE,
+                    Some(&mut data),
+                )
+            };
+            self.tally.absorb(&trace);
+            self.system_states.push((number, index, resume, returned));
+        }
+        if !resume {
+            run.machine.power_off(index);
+        }
+    }
+}
+
+/// How long after its instant an item happens, ns: the events of an instant (and the ends of
+/// fault windows) take effect after the reads of that instant, so they happen 1 ns later —
+/// which keeps every discontinuity they cause strictly between two reads.
+const fn after(item: Item) -> u64 {
+    match item.key.action {
+        Action::Event(_) | Action::EndFault(_) | Action::PmuResume(_) => 1,
+        Action::PowerOn(_) | Action::Resume(_) | Action::Sample | Action::Probes => 0,
+    }
+}
+
+impl Payload for PEP_PPM_ENTER_SYSTEM_STATE {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE];
+}
+
+impl Payload for PEP_PPM_RESUME_FROM_SYSTEM_STATE {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE];
+}
+
+/// An event's effect on one processor's hardware, at the processor's time.
+fn apply_on_processor(machine: &Machine, kind: EventKind, index: u32) {
+    match kind {
+        EventKind::CounterReset => machine.reset_counters(index),
+        EventKind::MsrFault { .. } => machine.set_msr_fault(index, true),
+        EventKind::CountersZero { .. } => machine.zero_counters(index),
+        EventKind::PmuReprogrammed { values, duration_ms } => {
+            let window = duration_ms.map(|length| u64::from(length) * NS_PER_MS);
+            machine.reprogram_fixed_counters(index, values, window);
+        }
+        EventKind::CounterNearWrap
+        | EventKind::WrongProcessorRead { .. }
+        | EventKind::HotAdd
+        | EventKind::HotRemove
+        | EventKind::Sleep { .. } => {}
+    }
+}
+
+/// The device side's own state.
+struct DeviceSide {
+    /// Per processor: its live handle, as the device side issued it.
+    handles: Vec<Option<usize>>,
+    /// Per processor: the device record of its pending `hot-add`.
+    pending: Vec<Option<usize>>,
+    probe_inputs: ProbeInputs,
+    tally: Tally,
+}
+
+/// Expands the schedule into items, in key order.
+pub(super) fn items(scenario: &Scenario, schedule: &[(u64, Action)]) -> Vec<Item> {
+    let processors = scenario.platform.processors;
+    let mut items = Vec::new();
+    for &(at_ns, action) in schedule {
+        let mut push = |step: u32, processor: u32, work: Work| {
+            items.push(Item { key: Key { at_ns, action, step, processor }, work });
+        };
+        match action {
+            Action::Sample => (0..processors).for_each(|index| push(0, index, Work::Sample)),
+            Action::Probes => {
+                push(0, 0, Work::Probes);
+                (0..processors).for_each(|index| push(1, index, Work::Barrier));
+            }
+            Action::Event(number) => {
+                let event = &scenario.events[number];
+                let targets = event.processors.indexes(processors);
+                match event.kind {
+                    EventKind::CounterReset
+                    | EventKind::MsrFault { .. }
+                    | EventKind::CountersZero { .. }
+                    | EventKind::PmuReprogrammed { .. } => {
+                        for index in targets {
+                            push(0, index, Work::Hardware(number));
+                        }
+                    }
+                    EventKind::CounterNearWrap => {}
+                    EventKind::WrongProcessorRead { on_processor } => {
+                        for target in targets {
+                            let on = on_processor.or_else(|| {
+                                (1..processors)
+                                    .map(|step| (target + step) % processors)
+                                    .find(|&other| scenario.present_at(other, event.at_ms, number))
+                            });
+                            if let Some(on) = on {
+                                push(
+                                    target,
+                                    on,
+                                    Work::WrongProcessorRead { event: number, target },
+                                );
+                            }
+                        }
+                    }
+                    EventKind::HotAdd => {
+                        for index in targets {
+                            push(0, index, Work::Register(number));
+                            push(1, index, Work::Initialise(number));
+                            push(2, index, Work::Start(number));
+                            push(3, index, Work::AwaitStart(number));
+                        }
+                    }
+                    EventKind::HotRemove => {
+                        for index in targets {
+                            push(0, index, Work::Quiesce(number));
+                            push(1, index, Work::Unregister(number));
+                        }
+                    }
+                    EventKind::Sleep { .. } => {
+                        (0..processors).for_each(|index| push(0, index, Work::Enter(number)));
+                    }
+                }
+            }
+            Action::EndFault(number) | Action::PmuResume(number) => {
+                let work = if matches!(action, Action::EndFault(_)) {
+                    Work::EndFault(number)
+                } else {
+                    Work::PmuResume(number)
+                };
+                for index in scenario.events[number].processors.indexes(processors) {
+                    push(0, index, work);
+                }
+            }
+            Action::PowerOn(number) => {
+                (0..processors).for_each(|index| push(0, index, Work::PowerOn(number)));
+            }
+            Action::Resume(number) => {
+                (0..processors).for_each(|index| push(0, index, Work::Resume(number)));
+            }
+        }
+    }
+    items.sort_by_key(|item| item.key);
+    items
+}
+
+impl Emulator<'_> {
+    /// The runtime's actions in time order (at one instant in [`Action`] order): a sample
+    /// every interval from 0 to the end (none while the system sleeps), the probes after the
+    /// first, the events, the ends of fault windows, the power-ons and resumes of sleeps. The
+    /// counters of `counter-near-wrap` processors are set here, before the first read.
+    pub(super) fn schedule(&self) -> Vec<(u64, Action)> {
+        let pofx = self.scenario.pofx;
+        let interval = u64::from(pofx.sample_interval_ms) * NS_PER_MS;
+        let duration = u64::from(pofx.duration_ms) * NS_PER_MS;
+        let sleeps: Vec<(u64, u64)> = self
+            .scenario
+            .sleeps()
+            .into_iter()
+            .map(|(_, start, resume)| (u64::from(start) * NS_PER_MS, u64::from(resume) * NS_PER_MS))
+            .collect();
+        let mut schedule: Vec<(u64, Action)> = Vec::new();
+        let mut at = 0;
+        while at <= duration {
+            if !sleeps.iter().any(|(start, resume)| *start < at && at < *resume) {
+                schedule.push((at, Action::Sample));
+            }
+            at += interval;
+        }
+        schedule.push((0, Action::Probes));
+        for (number, event) in self.scenario.events.iter().enumerate() {
+            let at = u64::from(event.at_ms) * NS_PER_MS;
+            match event.kind {
+                EventKind::CounterNearWrap => {
+                    // Before the first read: the counters start the runtime just below 2^64
+                    // (the fixed counters, on a fixed-pmc machine, just below 2^width).
+                    for index in event.processors.indexes(self.processor_count()) {
+                        if self.machine.fixed_counter_width().is_some() {
+                            let _ = self.machine.set_fixed_near_wrap(index, at);
+                        } else {
+                            let _ = self.machine.set_near_wrap(index, at);
+                        }
+                    }
+                }
+                EventKind::PmuReprogrammed { duration_ms, .. } => {
+                    schedule.push((at, Action::Event(number)));
+                    let end = duration_ms.map(|length| at + u64::from(length) * NS_PER_MS);
+                    if let Some(end) = end.filter(|end| *end <= duration) {
+                        schedule.push((end, Action::PmuResume(number)));
+                    }
+                }
+                // The end of either window is an `EndFault`.
+                EventKind::MsrFault { duration_ms } | EventKind::CountersZero { duration_ms } => {
+                    schedule.push((at, Action::Event(number)));
+                    if let Some(length) = duration_ms {
+                        let end = at + u64::from(length) * NS_PER_MS;
+                        if end <= duration {
+                            schedule.push((end, Action::EndFault(number)));
+                        }
+                    }
+                }
+                EventKind::Sleep { state, duration_ms } => {
+                    schedule.push((at, Action::Event(number)));
+                    let resume = at + u64::from(duration_ms) * NS_PER_MS;
+                    let lead = u64::from(state.power_on_lead_ms(duration_ms)) * NS_PER_MS;
+                    schedule.push((resume - lead, Action::PowerOn(number)));
+                    schedule.push((resume, Action::Resume(number)));
+                }
+                EventKind::CounterReset
+                | EventKind::WrongProcessorRead { .. }
+                | EventKind::HotAdd
+                | EventKind::HotRemove => schedule.push((at, Action::Event(number))),
+            }
+        }
+        schedule.sort_unstable();
+        schedule
+    }
+
+    /// Runs the items, on this thread or on processor threads with this thread as the device
+    /// side, and merges what every thread observed into the observations.
+    pub(super) fn run_items(&mut self, engine: &Engine, origin: u64, items: Vec<Item>) {
+        let scenario = self.scenario;
+        let machine = Arc::clone(&self.machine);
+        let processors = self.processor_count();
+        let threads = scenario.pofx.threads.processor_threads(processors) as usize;
+        let workers = threads.max(1);
+        let records = std::mem::take(&mut self.observations.processors);
+        let live: Vec<Option<(usize, usize)>> = records
+            .iter()
+            .map(|record| record.handle.map(|live| (live, record.described_counters().len())))
+            .collect();
+        let nesting = (0..records.len())
+            .map(|index| {
+                scenario.pofx.nested_notifications.then(|| NestingSetup {
+                    foreign: (records.len() > 1)
+                        .then(|| live[(index + 1) % records.len()].map(|(other, _)| other))
+                        .flatten(),
+                })
+            })
+            .collect();
+        let mut device = DeviceSide {
+            handles: records.iter().map(|record| record.handle).collect(),
+            pending: vec![None; records.len()],
+            probe_inputs: self.probe_inputs(&records),
+            tally: Tally::default(),
+        };
+        let coordinator = Coordinator {
+            state: Mutex::new(Progress {
+                device_next: Key::END,
+                worker_next: vec![Key::END; workers],
+                registered: vec![None; records.len()],
+                live: live.iter().map(|boot| vec![(Key::START, *boot)]).collect(),
+                failed: false,
+            }),
+            changed: Condvar::new(),
+            blocking: threads > 0,
+        };
+        let run = Run {
+            engine,
+            machine: &machine,
+            scenario,
+            origin,
+            workers,
+            coordinator: &coordinator,
+            nesting,
+        };
+        let mut owners: Vec<Worker<'_>> = (0..workers)
+            .map(|number| Worker {
+                run: &run,
+                number,
+                records: Vec::new(),
+                tally: Tally::default(),
+                probes: Vec::new(),
+                system_states: Vec::new(),
+            })
+            .collect();
+        for record in records {
+            owners[record.index as usize % workers].records.push(record);
+        }
+        if threads == 0 {
+            for item in items {
+                if item.work.device_side() {
+                    self.device_item(&run, &mut device, item);
+                } else {
+                    owners[0].run_item(item);
+                }
+            }
+        } else {
+            let (device_items, processor_items): (Vec<Item>, Vec<Item>) =
+                items.into_iter().partition(|item| item.work.device_side());
+            let mut per_worker: Vec<Vec<Item>> = vec![Vec::new(); workers];
+            for item in processor_items {
+                per_worker[item.key.processor as usize % workers].push(item);
+            }
+            coordinator.publish(|progress| {
+                progress.device_next = device_items.first().map_or(Key::END, |item| item.key);
+                for (next, items) in progress.worker_next.iter_mut().zip(&per_worker) {
+                    *next = items.first().map_or(Key::END, |item| item.key);
+                }
+            });
+            std::thread::scope(|scope| {
+                for (owner, items) in owners.iter_mut().zip(&per_worker) {
+                    let _ = std::thread::Builder::new()
+                        .name(format!("ppm-sim processor worker {}", owner.number))
+                        .spawn_scoped(scope, move || owner.run_all(items))
+                        .inspect_err(|_| coordinator.publish(|progress| progress.failed = true))
+                        .expect("a processor worker thread");
+                }
+                let _fail = FailOnPanic(&coordinator);
+                for item in device_items {
+                    coordinator.publish(|progress| progress.device_next = item.key);
+                    self.device_item(&run, &mut device, item);
+                }
+                coordinator.publish(|progress| progress.device_next = Key::END);
+            });
+        }
+        self.merge(owners, device);
+    }
+
+    /// One device-side item, on the calling thread.
+    fn device_item(&mut self, run: &Run<'_>, device: &mut DeviceSide, item: Item) {
+        let engine = run.engine;
+        let index = item.key.processor;
+        let slot = index as usize;
+        let key = item.key;
+        let worker = slot % run.workers;
+        match item.work {
+            Work::Probes => {
+                drop(
+                    run.coordinator.wait_until(|progress| {
+                        progress.worker_next.iter().all(|next| *next >= key)
+                    }),
+                );
+                let inputs = device.probe_inputs.clone();
+                self.run_probes(engine, &inputs);
+            }
+            Work::Register(number) => {
+                let id = self.scenario.platform.device_id_style.device_id(index);
+                let (returned, accepted, trace) = engine.prepare(Some(&utf16(&id)));
+                device.tally.absorb(&trace);
+                let device_number = self.observations.devices.len();
+                let mut record = DeviceRecord {
+                    id,
+                    processor: Some(index),
+                    prepare_returned: returned,
+                    accepted,
+                    registered: None,
+                    started: None,
+                };
+                let live = if returned && accepted {
+                    let kernel_handle = 0xFFFF_C000_0000_0000 + (device_number + 1) * 0x100;
+                    let (register, trace) = engine.register(&utf16(&record.id), kernel_handle);
+                    device.tally.absorb(&trace);
+                    record.registered = Some(register);
+                    register.live_handle()
+                } else {
+                    None
+                };
+                self.observations.devices.push(record);
+                device.handles[slot] = live;
+                device.pending[slot] = Some(device_number);
+                run.coordinator.publish(|progress| progress.registered[slot] = live);
+                self.observations.hotplug.push(HotplugRecord {
+                    event: number,
+                    at_ms: self.scenario.events[number].at_ms,
+                    processor: index,
+                    change: HotplugChange::Added { device: device_number },
+                });
+            }
+            Work::Start(_) => {
+                drop(run.coordinator.wait_until(|progress| progress.worker_next[worker] >= key));
+                let (Some(handle_value), Some(device_number)) =
+                    (device.handles[slot], device.pending[slot].take())
+                else {
+                    return;
+                };
+                let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
+                let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+                device.tally.absorb(&trace);
+                if let Some(record) = self.observations.devices.get_mut(device_number) {
+                    record.started = Some(returned);
+                }
+            }
+            Work::Unregister(number) => {
+                drop(run.coordinator.wait_until(|progress| progress.worker_next[worker] >= key));
+                let handle_value = device.handles[slot].take();
+                let (returned, stale_probes) = handle_value.map_or((false, Vec::new()), |live| {
+                    let mut request = PEP_UNREGISTER_DEVICE { DeviceHandle: handle(live) };
+                    let (returned, trace) =
+                        engine.dpm(0, PEP_DPM_UNREGISTER_DEVICE, Some(&mut request));
+                    device.tally.absorb(&trace);
+                    let probes = stale_handle_probes(engine, index, live)
+                        .into_iter()
+                        .map(|(probe, trace)| {
+                            device.tally.absorb(&trace);
+                            probe
+                        })
+                        .collect();
+                    (returned, probes)
+                });
+                self.observations.hotplug.push(HotplugRecord {
+                    event: number,
+                    at_ms: self.scenario.events[number].at_ms,
+                    processor: index,
+                    change: HotplugChange::Removed { handle: handle_value, returned, stale_probes },
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Puts what the workers and the device side observed into the observations.
+    fn merge(&mut self, owners: Vec<Worker<'_>>, device: DeviceSide) {
+        let mut records = Vec::new();
+        let mut probes = Vec::new();
+        let mut system_states = Vec::new();
+        let mut tally = device.tally;
+        for owner in owners {
+            records.extend(owner.records);
+            probes.extend(owner.probes);
+            system_states.extend(owner.system_states);
+            tally.merge(owner.tally);
+        }
+        records.sort_by_key(|record| record.index);
+        self.observations.processors = records;
+        probes.sort_by_key(|(key, _)| *key);
+        self.observations.probes.extend(probes.into_iter().map(|(_, probe)| probe));
+        system_states.sort_unstable();
+        for (number, start, resume) in self.scenario.sleeps() {
+            let EventKind::Sleep { state, .. } = self.scenario.events[number].kind else {
+                continue;
+            };
+            let calls = |resumed: bool| -> Vec<(u32, bool)> {
+                system_states
+                    .iter()
+                    .filter(|(event, _, resume, _)| *event == number && *resume == resumed)
+                    .map(|(_, processor, _, returned)| (*processor, *returned))
+                    .collect()
+            };
+            self.observations.sleeps.push(SleepRecord {
+                event: number,
+                state,
+                window_ms: (start, resume),
+                entered: calls(false),
+                resumed: calls(true),
+            });
+        }
+        tally.merge_into(&mut self.observations);
+    }
+}
