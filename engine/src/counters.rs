@@ -139,6 +139,8 @@ pub struct FeedbackSetup {
     pub mask: u64,
     /// Whether raw values wrap modulo `mask + 1` (the fixed counters) rather than reset.
     pub modular: bool,
+    /// For modular sources: the most actual cycles a reference cycle can explain.
+    pub max_actual_per_reference: u64,
     /// Counters described per processor (0..=2).
     pub count: u32,
     /// The descriptors, the first `count` valid.
@@ -160,6 +162,7 @@ impl FeedbackSetup {
             nominal_msr: 0,
             mask: u64::MAX,
             modular: false,
+            max_actual_per_reference: MIN_ACTUAL_PER_REFERENCE,
             count: 0,
             descriptors: [PEP_PROCESSOR_FEEDBACK_COUNTER::new(false, 0, 0, false, 0);
                 MAX_FEEDBACK_COUNTERS],
@@ -210,6 +213,7 @@ impl FeedbackSetup {
             perf.nominal,
         );
         setup.descriptors = [frequency, performance];
+        setup.max_actual_per_reference = max_actual_per_reference(&perf);
         setup.count = if config.performance_counter_view { 2 } else { 1 };
         (setup, perf)
     }
@@ -417,11 +421,22 @@ fn note_rebaseline(slot: &ProcessorSlot, last_actual: u64) {
     }
 }
 
-/// The most a modular counter's delta may exceed the elapsed time stamp by (the reference
-/// cycles count at the TSC rate): 1/16 of the interval plus a fixed slack.
+/// The most a modular counter's reference delta may exceed the elapsed time stamp by (the
+/// reference cycles count at the TSC rate, so only clock-domain skew): 1/64 of the interval
+/// plus a fixed slack.
 const TIMESTAMP_SLACK: u64 = 100_000;
-/// The highest plausible ratio of actual to reference cycles (turbo over nominal).
-const MAX_ACTUAL_TO_REFERENCE: u64 = 16;
+/// The least bound on actual cycles per reference cycle, whatever the perf capabilities say
+/// (a VM may report flat capabilities while its host turbos).
+const MIN_ACTUAL_PER_REFERENCE: u64 = 4;
+
+/// The highest plausible ratio of actual to reference cycles for the fixed-counter source's
+/// plausibility bound: the turbo ratio Highest / Nominal rounded up, plus one for skew, and at
+/// least [`MIN_ACTUAL_PER_REFERENCE`].
+pub(crate) fn max_actual_per_reference(perf: &PerfCapabilities) -> u64 {
+    let nominal = u64::from(perf.nominal.max(1));
+    let ratio = u64::from(perf.highest).div_ceil(nominal).saturating_add(1);
+    ratio.max(MIN_ACTUAL_PER_REFERENCE)
+}
 
 /// [`read_and_accumulate`] for counters that wrap modulo 2^width (the fixed counters).
 ///
@@ -454,9 +469,12 @@ fn read_and_accumulate_modular<P: Platform>(
         let plausible = match timestamp {
             Some(now) if last_timestamp != REBASELINE => {
                 let elapsed = now.wrapping_sub(last_timestamp);
-                let bound = elapsed.saturating_add(elapsed / 16).saturating_add(TIMESTAMP_SLACK);
+                let bound = elapsed.saturating_add(elapsed / 64).saturating_add(TIMESTAMP_SLACK);
                 delta_nominal <= bound
-                    && delta_actual <= bound.saturating_mul(MAX_ACTUAL_TO_REFERENCE)
+                    && delta_actual
+                        <= delta_nominal
+                            .saturating_mul(setup.max_actual_per_reference)
+                            .saturating_add(TIMESTAMP_SLACK)
             }
             _ => delta_nominal <= setup.mask / 2 && delta_actual <= setup.mask / 2,
         };

@@ -9,7 +9,9 @@
 //! so a processor pattern never matches a device below it; and `P%%%` takes decimal digits
 //! only, because `\_SB.PC00` is the PCI root bridge on current Intel firmware.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::Ordering;
+
+use crate::sync::{AtomicBool, AtomicU32};
 
 /// The most patterns a configuration holds.
 pub const MAX_DEVICE_ID_PATTERNS: usize = 16;
@@ -259,11 +261,11 @@ pub struct DeviceIdLog {
 // released with a release store), so no two threads access it at once.
 unsafe impl Sync for DeviceIdLog {}
 
-impl DeviceIdLog {
-    /// An empty log.
-    #[must_use]
-    pub const fn new() -> Self {
-        Self {
+/// The value of an empty log: [`DeviceIdLog::new`]'s body, shared by its `const` and its loom
+/// variant.
+macro_rules! empty_log {
+    () => {
+        DeviceIdLog {
             busy: AtomicBool::new(false),
             entries: core::cell::UnsafeCell::new([LoggedDeviceId::EMPTY; DEVICE_ID_LOG_ENTRIES]),
             next: AtomicU32::new(0),
@@ -271,6 +273,22 @@ impl DeviceIdLog {
             total: AtomicU32::new(0),
             dropped: AtomicU32::new(0),
         }
+    };
+}
+
+impl DeviceIdLog {
+    /// An empty log. (`const` except under `cfg(loom)`, whose atomics are not.)
+    #[must_use]
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        empty_log!()
+    }
+
+    /// An empty log.
+    #[must_use]
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        empty_log!()
     }
 
     /// Records `id` and the decision taken. Never waits. `<= DISPATCH_LEVEL`.

@@ -162,6 +162,7 @@ unsafe fn register_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool 
         slot.reset_counters();
         slot.lifecycle.store(lifecycle(generation, state::REGISTERED), Ordering::Release);
         handle = encode_handle(index, generation);
+        slot.live_handle.store(handle.addr(), Ordering::Release);
         break;
     }
     let accepted = !handle.is_null();
@@ -210,7 +211,14 @@ unsafe fn unregister_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> boo
 fn release(slot: &crate::processor::ProcessorSlot) -> bool {
     let current = slot.lifecycle.load(Ordering::Acquire);
     let freed = lifecycle(generation_of(current).wrapping_add(1), state::FREE);
-    slot.lifecycle.compare_exchange(current, freed, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    let released = slot
+        .lifecycle
+        .compare_exchange(current, freed, Ordering::AcqRel, Ordering::Relaxed)
+        .is_ok();
+    if released {
+        slot.live_handle.store(0, Ordering::Release);
+    }
+    released
 }
 
 /// `PEP_DPM_ABANDON_DEVICE`: releases the device if it was ours (`DeviceAccepted` TRUE), or

@@ -35,6 +35,7 @@ pub mod platform;
 pub mod pmc;
 pub mod ppm;
 pub mod processor;
+mod sync;
 pub mod x86;
 
 pub use config::Config;

@@ -7,14 +7,17 @@
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
-use crate::abi::{BOOLEAN, FALSE, PEP_INFORMATION, PEP_INFORMATION_V3, PEPHANDLE, TRUE, ULONG};
+use crate::abi::{
+    BOOLEAN, FALSE, PEP_INFORMATION, PEP_INFORMATION_V3, PEP_NOTIFY_PPM_FEEDBACK_READ, PEPHANDLE,
+    TRUE, ULONG,
+};
 use crate::config::Config;
 use crate::counters::{CounterSource, FeedbackSetup, NoCountersReason, NominalRateSource};
 use crate::cpu::CpuFeatures;
 use crate::device_id::{DeviceIdLog, DeviceIdPatterns};
 use crate::perf::{self, PerfCapabilities, PerfSource};
 use crate::platform::Platform;
-use crate::processor::{ProcessorSlot, decode_handle, generation_of, state, state_of};
+use crate::processor::{ProcessorSlot, slot_index, state, state_of};
 use crate::{dpm, ppm};
 
 /// The PEP: configuration, detected hardware facts and the processor table.
@@ -150,15 +153,14 @@ impl<P: Platform> Pep<P> {
         &self.device_log
     }
 
-    /// The live slot a handle names: registered or started, and of the handle's generation.
-    /// Any IRQL; touches only the table.
+    /// The live slot a handle names: registered or started, and of the handle's generation
+    /// (the slot's `live_handle` is exactly this value). Any IRQL; touches only the table.
     #[inline]
     pub(crate) fn slot_for_handle(&self, handle: PEPHANDLE) -> Option<(usize, &ProcessorSlot)> {
-        let (index, generation) = decode_handle(handle)?;
+        let value = handle.addr();
+        let index = slot_index(value);
         let slot = self.slots.get(index)?;
-        let lifecycle = slot.lifecycle.load(Ordering::Acquire);
-        let live = matches!(state_of(lifecycle), state::REGISTERED | state::STARTED);
-        (live && generation_of(lifecycle) == generation).then_some((index, slot))
+        (slot.live_handle.load(Ordering::Acquire) == value).then_some((index, slot))
     }
 }
 
@@ -219,6 +221,11 @@ pub unsafe extern "C" fn accept_processor_notification<P: Platform>(
     data: *mut c_void,
 ) -> BOOLEAN {
     let Some(pep) = P::instance() else { return FALSE };
+    // The hot notification first, inline; everything else out of line.
+    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ {
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        return boolean(unsafe { ppm::feedback_read(pep, handle, data) });
+    }
     // SAFETY: the caller's contract for `data` is passed on unchanged.
     boolean(unsafe { ppm::dispatch(pep, handle, notification, data) })
 }

@@ -47,7 +47,7 @@ pub(crate) fn typed<T>(data: *mut c_void) -> Option<NonNull<T>> {
 ///
 /// # Safety
 /// `data` is NULL or points to the structure PoFx documents for `notification`.
-#[inline]
+#[inline(never)]
 pub(crate) unsafe fn dispatch<P: Platform>(
     pep: &Pep<P>,
     handle: PEPHANDLE,
@@ -90,7 +90,11 @@ pub(crate) unsafe fn dispatch<P: Platform>(
 /// # Safety
 /// `data` is NULL or points to a `PEP_PPM_FEEDBACK_READ`.
 #[inline]
-unsafe fn feedback_read<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: *mut c_void) -> bool {
+pub(crate) unsafe fn feedback_read<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: *mut c_void,
+) -> bool {
     let Some(data) = typed::<PEP_PPM_FEEDBACK_READ>(data) else { return false };
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
     // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_FEEDBACK_READ.

@@ -7,9 +7,10 @@
 //! `PEP_DPM_UNREGISTER_DEVICE`) or a forged one is recognised and refused without touching
 //! memory outside the table.
 
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::Ordering;
 
 use crate::abi::PEPHANDLE;
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 
 /// A slot's lifecycle state (low 32 bits of [`ProcessorSlot::lifecycle`]).
 pub(crate) mod state {
@@ -34,8 +35,8 @@ pub(crate) const REBASELINE: u64 = u64::MAX;
 /// The per-processor state: 128 bytes, aligned to 128.
 ///
 /// No two processors' state share a cache line or an adjacent-line prefetch pair (Intel's
-/// spatial prefetcher pulls 128-byte pairs). Everything the APERF/MPERF read path touches is in
-/// the first 64 bytes; the fixed-counter path also touches `last_timestamp` in the second.
+/// spatial prefetcher pulls 128-byte pairs). Everything a read touches is in the first 64
+/// bytes; the lifecycle's cold fields follow.
 ///
 /// The counter fields are written only by the processor the handle is bound to, with
 /// interrupts masked; they are atomics (relaxed loads and stores compile to plain moves) so
@@ -45,14 +46,14 @@ pub(crate) const REBASELINE: u64 = u64::MAX;
 pub struct ProcessorSlot {
     /// `generation << 32 | state`.
     pub(crate) lifecycle: AtomicU64,
+    /// The handle value while the slot is registered or started, else 0: validating a handle
+    /// is one load and one compare. Published (release) after the counters are reset and
+    /// cleared before the slot is freed.
+    pub(crate) live_handle: AtomicUsize,
     /// The global index of the processor the handle is bound to, or [`UNBOUND`].
     pub(crate) bound_processor: AtomicU32,
     /// Counter resets seen (raw values that went backwards), for diagnostics.
     pub(crate) resets: AtomicU32,
-    /// The kernel's handle for the device (`POHANDLE`), as an address.
-    pub(crate) kernel_handle: AtomicUsize,
-    /// Hash of the device id, to match `REGISTER`/`ABANDON` to `PREPARE`.
-    pub(crate) device_id_hash: AtomicU64,
     /// The raw actual (APERF) value of the last read, or [`REBASELINE`].
     pub(crate) last_actual: AtomicU64,
     /// The raw nominal (MPERF) value of the last read, or [`REBASELINE`].
@@ -63,18 +64,26 @@ pub struct ProcessorSlot {
     pub(crate) total_nominal: AtomicU64,
     /// The time stamp of the last read (modular sources only), or [`REBASELINE`].
     pub(crate) last_timestamp: AtomicU64,
+    /// The kernel's handle for the device (`POHANDLE`), as an address.
+    pub(crate) kernel_handle: AtomicUsize,
+    /// Hash of the device id, to match `REGISTER`/`ABANDON` to `PREPARE`.
+    pub(crate) device_id_hash: AtomicU64,
 }
 
+#[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<ProcessorSlot>() == 128);
+#[cfg(not(loom))]
 const _: () = assert!(core::mem::align_of::<ProcessorSlot>() == 128);
-const _: () = assert!(core::mem::offset_of!(ProcessorSlot, total_nominal) < 64);
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::offset_of!(ProcessorSlot, last_timestamp) < 64);
 
-impl ProcessorSlot {
-    /// A free slot.
-    #[must_use]
-    pub const fn new() -> Self {
-        Self {
+/// The value of a free slot: [`ProcessorSlot::new`]'s body, shared by its `const` and its loom
+/// variant.
+macro_rules! free_slot {
+    () => {
+        ProcessorSlot {
             lifecycle: AtomicU64::new(0),
+            live_handle: AtomicUsize::new(0),
             bound_processor: AtomicU32::new(UNBOUND),
             resets: AtomicU32::new(0),
             kernel_handle: AtomicUsize::new(0),
@@ -85,6 +94,22 @@ impl ProcessorSlot {
             total_nominal: AtomicU64::new(0),
             last_timestamp: AtomicU64::new(REBASELINE),
         }
+    };
+}
+
+impl ProcessorSlot {
+    /// A free slot. (`const` except under `cfg(loom)`, whose atomics are not.)
+    #[must_use]
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        free_slot!()
+    }
+
+    /// A free slot.
+    #[must_use]
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        free_slot!()
     }
 
     /// Clears the counter state and the binding for a new registration. `PASSIVE_LEVEL`.
@@ -149,10 +174,8 @@ pub(crate) fn encode_handle(index: usize, generation: u32) -> PEPHANDLE {
     core::ptr::without_provenance_mut(value)
 }
 
-/// The (slot index, generation) a handle encodes, or `None` for NULL.
-pub(crate) fn decode_handle(handle: PEPHANDLE) -> Option<(usize, u32)> {
-    let value = handle.addr();
-    let index = (value & 0xFFFF_FFFF).checked_sub(1)?;
-    let generation = u32::try_from(value >> 32).ok()?;
-    Some((index, generation))
+/// The slot index a handle value names (`usize::MAX`, which no table reaches, for NULL).
+#[inline]
+pub(crate) const fn slot_index(handle: usize) -> usize {
+    (handle & 0xFFFF_FFFF).wrapping_sub(1)
 }

@@ -706,3 +706,47 @@ fn zero_readings_are_no_readings() {
     assert_eq!(harness.read(handle, 0), Some((222, 333)));
     assert_eq!(harness.pep.slots[0].resets(), 0);
 }
+
+#[test]
+fn fixed_counter_deltas_are_bounded_by_time_and_turbo_ratio() {
+    use crate::counters::max_actual_per_reference;
+    // HWP highest 40 / guaranteed 20: at most 2 + 1 = 3, raised to the floor of 4.
+    assert_eq!(
+        max_actual_per_reference(&PerfCapabilities {
+            highest: 40,
+            nominal: 20,
+            lowest_nonlinear: 8,
+            lowest: 4
+        }),
+        4
+    );
+    assert_eq!(
+        max_actual_per_reference(&PerfCapabilities {
+            highest: 100,
+            nominal: 20,
+            lowest_nonlinear: 8,
+            lowest: 4
+        }),
+        6
+    );
+    let harness = Harness::with_platform(&Config::new(), fixed_platform(true, true), 1);
+    let handle = harness.processor("\\_SB.CPU0");
+    let platform = harness.pep.platform();
+    platform.aperf.set(1 << 30);
+    platform.mperf.set(1 << 30);
+    harness.read(handle, 0).unwrap();
+    harness.advance(3_000_000, 2_000_000);
+    assert_eq!(harness.read(handle, 0), Some((2_000_000, 3_000_000)));
+    // Another owner moves the core counter forward by far more than the reference cycles can
+    // explain at any turbo ratio: dropped, not credited.
+    platform.aperf.set(platform.aperf.get() + 500_000_000);
+    harness.advance(3_000_000, 2_000_000);
+    assert_eq!(harness.read(handle, 0), Some((2_000_000, 3_000_000)));
+    assert_eq!(harness.pep.slots[0].resets(), 1);
+    // More reference cycles than time stamps elapsed: dropped too.
+    platform.mperf.set(platform.mperf.get() + 50_000_000);
+    harness.advance(3_000_000, 2_000_000);
+    assert_eq!(harness.read(handle, 0), Some((2_000_000, 3_000_000)));
+    harness.advance(3_000_000, 2_000_000);
+    assert_eq!(harness.read(handle, 0), Some((4_000_000, 6_000_000)));
+}

@@ -1,0 +1,245 @@
+//! Stress test of the real engine under real threads: `READERS` threads stand for processors,
+//! each reading its own processor's handle through the C callback as fast as it can (and
+//! poking at the other processors' handles, forged and NULL ones), while another thread keeps
+//! preparing, registering, reading and unregistering devices in the spare slots.
+//!
+//! Checked: a processor's own reads are never refused and report exactly the hardware deltas
+//! it produced (so never decrease); reads of another processor's bound handle, forged and NULL
+//! handles are refused without touching the buffer; the churn never disturbs a live slot; each
+//! new registration starts at 0/0; unregistered handles are refused; the table never holds more
+//! than its capacity.
+//!
+//! Not exercised here on purpose: a `FEEDBACK_READ` with a handle racing its own unregister
+//! (the churn handles are read only by their own thread). That race is an engine bug pinned by
+//! the model-checking tests in `tests/loom.rs`; a timing-dependent test would only be flaky.
+#![cfg(not(loom))]
+
+mod common;
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use ppm_engine::abi::{
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_QUERY_PERF_CAPABILITIES, PEPHANDLE,
+};
+use ppm_engine::config::Config;
+use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::x86::{cpuid, msr};
+use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
+
+const READERS: u32 = 4;
+const READS: u64 = 250_000;
+const CHURN_CYCLES: u32 = 5_000;
+/// The churning thread's processor.
+const CHURNER: u32 = READERS;
+
+static PEP: OnceLock<&'static Pep<Threaded>> = OnceLock::new();
+
+thread_local! {
+    static CURRENT: Cell<u32> = const { Cell::new(0) };
+}
+
+fn on_processor(index: u32) {
+    CURRENT.with(|current| current.set(index));
+}
+
+/// Processors whose APERF/MPERF the test advances; the current processor is per thread.
+struct Threaded {
+    counters: Vec<(AtomicU64, AtomicU64)>,
+    time: AtomicU64,
+}
+
+impl Threaded {
+    fn counters(&self, processor: u32) -> &(AtomicU64, AtomicU64) {
+        &self.counters[usize::try_from(processor).unwrap()]
+    }
+
+    fn advance(&self, processor: u32, actual: u64, nominal: u64) {
+        let (raw_actual, raw_nominal) = self.counters(processor);
+        raw_actual.fetch_add(actual, Ordering::Relaxed);
+        raw_nominal.fetch_add(nominal, Ordering::Relaxed);
+    }
+}
+
+impl Platform for Threaded {
+    fn instance() -> Option<&'static Pep<Self>> {
+        PEP.get().copied()
+    }
+
+    fn current_processor_index(&self) -> u32 {
+        CURRENT.with(Cell::get)
+    }
+
+    fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
+        match leaf {
+            cpuid::LEAF_VENDOR => CpuidResult {
+                eax: cpuid::LEAF_FREQUENCY,
+                ebx: cpuid::VENDOR_INTEL[0],
+                edx: cpuid::VENDOR_INTEL[1],
+                ecx: cpuid::VENDOR_INTEL[2],
+            },
+            cpuid::LEAF_FEATURES => CpuidResult {
+                eax: 0x000A_0655,
+                ecx: cpuid::FEATURES_ECX_HYPERVISOR,
+                ..CpuidResult::default()
+            },
+            cpuid::LEAF_POWER => {
+                CpuidResult { ecx: cpuid::POWER_ECX_APERFMPERF, ..CpuidResult::default() }
+            }
+            cpuid::LEAF_FREQUENCY => CpuidResult { eax: 2_000, ..CpuidResult::default() },
+            _ => CpuidResult::default(),
+        }
+    }
+
+    fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
+        let (actual, nominal) = self.counters(self.current_processor_index());
+        match number {
+            msr::IA32_APERF => Ok(actual.load(Ordering::Relaxed)),
+            msr::IA32_MPERF => Ok(nominal.load(Ordering::Relaxed)),
+            _ => Err(MsrFault),
+        }
+    }
+
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+
+    fn performance_counter(&self) -> PerformanceCounter {
+        PerformanceCounter { ticks: self.time.load(Ordering::Relaxed), frequency: 10_000_000 }
+    }
+
+    fn stall_microseconds(&self, microseconds: u32) {
+        let us = u64::from(microseconds);
+        self.time.fetch_add(us * 10, Ordering::Relaxed);
+        self.advance(self.current_processor_index(), us * 3_000, us * 2_000);
+    }
+}
+
+fn pep() -> &'static Pep<Threaded> {
+    PEP.get_or_init(|| {
+        let platform = Threaded {
+            counters: (0..=READERS).map(|_| (AtomicU64::new(1), AtomicU64::new(1))).collect(),
+            time: AtomicU64::new(0),
+        };
+        let slots: Vec<ProcessorSlot> = (0..READERS + 2).map(|_| ProcessorSlot::new()).collect();
+        let slots: &'static [ProcessorSlot] = Box::leak(slots.into_boxed_slice());
+        Box::leak(Box::new(Pep::new(platform, &Config::new(), slots)))
+    })
+}
+
+const fn handle(address: usize) -> PEPHANDLE {
+    std::ptr::without_provenance_mut(address)
+}
+
+/// A read-only query any processor may make with any handle.
+fn query_perf(handle: PEPHANDLE) -> bool {
+    let mut data = PEP_PPM_QUERY_PERF_CAPABILITIES {
+        HighestPerformance: 0,
+        NominalPerformance: 0,
+        LowestNonlinearPerformance: 0,
+        LowestPerformance: 0,
+        DomainId: u32::MAX,
+        DomainMembers: 0,
+    };
+    common::ppm::<Threaded>(handle, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, (&raw mut data).cast())
+}
+
+/// One processor: its own handle, read `READS` times with known hardware deltas.
+fn reader(processor: u32, own: usize, others: &[usize], churned: &AtomicUsize) {
+    on_processor(processor);
+    let platform = pep().platform();
+    let mut expected = (0u64, 0u64);
+    for round in 0..READS {
+        let (actual, nominal) = (round % 7 * 300 + 1, round % 5 * 200 + 1);
+        platform.advance(processor, actual, nominal);
+        expected = (expected.0 + nominal, expected.1 + actual);
+        let counts = common::read::<Threaded>(handle(own), 0);
+        assert_eq!(counts, Some(expected), "processor {processor}, read {round}");
+        match round % 8 {
+            0 => {
+                let other = others[usize::try_from(round).unwrap() / 8 % others.len()];
+                assert_eq!(common::read::<Threaded>(handle(other), 0), None, "another's handle");
+            }
+            1 => {
+                let forged = own ^ 1 << 40;
+                assert_eq!(common::read::<Threaded>(handle(forged), 0), None, "forged handle");
+            }
+            2 => assert_eq!(common::read::<Threaded>(std::ptr::null_mut(), 0), None),
+            3 => {
+                // Any answer will do (the handle may be going away); it must not crash.
+                let _ = query_perf(handle(churned.load(Ordering::Relaxed)));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Registers, reads and unregisters devices in the spare slots until told to stop.
+fn churner(stop: &AtomicBool, churned: &AtomicUsize) -> u32 {
+    on_processor(CHURNER);
+    let platform = pep().platform();
+    let mut cycles = 0;
+    while cycles < CHURN_CYCLES || !stop.load(Ordering::Relaxed) {
+        let id = format!("\\_SB.C{:03X}", 0x100 + cycles % 3);
+        let new = common::add_processor::<Threaded>(&id);
+        churned.store(new.addr(), Ordering::Relaxed);
+        assert_eq!(common::read::<Threaded>(new, 0), Some((0, 0)), "a new registration");
+        platform.advance(CHURNER, 30, 20);
+        assert_eq!(common::read::<Threaded>(new, 0), Some((20, 30)));
+        let registered = pep().registered_count();
+        assert!((usize::try_from(READERS).unwrap() + 1..=pep().capacity()).contains(&registered));
+        assert!(common::unregister::<Threaded>(new));
+        assert_eq!(common::read::<Threaded>(new, 0), None, "an unregistered handle");
+        assert!(!common::unregister::<Threaded>(new), "unregistered twice");
+        cycles += 1;
+    }
+    cycles
+}
+
+#[test]
+fn processors_read_while_devices_come_and_go() {
+    let pep = pep();
+    let own: Vec<usize> = (0..READERS)
+        .map(|processor| {
+            let handle = common::add_processor::<Threaded>(&format!("\\_SB.CPU{processor}"));
+            // Bind each handle to its processor before the race starts.
+            on_processor(processor);
+            assert_eq!(common::read::<Threaded>(handle, 0), Some((0, 0)));
+            handle.addr()
+        })
+        .collect();
+    let stop = AtomicBool::new(false);
+    let churned = AtomicUsize::new(0);
+    let cycles = std::thread::scope(|scope| {
+        let churn = scope.spawn(|| churner(&stop, &churned));
+        let readers: Vec<_> = (0..READERS)
+            .map(|processor| {
+                let own = &own;
+                let churned = &churned;
+                scope.spawn(move || {
+                    let index = usize::try_from(processor).unwrap();
+                    let others: Vec<usize> = own
+                        .iter()
+                        .enumerate()
+                        .filter(|&(other, _)| other != index)
+                        .map(|(_, &handle)| handle)
+                        .collect();
+                    reader(processor, own[index], &others, churned);
+                })
+            })
+            .collect();
+        for reader in readers {
+            reader.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap()
+    });
+    assert!(cycles >= CHURN_CYCLES);
+    eprintln!("{cycles} churn cycles");
+    assert_eq!(pep.registered_count(), usize::try_from(READERS).unwrap());
+    for (processor, &own) in (0..READERS).zip(&own) {
+        on_processor(processor);
+        assert!(common::read::<Threaded>(handle(own), 0).is_some());
+    }
+}

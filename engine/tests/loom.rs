@@ -1,0 +1,403 @@
+//! Model checking of the engine's concurrency protocol with loom, on the real engine code.
+//!
+//! Under `--cfg loom` the engine's atomics are loom's (`src/sync.rs`), so every interleaving
+//! (within the preemption bound) of the lifecycle word (`generation << 32 | state`, moved by
+//! compare-exchange in `dpm.rs`, published Release/Acquire), the first-read binding
+//! (`compare_exchange` in `ppm.rs`) and the relaxed counter state is explored, and loom checks
+//! every load against the C++ memory model: a value a load may return under the orderings used
+//! is a value the test sees.
+//!
+//! Run (seconds once built; exhaustive: no preemption bound unless `LOOM_MAX_PREEMPTIONS` sets
+//! one):
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg loom" cargo test -p ppm-engine --test loom --release
+//! ```
+//!
+//! The `#[ignore]`d tests fail on the engine as of this writing: they pin engine races found
+//! by this model (see their documentation); run them with `-- --ignored`.
+#![cfg(loom)]
+
+mod common;
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering as StdOrdering;
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+use ppm_engine::abi::PEPHANDLE;
+use ppm_engine::config::Config;
+use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::x86::{cpuid, msr};
+use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
+
+std::thread_local! {
+    /// The engine of the current model execution, set before any loom thread is spawned and
+    /// cleared after all joined. A std thread-local: loom runs every thread of a model as a
+    /// coroutine on the test's own OS thread, one execution at a time, while the test harness
+    /// runs several tests (models) in parallel on different OS threads.
+    static INSTANCE: Cell<*const Pep<LoomPlatform>> = const { Cell::new(std::ptr::null()) };
+}
+
+loom::thread_local! {
+    /// The processor the loom thread stands for.
+    static CURRENT: Cell<u32> = Cell::new(0);
+    /// The thread's counter clock: each masked section (each read) advances it.
+    static CLOCK: Cell<u64> = Cell::new(1);
+}
+
+/// A processor whose APERF/MPERF advance by 3/2 per masked section of the thread reading them.
+struct LoomPlatform;
+
+impl Platform for LoomPlatform {
+    fn instance() -> Option<&'static Pep<Self>> {
+        let pointer = INSTANCE.with(Cell::get);
+        // SAFETY: `Env` publishes a live engine before spawning threads and clears the pointer
+        // only after every thread joined, before freeing it.
+        unsafe { pointer.as_ref() }
+    }
+
+    fn current_processor_index(&self) -> u32 {
+        CURRENT.with(Cell::get)
+    }
+
+    fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
+        match leaf {
+            cpuid::LEAF_VENDOR => CpuidResult {
+                eax: cpuid::LEAF_FREQUENCY,
+                ebx: cpuid::VENDOR_INTEL[0],
+                edx: cpuid::VENDOR_INTEL[1],
+                ecx: cpuid::VENDOR_INTEL[2],
+            },
+            cpuid::LEAF_FEATURES => CpuidResult {
+                eax: 0x000A_0655,
+                ecx: cpuid::FEATURES_ECX_HYPERVISOR,
+                ..CpuidResult::default()
+            },
+            cpuid::LEAF_POWER => {
+                CpuidResult { ecx: cpuid::POWER_ECX_APERFMPERF, ..CpuidResult::default() }
+            }
+            cpuid::LEAF_FREQUENCY => CpuidResult { eax: 2_000, ..CpuidResult::default() },
+            _ => CpuidResult::default(),
+        }
+    }
+
+    fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
+        let clock = CLOCK.with(Cell::get);
+        match number {
+            msr::IA32_APERF => Ok(clock * 3),
+            msr::IA32_MPERF => Ok(clock * 2),
+            _ => Err(MsrFault),
+        }
+    }
+
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+        CLOCK.with(|clock| clock.set(clock.get() + 1));
+        f()
+    }
+
+    fn performance_counter(&self) -> PerformanceCounter {
+        PerformanceCounter { ticks: CLOCK.with(Cell::get) * 10, frequency: 10_000_000 }
+    }
+
+    fn stall_microseconds(&self, microseconds: u32) {
+        CLOCK.with(|clock| clock.set(clock.get() + u64::from(microseconds)));
+    }
+}
+
+fn on_processor(index: u32) {
+    CURRENT.with(|current| current.set(index));
+}
+
+/// One engine per model execution, freed at its end.
+struct Env {
+    pep: *mut Pep<LoomPlatform>,
+    slots: *mut [ProcessorSlot],
+}
+
+impl Env {
+    fn new(capacity: usize) -> Self {
+        let slots: Box<[ProcessorSlot]> = (0..capacity).map(|_| ProcessorSlot::new()).collect();
+        let slots = Box::into_raw(slots);
+        // SAFETY: `slots` stays allocated until `drop`, after every use of the engine.
+        let table: &'static [ProcessorSlot] = unsafe { &*slots };
+        let pep = Box::into_raw(Box::new(Pep::new(LoomPlatform, &Config::new(), table)));
+        INSTANCE.with(|instance| instance.set(pep));
+        Self { pep, slots }
+    }
+
+    fn pep(&self) -> &Pep<LoomPlatform> {
+        // SAFETY: freed only by `drop`.
+        unsafe { &*self.pep }
+    }
+
+    fn slot(&self, index: usize) -> &ProcessorSlot {
+        // SAFETY: freed only by `drop`.
+        let slots = unsafe { &*self.slots };
+        &slots[index]
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        INSTANCE.with(|instance| instance.set(std::ptr::null()));
+        // SAFETY: from `Box::into_raw`; every thread that could reach it has joined.
+        drop(unsafe { Box::from_raw(self.pep) });
+        // SAFETY: as above; the engine that borrowed the table is gone.
+        drop(unsafe { Box::from_raw(self.slots) });
+    }
+}
+
+/// Handles cross threads as addresses (raw pointers are not `Send`).
+const fn handle(address: usize) -> PEPHANDLE {
+    std::ptr::without_provenance_mut(address)
+}
+
+fn model(test: impl Fn() + Sync + Send + 'static) {
+    // No preemption bound unless `LOOM_MAX_PREEMPTIONS` sets one: exhaustive, a few seconds.
+    let builder = loom::model::Builder::new();
+    let executions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&executions);
+    builder.check(move || {
+        counter.fetch_add(1, StdOrdering::Relaxed);
+        test();
+    });
+    eprintln!("{} executions explored", executions.load(StdOrdering::Relaxed));
+}
+
+/// Two processors race to be the first reader of one handle: exactly one wins the binding and
+/// reports the baseline 0/0; the other is refused; the slot ends bound to the winner.
+#[test]
+fn racing_first_reads_bind_exactly_one_processor() {
+    model(|| {
+        let env = Env::new(1);
+        let shared = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let reader = |processor| {
+            thread::spawn(move || {
+                on_processor(processor);
+                common::read::<LoomPlatform>(handle(shared), 0)
+            })
+        };
+        let (first, second) = (reader(1), reader(2));
+        let results = [first.join().unwrap(), second.join().unwrap()];
+        let winners: Vec<u32> =
+            (1u32..).zip(&results).filter(|(_, result)| result.is_some()).map(|(p, _)| p).collect();
+        assert_eq!(winners.len(), 1, "one winner: {results:?}");
+        assert!(results.contains(&Some((0, 0))), "the winner reports the baseline");
+        assert_eq!(env.slot(0).bound_processor(), Some(winners[0]));
+    });
+}
+
+/// A registration is published with Release/Acquire: a reader that learns the new handle only
+/// through a relaxed variable (no synchronisation of its own) is either refused (the slot is not
+/// live yet in its view) or sees the reset counters — never the totals of the slot's previous
+/// registration: its first read is 0/0.
+#[test]
+fn a_new_registration_is_published_with_its_reset_counters() {
+    model(|| {
+        let env = Env::new(1);
+        on_processor(1);
+        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0");
+        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((0, 0)));
+        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((2, 3)));
+        assert!(common::unregister::<LoomPlatform>(old));
+        let published = Arc::new(AtomicUsize::new(0));
+        let registrar = {
+            let published = Arc::clone(&published);
+            thread::spawn(move || {
+                on_processor(3);
+                let new = common::add_processor::<LoomPlatform>("\\_SB.CPU1");
+                published.store(new.addr(), Ordering::Relaxed);
+            })
+        };
+        let reader = thread::spawn(move || {
+            on_processor(2);
+            let new = published.load(Ordering::Relaxed);
+            (new != 0).then(|| common::read::<LoomPlatform>(handle(new), 0))
+        });
+        registrar.join().unwrap();
+        // The reader may see the slot not yet live (its relaxed load of the handle does not
+        // synchronise): refused. Never served with stale counts.
+        if let Some(Some(first)) = reader.join().unwrap() {
+            assert_eq!(first, (0, 0), "the first read of a new registration");
+        }
+        drop(env);
+    });
+}
+
+/// A read with the old handle racing `UNREGISTER` + a new `PREPARE`/`REGISTER` of the slot must
+/// not leave the old registration's counts (or binding) to the new handle: the new handle's
+/// first read, on its own processor, reports 0/0.
+///
+/// Fails on the engine as of this writing (see the report of the hardening task): the stale
+/// reader passes `slot_for_handle` before the unregister and stores its totals (and may bind)
+/// after the re-registration reset them.
+#[test]
+#[ignore = "engine race: stale FEEDBACK_READ vs unregister + re-register (ppm.rs/counters.rs)"]
+fn a_stale_read_racing_reregistration_does_not_leak_into_the_new_handle() {
+    model(|| {
+        let env = Env::new(1);
+        on_processor(0);
+        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0");
+        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((0, 0)));
+        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((2, 3)));
+        let old = old.addr();
+        let reader = thread::spawn(move || {
+            on_processor(0);
+            common::read::<LoomPlatform>(handle(old), 0)
+        });
+        let churn = thread::spawn(move || {
+            on_processor(5);
+            assert!(common::unregister::<LoomPlatform>(handle(old)));
+            common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr()
+        });
+        let stale = reader.join().unwrap();
+        let new = churn.join().unwrap();
+        if let Some((nominal, actual)) = stale {
+            assert!(nominal >= 2 && actual >= 3, "the old handle's counts never decrease");
+        }
+        on_processor(0);
+        assert_eq!(
+            common::read::<LoomPlatform>(handle(new), 0),
+            Some((0, 0)),
+            "the new handle's first read is its baseline"
+        );
+        drop(env);
+    });
+}
+
+/// Two `UNREGISTER`s of one handle racing with a re-registration of the freed slot: exactly one
+/// unregister is handled, and the new registration survives the stale one.
+///
+/// Fails on the engine as of this writing: `dpm.rs` `release` re-reads the lifecycle word and
+/// frees whatever registration is current instead of the one `slot_for_handle` validated.
+#[test]
+#[ignore = "engine race: stale UNREGISTER frees a newer registration (dpm.rs release)"]
+fn a_stale_unregister_never_frees_a_newer_registration() {
+    model(|| {
+        let env = Env::new(1);
+        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let first = thread::spawn(move || common::unregister::<LoomPlatform>(handle(old)));
+        let second = thread::spawn(move || {
+            let unregistered = common::unregister::<LoomPlatform>(handle(old));
+            let new = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+            (unregistered, new)
+        });
+        let first = first.join().unwrap();
+        let (second, new) = second.join().unwrap();
+        assert!(first != second, "exactly one UNREGISTER handled ({first}, {second})");
+        assert!(common::live::<LoomPlatform>(handle(new)), "the new registration survives");
+        assert_eq!(env.pep().registered_count(), 1);
+    });
+}
+
+/// Unregistering one handle on two processors at once: exactly one is handled, the handle is
+/// stale afterwards.
+///
+/// Fails on the engine as of this writing: both are handled, because `dpm.rs` `release`
+/// compare-exchanges from the lifecycle word it re-reads (already FREE after the first
+/// unregister) instead of the live word `slot_for_handle` validated.
+#[test]
+#[ignore = "engine race: UNREGISTER twice both handled (dpm.rs release re-reads the lifecycle)"]
+fn racing_unregisters_of_one_handle() {
+    model(|| {
+        let env = Env::new(1);
+        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let unregister = || thread::spawn(move || common::unregister::<LoomPlatform>(handle(old)));
+        let (first, second) = (unregister(), unregister());
+        let handled = [first.join().unwrap(), second.join().unwrap()];
+        assert_eq!(handled.iter().filter(|&&handled| handled).count(), 1, "{handled:?}");
+        assert!(!common::live::<LoomPlatform>(handle(old)));
+        assert_eq!(env.pep().registered_count(), 0);
+    });
+}
+
+/// Two devices prepared and registered concurrently claim different slots and get distinct,
+/// live handles.
+#[test]
+fn concurrent_registrations_claim_distinct_slots() {
+    model(|| {
+        let env = Env::new(2);
+        let add = |id| thread::spawn(move || common::add_processor::<LoomPlatform>(id).addr());
+        let (first, second) = (add("\\_SB.CPU0"), add("\\_SB.CPU1"));
+        let handles = [first.join().unwrap(), second.join().unwrap()];
+        assert_ne!(handles[0], handles[1]);
+        assert!(handles.iter().all(|&h| common::live::<LoomPlatform>(handle(h))));
+        assert_eq!(env.pep().registered_count(), 2);
+    });
+}
+
+/// The same device prepared on two processors at once (PoFx does not document that it never
+/// does): it must hold at most one slot, so that registering it twice cannot produce two
+/// handles for one device.
+///
+/// Fails on the engine as of this writing: `dpm.rs` `claim_slot` checks for a slot already
+/// PREPARED for the id and claims a FREE one in two separate steps, so both PREPAREs can claim
+/// a slot; two REGISTERs of the id then both succeed.
+#[test]
+#[ignore = "engine race: concurrent PREPAREs of one id claim two slots (dpm.rs claim_slot)"]
+fn concurrent_prepares_of_one_device_claim_one_slot() {
+    model(|| {
+        let env = Env::new(2);
+        let prepare = || thread::spawn(|| common::prepare::<LoomPlatform>("\\_SB.CPU0"));
+        let (first, second) = (prepare(), prepare());
+        assert!(first.join().unwrap() && second.join().unwrap());
+        let first = common::register::<LoomPlatform>("\\_SB.CPU0");
+        let second = common::register::<LoomPlatform>("\\_SB.CPU0");
+        assert!(!first.is_null());
+        assert!(second.is_null(), "one device registered twice");
+        assert_eq!(env.pep().registered_count(), 1);
+    });
+}
+
+/// A processor reading its handle while another processor runs `RESUME_FROM_SYSTEM_STATE` for
+/// every handle (NULL): the reported counts never decrease, whatever the interleaving.
+#[test]
+fn reads_racing_a_global_resume_stay_monotonic() {
+    model(|| {
+        let env = Env::new(1);
+        on_processor(0);
+        let own = common::add_processor::<LoomPlatform>("\\_SB.CPU0");
+        assert_eq!(common::read::<LoomPlatform>(own, 0), Some((0, 0)));
+        let own = own.addr();
+        let reader = thread::spawn(move || {
+            on_processor(0);
+            let first = common::read::<LoomPlatform>(handle(own), 0).unwrap();
+            let second = common::read::<LoomPlatform>(handle(own), 0).unwrap();
+            assert!(second >= first, "{first:?} -> {second:?}");
+            second
+        });
+        let resumer = thread::spawn(|| {
+            on_processor(1);
+            assert!(common::resume::<LoomPlatform>(std::ptr::null_mut()));
+        });
+        let last = reader.join().unwrap();
+        resumer.join().unwrap();
+        let after = common::read::<LoomPlatform>(handle(own), 0).unwrap();
+        assert!(after >= last, "{last:?} -> {after:?}");
+        drop(env);
+    });
+}
+
+/// The device-id log under concurrent `PREPARE`s: every id is either logged or counted as
+/// dropped, and the log is never torn.
+#[test]
+fn concurrent_prepares_log_or_drop_every_id() {
+    model(|| {
+        let env = Env::new(2);
+        let prepare = |id| thread::spawn(move || common::prepare::<LoomPlatform>(id));
+        let (processor, other) = (prepare("\\_SB.CPU0"), prepare("\\_SB.PCI0"));
+        let accepted = [processor.join().unwrap(), other.join().unwrap()];
+        assert_eq!(accepted, [true, false]);
+        let log = env.pep().device_log();
+        let mut logged = 0;
+        assert!(log.for_each(|entry| {
+            logged += 1;
+            let id = String::from_utf16(entry.as_units()).unwrap();
+            assert_eq!(entry.accepted, id == "\\_SB.CPU0", "{id}");
+        }));
+        assert_eq!(log.total(), 2);
+        assert_eq!(logged + log.dropped(), 2);
+    });
+}
