@@ -46,7 +46,7 @@
 //! performance_counter_view = false
 //! nominal_mhz = 2000                   # override
 //! perf_capabilities = { highest = 40, nominal = 20, lowest_nonlinear = 8, lowest = 4 }
-//! device_id_patterns = ["\\_SB.CPU#*"]
+//! device_id_patterns = ["\\_SB.CPU#"]
 //! transition_latency_100ns = 0
 //! [[phase]]                            # piecewise-constant load
 //! start_ms = 0
