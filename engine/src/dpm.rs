@@ -7,8 +7,15 @@
 //! move the slot through its lifecycle. Every other notification returns FALSE.
 //!
 //! IRQL: `PASSIVE_LEVEL` (prepare, register, unregister, abandon), `<= DISPATCH_LEVEL` (device
-//! started). Slots are claimed with compare-exchange, so concurrent notifications for different
-//! devices are safe; nothing allocates or waits.
+//! started). Nothing allocates or waits; every transition is a compare-exchange, so concurrent
+//! notifications for different devices are safe, and so are a repeated or stale UNREGISTER and
+//! concurrent PREPAREs of one id (model-checked with loom, `engine/tests/loom.rs`).
+//!
+//! Contract relied on: PoFx does not overlap the notifications of one device with that
+//! device's own UNREGISTER — no `FEEDBACK_READ` of a processor runs across its removal (a removed
+//! processor runs nothing), and no re-PREPARE of a device races its own UNREGISTER. Under such
+//! an overlap a stale read could store counts into the slot's next registration, or a
+//! re-PREPARE could be accepted and its REGISTER declined; the loom model pins both cases.
 
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
@@ -22,7 +29,7 @@ use crate::abi::{
 use crate::pep::Pep;
 use crate::platform::Platform;
 use crate::ppm::typed;
-use crate::processor::{encode_handle, generation_of, lifecycle, state, state_of};
+use crate::processor::{ProcessorSlot, encode_handle, generation_of, lifecycle, state, state_of};
 
 /// Routes one device notification. Returns whether it was handled.
 ///
@@ -94,38 +101,38 @@ unsafe fn prepare_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
     let id_pointer = unsafe { (*data.as_ptr()).DeviceId };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
     let Some(id) = (unsafe { device_id(id_pointer) }) else { return false };
-    let accepted = pep.patterns.matches(id) && claim_slot(pep, hash_device_id(id));
+    let accepted = pep.patterns.matches(id) && claim_slot(pep, claim_key(id));
     pep.device_log.record(id, accepted);
     // SAFETY: as above; DeviceAccepted is the PEP's output.
     unsafe { (*data.as_ptr()).DeviceAccepted = if accepted { TRUE } else { FALSE } };
     true
 }
 
-/// Claims a free slot for the device `hash`, or finds the one already prepared for it.
-fn claim_slot<P: Platform>(pep: &Pep<P>, hash: u64) -> bool {
-    let prepared = pep.slots.iter().any(|slot| {
-        state_of(slot.lifecycle.load(Ordering::Acquire)) == state::PREPARED
-            && slot.device_id_hash.load(Ordering::Relaxed) == hash
-    });
-    if prepared {
-        return true;
+/// Claims a slot for the device whose claim key is `key`, or finds the one it already holds.
+///
+/// The key is the claim: a slot is taken by compare-exchanging its `device_id_hash` from 0
+/// (free) to `key`, in table order. Two concurrent PREPAREs of the same id walk the same order,
+/// so the loser meets the winner's key and accepts without taking a second slot. Only the
+/// key's holder moves a FREE slot to PREPARED. Slots fill in the order devices are offered.
+fn claim_slot<P: Platform>(pep: &Pep<P>, key: u64) -> bool {
+    for slot in pep.slots {
+        match slot.device_id_hash.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                let current = slot.lifecycle.load(Ordering::Acquire);
+                let prepared = lifecycle(generation_of(current), state::PREPARED);
+                slot.lifecycle.store(prepared, Ordering::Release);
+                return true;
+            }
+            Err(existing) if existing == key => return true,
+            Err(_) => {}
+        }
     }
-    pep.slots.iter().any(|slot| {
-        let current = slot.lifecycle.load(Ordering::Acquire);
-        if state_of(current) != state::FREE {
-            return false;
-        }
-        let claimed = lifecycle(generation_of(current), state::PREPARED);
-        if slot
-            .lifecycle
-            .compare_exchange(current, claimed, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            return false;
-        }
-        slot.device_id_hash.store(hash, Ordering::Release);
-        true
-    })
+    false
+}
+
+/// The claim key of a device id: its hash, never 0 (0 marks a free slot).
+fn claim_key(id: &[u16]) -> u64 {
+    hash_device_id(id).max(1)
 }
 
 /// `PEP_DPM_REGISTER_DEVICE`: registers a prepared processor and returns its handle; declines
@@ -139,12 +146,12 @@ unsafe fn register_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool 
     let request = unsafe { data.as_ptr().read() };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
     let Some(id) = (unsafe { device_id(request.DeviceId) }) else { return false };
-    let hash = hash_device_id(id);
+    let key = claim_key(id);
     let mut handle: PEPHANDLE = core::ptr::null_mut();
     for (index, slot) in pep.slots.iter().enumerate() {
         let current = slot.lifecycle.load(Ordering::Acquire);
         if state_of(current) != state::PREPARED
-            || slot.device_id_hash.load(Ordering::Acquire) != hash
+            || slot.device_id_hash.load(Ordering::Acquire) != key
         {
             continue;
         }
@@ -204,21 +211,50 @@ unsafe fn unregister_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> boo
     // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_UNREGISTER_DEVICE.
     let handle = unsafe { (*data.as_ptr()).DeviceHandle };
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
-    release(slot)
+    release_registration(slot, handle.addr())
 }
 
-/// Frees a slot, bumping its generation so every handle to it goes stale.
-fn release(slot: &crate::processor::ProcessorSlot) -> bool {
+/// Frees the registration `handle` names: only the notification that takes `handle` out of
+/// the slot's `live_handle` (compare-exchange from exactly that value) frees it, so a stale or
+/// repeated UNREGISTER frees nothing and never a newer registration of the slot.
+fn release_registration(slot: &ProcessorSlot, handle: usize) -> bool {
+    if slot.live_handle.compare_exchange(handle, 0, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+        return false;
+    }
+    free(slot);
+    true
+}
+
+/// Frees a slot whose release this thread owns: bumps the generation (every handle to it goes
+/// stale), then gives the claim key back so that a PREPARE may take the slot.
+fn free(slot: &ProcessorSlot) {
     let current = slot.lifecycle.load(Ordering::Acquire);
     let freed = lifecycle(generation_of(current).wrapping_add(1), state::FREE);
-    let released = slot
-        .lifecycle
-        .compare_exchange(current, freed, Ordering::AcqRel, Ordering::Relaxed)
-        .is_ok();
-    if released {
-        slot.live_handle.store(0, Ordering::Release);
+    slot.lifecycle.store(freed, Ordering::Release);
+    slot.device_id_hash.store(0, Ordering::Release);
+}
+
+/// Releases the slot `key`'s device holds: its registration, or its preparation.
+fn release_device(slot: &ProcessorSlot, key: u64) -> bool {
+    if slot.device_id_hash.load(Ordering::Acquire) != key {
+        return false;
     }
-    released
+    let live = slot.live_handle.load(Ordering::Acquire);
+    if live != 0 {
+        return release_registration(slot, live);
+    }
+    let current = slot.lifecycle.load(Ordering::Acquire);
+    if state_of(current) != state::PREPARED {
+        return false;
+    }
+    // Racing a REGISTER of the same slot (PREPARED -> REGISTERING): exactly one wins.
+    let freed = lifecycle(generation_of(current).wrapping_add(1), state::FREE);
+    if slot.lifecycle.compare_exchange(current, freed, Ordering::AcqRel, Ordering::Relaxed).is_err()
+    {
+        return false;
+    }
+    slot.device_id_hash.store(0, Ordering::Release);
+    true
 }
 
 /// `PEP_DPM_ABANDON_DEVICE`: releases the device if it was ours (`DeviceAccepted` TRUE), or
@@ -232,13 +268,8 @@ unsafe fn abandon_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
     let id_pointer = unsafe { (*data.as_ptr()).DeviceId };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
     let Some(id) = (unsafe { device_id(id_pointer) }) else { return false };
-    let hash = hash_device_id(id);
-    let owned = pep.slots.iter().any(|slot| {
-        let current = state_of(slot.lifecycle.load(Ordering::Acquire));
-        matches!(current, state::PREPARED | state::REGISTERED | state::STARTED)
-            && slot.device_id_hash.load(Ordering::Acquire) == hash
-            && release(slot)
-    });
+    let key = claim_key(id);
+    let owned = pep.slots.iter().any(|slot| release_device(slot, key));
     // SAFETY: as above; DeviceAccepted is the PEP's output.
     unsafe { (*data.as_ptr()).DeviceAccepted = if owned { TRUE } else { FALSE } };
     true

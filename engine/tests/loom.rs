@@ -1,21 +1,31 @@
 //! Model checking of the engine's concurrency protocol with loom, on the real engine code.
 //!
 //! Under `--cfg loom` the engine's atomics are loom's (`src/sync.rs`), so every interleaving
-//! (within the preemption bound) of the lifecycle word (`generation << 32 | state`, moved by
+//! of the lifecycle word (`generation << 32 | state`, moved by
 //! compare-exchange in `dpm.rs`, published Release/Acquire), the first-read binding
 //! (`compare_exchange` in `ppm.rs`) and the relaxed counter state is explored, and loom checks
 //! every load against the C++ memory model: a value a load may return under the orderings used
 //! is a value the test sees.
 //!
-//! Run (seconds once built; exhaustive: no preemption bound unless `LOOM_MAX_PREEMPTIONS` sets
-//! one):
+//! Run (about a second once built; exhaustive: no preemption bound unless
+//! `LOOM_MAX_PREEMPTIONS` sets one; a separate target dir keeps the normal build's cache):
 //!
 //! ```sh
-//! RUSTFLAGS="--cfg loom" cargo test -p ppm-engine --test loom --release
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p ppm-engine --test loom --release
 //! ```
 //!
-//! The `#[ignore]`d tests fail on the engine as of this writing: they pin engine races found
-//! by this model (see their documentation); run them with `-- --ignored`.
+//! Each test prints how many executions loom explored (`--nocapture`). Weakening the engine in
+//! a copy confirms the model bites: with the `REGISTERED` store (dpm.rs) or the lifecycle load
+//! of `slot_for_handle` (pep.rs) relaxed, `a_new_registration_is_published_with_its_reset_counters`
+//! fails (the new handle's first read returns the old registration's totals); with the binding
+//! done by a plain store, `racing_first_reads_bind_exactly_one_processor` fails (two winners).
+//!
+//! This model found five lifecycle races; three are fixed in `dpm.rs` (an UNREGISTER frees only
+//! the registration whose handle it takes out of `live_handle`; a PREPARE claims a slot by
+//! compare-exchanging its claim key) and their tests run. The two `#[ignore]`d tests need PoFx
+//! to overlap notifications *of one device* — a `FEEDBACK_READ` still running through that
+//! device's own UNREGISTER and re-REGISTER, or a re-PREPARE racing its own UNREGISTER — which
+//! the engine documents as a contract it relies on (`dpm.rs`); run them with `-- --ignored`.
 #![cfg(loom)]
 
 mod common;
@@ -230,11 +240,12 @@ fn a_new_registration_is_published_with_its_reset_counters() {
 /// not leave the old registration's counts (or binding) to the new handle: the new handle's
 /// first read, on its own processor, reports 0/0.
 ///
-/// Fails on the engine as of this writing (see the report of the hardening task): the stale
-/// reader passes `slot_for_handle` before the unregister and stores its totals (and may bind)
-/// after the re-registration reset them.
+/// Fails: the stale reader passes `slot_for_handle` before the unregister and stores its totals
+/// (and may bind) after the re-registration reset them. PoFx does not deliver a processor's
+/// notifications across that processor's own UNREGISTER (a removed processor runs nothing),
+/// and the engine relies on that (`dpm.rs` module documentation).
 #[test]
-#[ignore = "engine race: stale FEEDBACK_READ vs unregister + re-register (ppm.rs/counters.rs)"]
+#[ignore = "needs PoFx to overlap one device's notifications: a read through its own unregister + re-register"]
 fn a_stale_read_racing_reregistration_does_not_leak_into_the_new_handle() {
     model(|| {
         let env = Env::new(1);
@@ -270,10 +281,13 @@ fn a_stale_read_racing_reregistration_does_not_leak_into_the_new_handle() {
 /// Two `UNREGISTER`s of one handle racing with a re-registration of the freed slot: exactly one
 /// unregister is handled, and the new registration survives the stale one.
 ///
-/// Fails on the engine as of this writing: `dpm.rs` `release` re-reads the lifecycle word and
-/// frees whatever registration is current instead of the one `slot_for_handle` validated.
+/// The stale UNREGISTER itself is now harmless (it must take its own handle out of
+/// `live_handle`). What still fails is the re-PREPARE racing the first UNREGISTER of the same
+/// device: while that UNREGISTER is between taking the handle and freeing the slot, the
+/// PREPARE finds the device still holding it, is accepted, and the REGISTER then finds no
+/// prepared slot. PoFx serializes a device's notifications; the engine relies on that.
 #[test]
-#[ignore = "engine race: stale UNREGISTER frees a newer registration (dpm.rs release)"]
+#[ignore = "needs PoFx to overlap one device's notifications: a re-PREPARE racing its own UNREGISTER"]
 fn a_stale_unregister_never_frees_a_newer_registration() {
     model(|| {
         let env = Env::new(1);
@@ -292,14 +306,33 @@ fn a_stale_unregister_never_frees_a_newer_registration() {
     });
 }
 
+/// One device unregistered while another is prepared and registered into the slot it frees —
+/// two different devices, each notification legitimate: the new registration must stay live.
+///
+/// (Failed before `release_registration` took the handle out of `live_handle` first.)
+#[test]
+fn unregister_racing_another_devices_registration_keeps_it_live() {
+    model(|| {
+        let env = Env::new(1);
+        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let unregister = thread::spawn(move || common::unregister::<LoomPlatform>(handle(old)));
+        let register = thread::spawn(|| {
+            common::prepare::<LoomPlatform>("\\_SB.CPU1")
+                .then(|| common::register::<LoomPlatform>("\\_SB.CPU1").addr())
+        });
+        assert!(unregister.join().unwrap());
+        if let Some(new) = register.join().unwrap() {
+            assert!(common::live::<LoomPlatform>(handle(new)), "the new registration is live");
+            assert_eq!(env.pep().registered_count(), 1);
+        }
+    });
+}
+
 /// Unregistering one handle on two processors at once: exactly one is handled, the handle is
 /// stale afterwards.
 ///
-/// Fails on the engine as of this writing: both are handled, because `dpm.rs` `release`
-/// compare-exchanges from the lifecycle word it re-reads (already FREE after the first
-/// unregister) instead of the live word `slot_for_handle` validated.
+/// (Failed before `release_registration` compare-exchanged `live_handle` from the handle.)
 #[test]
-#[ignore = "engine race: UNREGISTER twice both handled (dpm.rs release re-reads the lifecycle)"]
 fn racing_unregisters_of_one_handle() {
     model(|| {
         let env = Env::new(1);
@@ -332,11 +365,8 @@ fn concurrent_registrations_claim_distinct_slots() {
 /// does): it must hold at most one slot, so that registering it twice cannot produce two
 /// handles for one device.
 ///
-/// Fails on the engine as of this writing: `dpm.rs` `claim_slot` checks for a slot already
-/// PREPARED for the id and claims a FREE one in two separate steps, so both PREPAREs can claim
-/// a slot; two REGISTERs of the id then both succeed.
+/// (Failed before `claim_slot` made the claim key the claim.)
 #[test]
-#[ignore = "engine race: concurrent PREPAREs of one id claim two slots (dpm.rs claim_slot)"]
 fn concurrent_prepares_of_one_device_claim_one_slot() {
     model(|| {
         let env = Env::new(2);
