@@ -17,10 +17,10 @@
 use core::fmt;
 
 use ppm_engine::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
-use ppm_engine::pmc::ReservationPolicy;
 use ppm_engine::counters::{NoCountersReason, NominalRateSource};
 use ppm_engine::device_id::{DeviceIdPatterns, PatternError};
 use ppm_engine::perf::{PerfCapabilities, PerfSource};
+use ppm_engine::pmc::ReservationPolicy;
 
 /// `REG_SZ` (`winnt.h`): a NUL-terminated UTF-16 string.
 pub const REG_SZ: u32 = 1;

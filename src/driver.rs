@@ -33,18 +33,17 @@ use core::ptr;
 use ppm_engine::{Pep, pep_information};
 use wdk_sys::ntddk::KeQueryMaximumProcessorCountEx;
 use wdk_sys::{
-    ALL_PROCESSOR_GROUPS, DRIVER_OBJECT, NT_SUCCESS, NTSTATUS, PCUNICODE_STRING,
-    PWDFDEVICE_INIT, STATUS_INSUFFICIENT_RESOURCES,
-    STATUS_SUCCESS, STATUS_UNSUCCESSFUL, ULONG, USHORT, WDF_DRIVER_CONFIG,
-    WDF_NO_OBJECT_ATTRIBUTES, WDFDEVICE, WDFDRIVER, WdfDriverGlobals,
+    ALL_PROCESSOR_GROUPS, DRIVER_OBJECT, NT_SUCCESS, NTSTATUS, PCUNICODE_STRING, PWDFDEVICE_INIT,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_SUCCESS, STATUS_UNSUCCESSFUL, ULONG, USHORT,
+    WDF_DRIVER_CONFIG, WDF_NO_OBJECT_ATTRIBUTES, WDFDEVICE, WDFDRIVER, WdfDriverGlobals,
     call_unsafe_wdf_function_binding,
 };
 
 use crate::config_values::{self, state};
 use crate::platform::KernelPlatform;
+use crate::pmu;
 use crate::registry::{self, StateKey};
 use crate::storage::{self, ProcessorTable};
-use crate::pmu;
 use crate::{affinity, log, pofx};
 
 /// `sizeof(WDF_DRIVER_CONFIG)` as the `ULONG` its `Size` member holds.
