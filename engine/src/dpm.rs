@@ -110,11 +110,15 @@ unsafe fn prepare_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
 
 /// Claims a slot for the device whose claim key is `key`, or finds the one it already holds.
 ///
-/// The key is the claim: a slot is taken by compare-exchanging its `device_id_hash` from 0
-/// (free) to `key`, in table order. Two concurrent PREPAREs of the same id walk the same order,
-/// so the loser meets the winner's key and accepts without taking a second slot. Only the
-/// key's holder moves a FREE slot to PREPARED. Slots fill in the order devices are offered.
+/// A device that already holds a slot (prepared or registered) keeps it. Otherwise the key is
+/// the claim: a slot is taken by compare-exchanging its `device_id_hash` from 0 (free) to
+/// `key`, in table order. Two concurrent PREPAREs of the same id walk the same order, so the
+/// loser meets the winner's key and accepts without taking a second slot. Only the key's
+/// holder moves a FREE slot to PREPARED. Slots fill in the order devices are offered.
 fn claim_slot<P: Platform>(pep: &Pep<P>, key: u64) -> bool {
+    if pep.slots.iter().any(|slot| slot.device_id_hash.load(Ordering::Acquire) == key) {
+        return true;
+    }
     for slot in pep.slots {
         match slot.device_id_hash.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {

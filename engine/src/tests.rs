@@ -750,3 +750,21 @@ fn fixed_counter_deltas_are_bounded_by_time_and_turbo_ratio() {
     harness.advance(3_000_000, 2_000_000);
     assert_eq!(harness.read(handle, 0), Some((4_000_000, 6_000_000)));
 }
+
+#[test]
+fn a_device_that_holds_a_slot_keeps_it() {
+    let harness = Harness::new(&Config::new(), true, 3);
+    let first = harness.processor("\\_SB.CPU0");
+    let _second = harness.processor("\\_SB.CPU1");
+    let mut unregister = PEP_UNREGISTER_DEVICE { DeviceHandle: first };
+    assert!(harness.dpm(PEP_DPM_UNREGISTER_DEVICE, (&raw mut unregister).cast()));
+    // CPU1 holds slot 1 while slot 0 is free again: a repeated PREPARE of CPU1 must not take
+    // slot 0 as a second slot (a REGISTER would then hand CPU1 a second handle).
+    assert!(harness.prepare("\\_SB.CPU1"));
+    assert!(harness.register("\\_SB.CPU1").is_null());
+    assert_eq!(harness.pep.registered_count(), 1);
+    // Slot 0 is still free for another device, and so is slot 2.
+    assert!(!harness.processor("\\_SB.CPU2").is_null());
+    assert!(!harness.processor("\\_SB.CPU3").is_null());
+    assert!(!harness.prepare("\\_SB.CPU4"), "the table holds three");
+}
