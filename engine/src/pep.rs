@@ -53,8 +53,12 @@ impl<P: Platform> Pep<P> {
             perf_source = source;
             caps
         });
+        // The table may be reused (an emulator, a test): every slot starts free, with no live
+        // handle and no device holding it.
         for slot in slots {
             slot.lifecycle.store(0, Ordering::Relaxed);
+            slot.live_handle.store(0, Ordering::Relaxed);
+            slot.device_id_hash.store(0, Ordering::Relaxed);
             slot.reset_counters();
         }
         Self {

@@ -768,3 +768,16 @@ fn a_device_that_holds_a_slot_keeps_it() {
     assert!(!harness.processor("\\_SB.CPU3").is_null());
     assert!(!harness.prepare("\\_SB.CPU4"), "the table holds three");
 }
+
+#[test]
+fn a_reused_table_starts_free() {
+    let harness = Harness::new(&Config::new(), true, 1);
+    let old = harness.processor("\\_SB.CPU0");
+    // A second engine over the same (leaked, 'static) table: nothing of the first survives.
+    let pep: &'static Pep<Scripted> =
+        Box::leak(Box::new(Pep::new(Scripted::new(true), &Config::new(), harness.pep.slots)));
+    INSTANCE.with(|cell| cell.set(pep));
+    assert_eq!(pep.registered_count(), 0);
+    assert_eq!(harness.read(old, 0), None, "an old handle is refused");
+    assert!(harness.prepare("\\_SB.CPU1"), "the slot is free for a new device");
+}

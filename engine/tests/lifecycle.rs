@@ -1,10 +1,11 @@
 //! Sequential checks of the DPM lifecycle through the C callbacks: a device holds at most one
 //! slot of the processor table, whatever the order of its notifications and of other devices'.
 //!
-//! Found by the `sequence` fuzz target (fuzz/): `dpm.rs` `claim_slot` walks the table in order
-//! and claims the first slot whose claim key is 0 *before* it reaches the slot the same device
-//! already holds further on, so a re-PREPARE of a prepared device takes a second slot whenever
-//! an earlier slot was freed in between; two REGISTERs of the device then both succeed.
+//! Regression test for a bug the `sequence` fuzz target (fuzz/) found: `dpm.rs` `claim_slot`
+//! walked the table in order and claimed the first slot whose claim key was 0 *before* reaching
+//! the slot the same device already held further on, so a re-PREPARE of a prepared device took
+//! a second slot whenever an earlier slot had been freed in between, and two REGISTERs of the
+//! device then both succeeded.
 #![cfg(not(loom))]
 
 mod common;
@@ -70,7 +71,6 @@ fn a_device_is_registered_once() {
 /// A re-PREPARE of a prepared device after an earlier slot was freed must not take that slot
 /// too: the device would hold two slots and could be registered twice.
 #[test]
-#[ignore = "engine bug: claim_slot (dpm.rs) claims a freed earlier slot before finding the device's own"]
 fn a_re_prepare_after_an_earlier_slot_was_freed_takes_no_second_slot() {
     let pep = engine(2);
     let other = common::add_processor::<NoCounters>("\\_SB.CPU0"); // slot 0
