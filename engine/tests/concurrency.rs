@@ -25,7 +25,7 @@ use ppm_engine::abi::{
 };
 use ppm_engine::config::Config;
 use ppm_engine::platform::PerformanceCounter;
-use ppm_engine::x86::{cpuid, msr};
+use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 
 const READERS: u32 = 4;
@@ -72,24 +72,7 @@ impl Platform for Threaded {
     }
 
     fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
-        match leaf {
-            cpuid::LEAF_VENDOR => CpuidResult {
-                eax: cpuid::LEAF_FREQUENCY,
-                ebx: cpuid::VENDOR_INTEL[0],
-                edx: cpuid::VENDOR_INTEL[1],
-                ecx: cpuid::VENDOR_INTEL[2],
-            },
-            cpuid::LEAF_FEATURES => CpuidResult {
-                eax: 0x000A_0655,
-                ecx: cpuid::FEATURES_ECX_HYPERVISOR,
-                ..CpuidResult::default()
-            },
-            cpuid::LEAF_POWER => {
-                CpuidResult { ecx: cpuid::POWER_ECX_APERFMPERF, ..CpuidResult::default() }
-            }
-            cpuid::LEAF_FREQUENCY => CpuidResult { eax: 2_000, ..CpuidResult::default() },
-            _ => CpuidResult::default(),
-        }
+        common::intel_vm_cpuid(leaf)
     }
 
     fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
