@@ -7,17 +7,14 @@
 use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
-use crate::abi::{
-    BOOLEAN, FALSE, PEP_INFORMATION, PEP_INFORMATION_V3, PEP_NOTIFY_PPM_FEEDBACK_READ, PEPHANDLE,
-    TRUE, ULONG,
-};
+use crate::abi::{BOOLEAN, FALSE, PEP_INFORMATION, PEP_INFORMATION_V3, PEPHANDLE, TRUE, ULONG};
 use crate::config::Config;
 use crate::counters::{CounterSource, FeedbackSetup, NoCountersReason, NominalRateSource};
 use crate::cpu::CpuFeatures;
 use crate::device_id::{DeviceIdLog, DeviceIdPatterns};
 use crate::perf::{self, PerfCapabilities, PerfSource};
 use crate::platform::Platform;
-use crate::processor::{ProcessorSlot, slot_index, state, state_of};
+use crate::processor::{ProcessorSlot, slot_index};
 use crate::{dpm, ppm};
 
 /// The PEP: configuration, detected hardware facts and the processor table.
@@ -142,13 +139,7 @@ impl<P: Platform> Pep<P> {
     /// Processor devices currently registered (registered or started). `PASSIVE_LEVEL`.
     #[must_use]
     pub fn registered_count(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|slot| {
-                let current = state_of(slot.lifecycle.load(Ordering::Acquire));
-                current == state::REGISTERED || current == state::STARTED
-            })
-            .count()
+        self.slots.iter().filter(|slot| slot.is_live()).count()
     }
 
     /// The device ids PoFx offered and the decisions taken.
@@ -225,11 +216,6 @@ pub unsafe extern "C" fn accept_processor_notification<P: Platform>(
     data: *mut c_void,
 ) -> BOOLEAN {
     let Some(pep) = P::instance() else { return FALSE };
-    // The hot notification first, inline; everything else out of line.
-    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ {
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        return boolean(unsafe { ppm::feedback_read(pep, handle, data) });
-    }
     // SAFETY: the caller's contract for `data` is passed on unchanged.
     boolean(unsafe { ppm::dispatch(pep, handle, notification, data) })
 }

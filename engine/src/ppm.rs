@@ -45,18 +45,39 @@ pub(crate) fn typed<T>(data: *mut c_void) -> Option<NonNull<T>> {
 
 /// Routes one processor notification. Returns whether it was handled.
 ///
+/// The hot notification, `FEEDBACK_READ`, is tested first and handled inline; every other one
+/// goes through an out-of-line match, so the read path needs no jump table and no registers
+/// saved for the rest.
+///
 /// # Safety
 /// `data` is NULL or points to the structure PoFx documents for `notification`.
-#[inline(never)]
+#[inline]
 pub(crate) unsafe fn dispatch<P: Platform>(
     pep: &Pep<P>,
     handle: PEPHANDLE,
     notification: u32,
     data: *mut c_void,
 ) -> bool {
-    match notification {
+    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ {
         // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_FEEDBACK_READ => unsafe { feedback_read(pep, handle, data) },
+        return unsafe { feedback_read(pep, handle, data) };
+    }
+    // SAFETY: the caller's contract for `data` is passed on unchanged.
+    unsafe { dispatch_other(pep, handle, notification, data) }
+}
+
+/// Every processor notification but `FEEDBACK_READ`.
+///
+/// # Safety
+/// As [`dispatch`].
+#[inline(never)]
+unsafe fn dispatch_other<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    notification: u32,
+    data: *mut c_void,
+) -> bool {
+    match notification {
         // SAFETY: the caller's contract for `data` is passed on unchanged.
         PEP_NOTIFY_PPM_QUERY_CAPABILITIES => unsafe { query_capabilities(pep, handle, data) },
         // SAFETY: the caller's contract for `data` is passed on unchanged.
@@ -90,11 +111,7 @@ pub(crate) unsafe fn dispatch<P: Platform>(
 /// # Safety
 /// `data` is NULL or points to a `PEP_PPM_FEEDBACK_READ`.
 #[inline]
-pub(crate) unsafe fn feedback_read<P: Platform>(
-    pep: &Pep<P>,
-    handle: PEPHANDLE,
-    data: *mut c_void,
-) -> bool {
+unsafe fn feedback_read<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: *mut c_void) -> bool {
     let Some(data) = typed::<PEP_PPM_FEEDBACK_READ>(data) else { return false };
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
     // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_FEEDBACK_READ.
@@ -236,11 +253,10 @@ unsafe fn query_domain_info<P: Platform>(
     }
     // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_DOMAIN_INFO.
     let domain = unsafe { (*data.as_ptr()).DomainId };
-    let live =
-        usize::try_from(domain).ok().and_then(|index| pep.slots.get(index)).is_some_and(|slot| {
-            let state = crate::processor::state_of(slot.lifecycle.load(Ordering::Acquire));
-            matches!(state, crate::processor::state::REGISTERED | crate::processor::state::STARTED)
-        });
+    let live = usize::try_from(domain)
+        .ok()
+        .and_then(|index| pep.slots.get(index))
+        .is_some_and(ProcessorSlot::is_live);
     if !live {
         return false;
     }

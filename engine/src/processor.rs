@@ -130,6 +130,13 @@ impl ProcessorSlot {
         self.last_timestamp.store(REBASELINE, Ordering::Relaxed);
     }
 
+    /// Whether a registration is live in this slot (registered or started: its handle is
+    /// served). Any IRQL.
+    #[must_use]
+    pub fn is_live(&self) -> bool {
+        self.live_handle.load(Ordering::Acquire) != 0
+    }
+
     /// The global processor index the handle is bound to, if any.
     #[must_use]
     pub fn bound_processor(&self) -> Option<u32> {
