@@ -189,12 +189,14 @@ impl FeedbackSetup {
         }
         let nominal_mhz = nominal.0;
         let perf = perf(nominal_mhz);
-        let Ok(mut setup) = setup else {
-            let reason = setup.err().unwrap_or(NoCountersReason::NotAnnounced);
-            let mut none = Self::none(reason);
-            none.nominal_mhz = nominal_mhz;
-            none.nominal_source = nominal.1;
-            return (none, perf);
+        let mut setup = match setup {
+            Ok(setup) => setup,
+            Err(reason) => {
+                let mut none = Self::none(reason);
+                none.nominal_mhz = nominal_mhz;
+                none.nominal_source = nominal.1;
+                return (none, perf);
+            }
         };
         setup.nominal_mhz = nominal_mhz;
         setup.nominal_source = nominal.1;
