@@ -18,6 +18,7 @@ use ppm_engine::abi::{
 };
 use ppm_engine::pep::{accept_device_notification, accept_processor_notification, pep_information};
 use ppm_engine::platform::CpuidResult;
+use ppm_sim::boot::BootSabotage;
 use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
 use ppm_sim::{PlatformFaults, Report, RunOptions, Scenario, SimPlatform, run_with};
 
@@ -131,8 +132,10 @@ fn a_wrong_size_or_a_missing_callback_fails_registration() {
     let mut info: PEP_INFORMATION = pep_information::<SimPlatform>();
     info.Size = 24;
     let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
-    let report = assert_fails(&base(), &options, &["registration.version_size"]);
-    assert!(report.checks.iter().skip(1).all(|check| check.detail.starts_with("not run")));
+    // PoFxRegisterPluginEx refuses the structure, so DriverEntry fails where the scenario
+    // expects it to register: boot.status says so, and nothing runs.
+    let report = assert_fails(&base(), &options, &["registration.version_size", "boot.status"]);
+    assert!(report.checks.iter().skip(5).all(|check| check.detail.starts_with("not run")));
     let mut info = pep_information::<SimPlatform>();
     info.AcceptProcessorNotification = None;
     let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
@@ -937,6 +940,83 @@ fn a_huge_delta_across_a_reset_fails_no_spike() {
     );
     let check = report.checks.iter().find(|check| check.id == "feedback.no_spike").unwrap();
     assert!(check.detail.contains("across a counter discontinuity"), "{}", check.detail);
+}
+
+fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {
+    RunOptions { boot_sabotage: sabotage, ..RunOptions::default() }
+}
+
+#[test]
+fn a_driver_entry_that_swallows_a_failure_fails_boot_status() {
+    let sabotage = BootSabotage { swallow_failure: true, ..BootSabotage::default() };
+    let report = assert_fails(
+        &builtin("boot-register-refused"),
+        &with_boot_sabotage(sabotage),
+        &["boot.status"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "boot.status").unwrap();
+    assert!(check.detail.contains("returned 0x00000000"), "{}", check.detail);
+    assert!(check.detail.contains("expected 0xC000A005"), "{}", check.detail);
+}
+
+#[test]
+fn a_failed_boot_that_leaks_pool_fails_boot_unwind() {
+    let sabotage = BootSabotage { leak_pool: true, ..BootSabotage::default() };
+    for name in ["boot-register-refused", "boot-register-error"] {
+        let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.unwind"]);
+        let check = report.checks.iter().find(|check| check.id == "boot.unwind").unwrap();
+        assert!(check.detail.contains("pool blocks leaked"), "{name}: {}", check.detail);
+    }
+}
+
+#[test]
+fn a_failed_boot_that_stays_published_fails_boot_unwind() {
+    let sabotage = BootSabotage { keep_published: true, ..BootSabotage::default() };
+    let report = assert_fails(
+        &builtin("boot-register-refused"),
+        &with_boot_sabotage(sabotage),
+        &["boot.unwind"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "boot.unwind").unwrap();
+    assert!(check.detail.contains("still published"), "{}", check.detail);
+}
+
+#[test]
+fn a_failed_boot_that_leaves_the_pmu_enabled_fails_boot_unwind() {
+    let sabotage = BootSabotage { skip_pmu_restore: true, ..BootSabotage::default() };
+    let report = assert_fails(
+        &builtin("boot-register-refused"),
+        &with_boot_sabotage(sabotage),
+        &["boot.unwind"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "boot.unwind").unwrap();
+    assert!(
+        check.detail.contains("PMU control left changed on processor(s) [0, 1, 2, 3, 4, 5]"),
+        "{}",
+        check.detail
+    );
+}
+
+#[test]
+fn lost_state_strings_fail_boot_state() {
+    let sabotage = BootSabotage { drop_state_strings: true, ..BootSabotage::default() };
+    for name in ["default", "boot-register-refused", "boot-skip-registration"] {
+        let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.state"]);
+        let check = report.checks.iter().find(|check| check.id == "boot.state").unwrap();
+        assert!(check.detail.contains("Architecture"), "{name}: {}", check.detail);
+    }
+}
+
+#[test]
+fn a_driver_that_ignores_skip_registration_fails_boot_inert() {
+    let sabotage = BootSabotage { ignore_skip_registration: true, ..BootSabotage::default() };
+    let report = assert_fails(
+        &builtin("boot-skip-registration"),
+        &with_boot_sabotage(sabotage),
+        &["boot.inert", "boot.unwind", "boot.state"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "boot.inert").unwrap();
+    assert!(check.detail.contains("PoFxRegisterPluginEx was called"), "{}", check.detail);
 }
 
 #[test]

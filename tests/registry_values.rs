@@ -1,16 +1,15 @@
-//! Host tests of the driver's registry rules (`src/config_values.rs`), which the Windows-only
-//! registry module feeds with raw values: `REG_DWORD` checks, the all-four-or-none perf values,
+//! Host tests of the driver's registry rules (`ppm_engine::driver::registry`), which the
+//! driver's kernel services feed with raw values: `REG_DWORD` checks, the all-four-or-none perf values,
 //! `REG_MULTI_SZ` parsing, defaults, and the names written to `Parameters\State`.
 
-#[allow(dead_code)]
-#[path = "../src/config_values.rs"]
-mod config_values;
+use ppm_engine::driver::registry as config_values;
 
 use config_values::{
     Dword, Lookup, MAX_NAME_UNITS, MAX_PERFORMANCE_LEVEL, MAX_TRANSITION_LATENCY_100NS, Note,
     Problem, REG_DWORD, REG_MULTI_SZ, REG_SZ, VALUE_BUFFER_BYTES, ValueSource, encode_name,
     encode_reg_sz, for_each_multi_sz, names, no_counters_reason_name, nominal_rate_source_name,
-    parse_dword, parse_patterns, perf_from_dwords, perf_source_name, read_config, state,
+    parse_dword, parse_patterns, perf_from_dwords, perf_source_name, read_config,
+    read_skip_registration, state,
 };
 use ppm_engine::config::{Config, CounterSourcePreference, FeedbackCounterPolicy};
 use ppm_engine::counters::{NoCountersReason, NominalRateSource};
@@ -108,9 +107,11 @@ fn an_empty_key_gives_the_documented_defaults_and_reads_every_value() {
     assert_eq!(config.perf_capabilities, None);
     assert_eq!(config.device_id_patterns, DeviceIdPatterns::defaults());
     assert_eq!(config.transition_latency_100ns, 0);
-    for name in names::ALL {
+    // Every configuration value is read; `SkipRegistration` has its own reader, read first.
+    for name in names::ALL.into_iter().filter(|&name| name != names::SKIP_REGISTRATION) {
         assert!(table.reads.contains(&name), "{name} was not read");
     }
+    assert!(!table.reads.contains(&names::SKIP_REGISTRATION));
 }
 
 #[test]
@@ -632,4 +633,47 @@ fn notes_read_as_log_lines() {
 fn the_defaults_the_driver_documents_are_the_engine_defaults() {
     assert_eq!(DeviceIdPatterns::defaults().len(), DEFAULT_DEVICE_ID_PATTERNS.len());
     assert_eq!(MAX_PERFORMANCE_LEVEL, ppm_engine::config::MAX_NOMINAL_MHZ);
+}
+
+/// `SkipRegistration` and the notes its read produced.
+fn skip(table: Table) -> (bool, Vec<Problem>) {
+    let mut table = table;
+    let mut notes = Vec::new();
+    let skip = read_skip_registration(&mut table, |note| notes.push(note));
+    assert_eq!(table.reads, [names::SKIP_REGISTRATION]);
+    (skip, problems(&notes, names::SKIP_REGISTRATION))
+}
+
+#[test]
+fn skip_registration_is_off_only_when_absent_or_dword_zero() {
+    assert_eq!(skip(Table::default()), (false, vec![]));
+    assert_eq!(skip(Table::default().dword(names::SKIP_REGISTRATION, 0)), (false, vec![]));
+    assert_eq!(skip(Table::default().dword(names::SKIP_REGISTRATION, 1)), (true, vec![]));
+}
+
+#[test]
+fn a_skip_registration_value_that_cannot_be_understood_skips_fail_safe() {
+    let name = names::SKIP_REGISTRATION;
+    let (skipped, problems) = skip(Table::default().dword(name, 2));
+    assert!(skipped);
+    assert!(matches!(problems.as_slice(), [Problem::OutOfRange { value: 2, .. }]), "{problems:?}");
+    let text = encode_text("1");
+    let (skipped, problems) = skip(Table::default().with(name, Entry::Value(REG_SZ, text)));
+    assert!(skipped);
+    assert!(
+        matches!(problems.as_slice(), [Problem::WrongType { found: REG_SZ, .. }]),
+        "{problems:?}"
+    );
+    let (skipped, problems) =
+        skip(Table::default().with(name, Entry::Value(REG_DWORD, vec![1, 0])));
+    assert!(skipped);
+    assert!(matches!(problems.as_slice(), [Problem::WrongLength { bytes: 2 }]), "{problems:?}");
+    let (skipped, problems) = skip(Table::default().with(name, Entry::Failed(-1_073_741_823)));
+    assert!(skipped);
+    assert!(matches!(problems.as_slice(), [Problem::ReadFailed { .. }]), "{problems:?}");
+}
+
+/// UTF-16LE with a NUL, as `REG_SZ` data.
+fn encode_text(text: &str) -> Vec<u8> {
+    text.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect()
 }

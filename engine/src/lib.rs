@@ -29,6 +29,7 @@ pub mod counters;
 pub mod cpu;
 pub mod device_id;
 pub mod dpm;
+pub mod driver;
 pub mod pep;
 pub mod perf;
 pub mod platform;

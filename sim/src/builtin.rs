@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 pub const DEFAULT: &str = "default";
 
 /// Every built-in scenario: (name, TOML source), in suite order.
-pub const SOURCES: [(&str, &str); 30] = [
+pub const SOURCES: [(&str, &str); 40] = [
     ("default", include_str!("../scenarios/default.toml")),
     ("single", include_str!("../scenarios/single.toml")),
     ("steady-8", include_str!("../scenarios/steady-8.toml")),
@@ -38,6 +38,16 @@ pub const SOURCES: [(&str, &str); 30] = [
     ("fixed-pmc-32", include_str!("../scenarios/fixed-pmc-32.toml")),
     ("pmu-busy", include_str!("../scenarios/pmu-busy.toml")),
     ("pmu-reprogrammed", include_str!("../scenarios/pmu-reprogrammed.toml")),
+    ("boot-skip-registration", include_str!("../scenarios/boot-skip-registration.toml")),
+    ("boot-register-refused", include_str!("../scenarios/boot-register-refused.toml")),
+    ("boot-register-error", include_str!("../scenarios/boot-register-error.toml")),
+    ("boot-table-refused", include_str!("../scenarios/boot-table-refused.toml")),
+    ("boot-processor-count", include_str!("../scenarios/boot-processor-count.toml")),
+    ("boot-hal-refuses", include_str!("../scenarios/boot-hal-refuses.toml")),
+    ("boot-pmu-enable-fails", include_str!("../scenarios/boot-pmu-enable-fails.toml")),
+    ("boot-saved-control-refused", include_str!("../scenarios/boot-saved-control-refused.toml")),
+    ("boot-bad-registry", include_str!("../scenarios/boot-bad-registry.toml")),
+    ("boot-no-parameters", include_str!("../scenarios/boot-no-parameters.toml")),
 ];
 
 /// The TOML source of built-in scenario `name`.

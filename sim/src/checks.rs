@@ -19,6 +19,7 @@ use crate::machine::{Activity, DiscontinuityKind, Machine};
 use crate::pofx::{Observations, PairAccess, ProbeKind, ProcessorRecord, ReadRecord};
 use crate::scenario::Scenario;
 
+pub mod boot;
 mod lifecycle;
 
 /// The largest relative error `feedback.accuracy` accepts: 0.1 %.
@@ -27,8 +28,12 @@ pub const ACCURACY_TOLERANCE: f64 = 0.001;
 pub const SPIKE_TOLERANCE: f64 = 0.01;
 
 /// The checks, in report order.
-pub const CHECK_IDS: [&str; 29] = [
+pub const CHECK_IDS: [&str; 33] = [
     "registration.version_size",
+    "boot.status",
+    "boot.unwind",
+    "boot.state",
+    "boot.inert",
     "dpm.processors_accepted",
     "dpm.others_declined",
     "dpm.handles_unique_nonnull",
@@ -423,20 +428,52 @@ pub fn evaluate(
     machine: &Machine,
     metrics: &[ProcessorMetrics],
 ) -> Vec<CheckResult> {
-    let registration = registration(observations);
-    if !registration.passed {
-        let mut results = vec![registration];
-        results.extend(
-            CHECK_IDS
-                .iter()
-                .skip(1)
-                .map(|id| CheckResult::new(id, false, "not run: registration failed")),
-        );
+    let expected = boot::ExpectedBoot::of(scenario);
+    let attempted = observations.boot.as_ref().is_some_and(|boot| boot.registration.is_some());
+    let registration = if attempted || expected.registers() {
+        registration(observations)
+    } else {
+        CheckResult::not_applicable(
+            "registration.version_size",
+            &format!("DriverEntry {} before PoFxRegisterPluginEx", expected.describe()),
+        )
+    };
+    let [status, unwind, state, inert] = boot::checks(scenario, observations);
+    let registered = observations
+        .boot
+        .as_ref()
+        .is_some_and(|boot| matches!(boot.outcome, ppm_engine::driver::Outcome::Registered));
+    if !registration.passed || !registered {
+        let rest: Vec<CheckResult> = CHECK_IDS
+            .iter()
+            .skip(5)
+            .map(|id| {
+                if !registration.passed {
+                    CheckResult::new(id, false, "not run: registration failed")
+                } else if expected.registers() {
+                    CheckResult::new(id, false, "not run: DriverEntry did not register the PEP")
+                } else {
+                    CheckResult::not_applicable(
+                        id,
+                        &format!(
+                            "DriverEntry {}: nothing registered to exercise",
+                            expected.describe()
+                        ),
+                    )
+                }
+            })
+            .collect();
+        let mut results = vec![registration, status, unwind, state, inert];
+        results.extend(rest);
         return results;
     }
     let context = Context { scenario, observations, machine, metrics };
     vec![
         registration,
+        status,
+        unwind,
+        state,
+        inert,
         context.processors_accepted(),
         context.others_declined(),
         context.handles_unique_nonnull(),
@@ -490,8 +527,11 @@ pub fn evaluate(
 
 fn registration(observations: &Observations) -> CheckResult {
     let record = observations.registration;
+    let injected = record.injected.map_or_else(String::new, |status| {
+        format!(" (the scenario's fault then made the call return {status:#010x})")
+    });
     let detail = format!(
-        "PEP_INFORMATION Version {}, Size {}, DPM callback {}, PPM callback {}: PoFxRegisterPluginEx returned {:#010x}",
+        "PEP_INFORMATION Version {}, Size {}, DPM callback {}, PPM callback {}: PoFxRegisterPluginEx's checks returned {:#010x}{injected}",
         record.version,
         record.size,
         if record.device_callback { "set" } else { "NULL" },

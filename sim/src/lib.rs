@@ -28,6 +28,7 @@
 //! what they return) or inject [`platform::PlatformFaults`].
 
 pub mod bench;
+pub mod boot;
 pub mod builtin;
 pub mod checks;
 pub mod cli;
@@ -36,7 +37,6 @@ pub mod machine;
 pub mod platform;
 pub mod pofx;
 pub mod report;
-pub mod reservation;
 pub mod scenario;
 
 use std::sync::Arc;

@@ -305,7 +305,7 @@ impl SimPlatform {
         previous: Option<u64>,
         ok: bool,
     ) {
-        let context = if crate::reservation::in_driver_setup() {
+        let context = if crate::boot::in_driver_setup() {
             AccessContext::DriverSetup
         } else if INSTANCE.with(Cell::get).is_null() {
             AccessContext::Initialisation

@@ -15,10 +15,10 @@ use std::ffi::c_void;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use ppm_engine::Pep;
 use ppm_engine::abi::{
     BOOLEAN, FALSE, NTSTATUS, PEP_DEVICE_REGISTER_V2, PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED,
     PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION,
-    PEP_INFORMATION_V3, PEP_KERNEL_INFORMATION_STRUCT_V3, PEP_KERNEL_INFORMATION_V3,
     PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
     PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
     PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
@@ -27,12 +27,10 @@ use ppm_engine::abi::{
     PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_QUERY_CAPABILITIES,
     PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE,
     PEP_PROCESSOR_FEEDBACK_COUNTER, PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEPHANDLE,
-    PEPHANDLE__, POHANDLE__, PVOID, PepDeviceAccepted, STATUS_INVALID_KERNEL_INFO_VERSION,
-    STATUS_INVALID_PARAMETER, STATUS_INVALID_PEP_INFO_VERSION, STATUS_SUCCESS, ULONG,
-    UNICODE_STRING,
+    PEPHANDLE__, POHANDLE__, PVOID, PepDeviceAccepted, ULONG, UNICODE_STRING,
 };
-use ppm_engine::{Pep, ProcessorSlot, pep_information};
 
+use crate::boot::{BootRecord, BootSabotage, SimKernel};
 use crate::cpu::msr;
 use crate::machine::Machine;
 use crate::platform::{self, MsrRead, OnProcessor, PlatformFaults, PlatformOp, SimPlatform};
@@ -56,6 +54,8 @@ pub struct RunOptions {
     pub pep_information: Option<PEP_INFORMATION>,
     /// Faults injected into the platform the engine runs on.
     pub platform_faults: PlatformFaults,
+    /// Kernel services that get `DriverEntry`'s unwinding or reporting wrong.
+    pub boot_sabotage: BootSabotage,
 }
 
 /// The device ids of a flavour's non-processor devices, in ACPI-namespace-like order.
@@ -127,8 +127,10 @@ pub struct RegistrationRecord {
     pub device_callback: bool,
     /// `AcceptProcessorNotification` is non-NULL.
     pub processor_callback: bool,
-    /// The status `PoFxRegisterPluginEx` returned.
+    /// What `PoFxRegisterPluginEx`'s own checks of the structures returned.
     pub status: NTSTATUS,
+    /// What the call returned, when a `[[fault]]` made it fail anyway.
+    pub injected: Option<NTSTATUS>,
 }
 
 /// A `PEP_DPM_REGISTER_DEVICE` outcome.
@@ -357,8 +359,10 @@ pub struct EngineSummary {
 /// Everything a run observed.
 #[derive(Clone, Debug)]
 pub struct Observations {
-    /// Registration.
+    /// Registration (`status`: what `PoFx`'s checks of the structures returned).
     pub registration: RegistrationRecord,
+    /// `DriverEntry`, as the emulated kernel services saw it.
+    pub boot: Option<BootRecord>,
     /// Every device offered, in order.
     pub devices: Vec<DeviceRecord>,
     /// Per processor.
@@ -656,43 +660,6 @@ fn unicode_string(units: &mut [u16]) -> UNICODE_STRING {
     UNICODE_STRING { Length: bytes, MaximumLength: bytes, Buffer: units.as_mut_ptr() }
 }
 
-/// `PoFxRegisterPluginEx`'s checks: `PEP_INFORMATION` version 3 and size 32 with both
-/// notification callbacks, the kernel information version 3 and size 96; on success PoFx
-/// fills in its services.
-fn register_plugin(
-    info: &PEP_INFORMATION,
-    kernel: &mut PEP_KERNEL_INFORMATION_STRUCT_V3,
-) -> NTSTATUS {
-    if info.Version != PEP_INFORMATION_V3 || info.Size != PEP_INFORMATION::SIZE {
-        return STATUS_INVALID_PEP_INFO_VERSION;
-    }
-    if info.AcceptDeviceNotification.is_none() || info.AcceptProcessorNotification.is_none() {
-        return STATUS_INVALID_PARAMETER;
-    }
-    if kernel.Version != PEP_KERNEL_INFORMATION_V3
-        || kernel.Size < PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE
-    {
-        return STATUS_INVALID_KERNEL_INFO_VERSION;
-    }
-    kernel.Plugin = std::ptr::without_provenance_mut::<POHANDLE__>(0xFFFF_B000_0000_1000);
-    kernel.RequestWorker = Some(kernel_services::request_worker);
-    kernel.RequestCommon = Some(kernel_services::request_common);
-    STATUS_SUCCESS
-}
-
-/// The kernel services the emulated PoFx offers (the engine uses none of them).
-mod kernel_services {
-    use ppm_engine::abi::{NTSTATUS, POHANDLE, PVOID, STATUS_NOT_SUPPORTED, ULONG};
-
-    /// `RequestWorker`: the emulator has no worker to deliver; ignored.
-    pub const unsafe extern "C" fn request_worker(_plugin: POHANDLE) {}
-
-    /// `RequestCommon`: no request is supported.
-    pub const unsafe extern "C" fn request_common(_request: ULONG, _data: PVOID) -> NTSTATUS {
-        STATUS_NOT_SUPPORTED
-    }
-}
-
 /// What happens at one instant of the runtime, in order: the power-ons and resumes of sleeps
 /// ending then, the OS's reads, then the probes (once, after the first reads), then the events
 /// in file order.
@@ -714,25 +681,21 @@ enum Action {
 pub struct Emulator<'a> {
     scenario: &'a Scenario,
     machine: Arc<Machine>,
+    // Dropped before `kernel`: the PEP refers to the processor table in the kernel's pool.
     engine: Option<Engine>,
     observations: Observations,
+    /// Owns the pool blocks the registered PEP uses (its processor table) until the run ends.
+    #[allow(dead_code, reason = "held for its pool, freed when the emulator is dropped")]
+    kernel: SimKernel<'a>,
 }
 
 impl<'a> Emulator<'a> {
-    /// Builds the machine, initialises the engine on processor 0 (as `DriverEntry` would) and
-    /// registers it.
+    /// Builds the machine and boots the PEP as Windows does: `DriverEntry` through the
+    /// engine's sequence over the emulated kernel services ([`crate::boot`]), on processor 0.
     #[must_use]
     pub fn new(scenario: &'a Scenario, options: &RunOptions) -> Self {
         let machine = Arc::new(Machine::new(scenario));
         let platform = SimPlatform::new(Arc::clone(&machine), options.platform_faults.clone());
-        let config = scenario.config.to_engine_config();
-        // The processor table: static storage in the kernel, leaked here (a few KiB per run).
-        let slots: &'static [ProcessorSlot] = Box::leak(
-            (0..scenario.platform.processors)
-                .map(|_| ProcessorSlot::new())
-                .collect::<Vec<_>>()
-                .into_boxed_slice(),
-        );
         let mut observations = Observations {
             registration: RegistrationRecord {
                 version: 0,
@@ -740,7 +703,9 @@ impl<'a> Emulator<'a> {
                 device_callback: false,
                 processor_callback: false,
                 status: 0,
+                injected: None,
             },
+            boot: None,
             devices: Vec::new(),
             processors: Vec::new(),
             probes: Vec::new(),
@@ -754,39 +719,37 @@ impl<'a> Emulator<'a> {
             sleeps: Vec::new(),
             processor_threads: 0,
         };
-        // The driver's part first: the PMU reservation and the fixed counters' enabling.
-        let (_, setup) = crate::reservation::reserve_and_enable(
-            &platform,
-            &config,
-            scenario.platform.processors,
-        );
-        observations.absorb(&setup);
-        let pep = {
-            let _on = OnProcessor::enter(None, 0);
-            platform::begin_trace();
-            let pep = Box::new(Pep::new(platform, &config, slots));
-            observations.absorb(&platform::take_trace());
-            pep
-        };
-        observations.engine = summarise(&pep);
-        let info = options.pep_information.unwrap_or_else(pep_information::<SimPlatform>);
-        let mut kernel = PEP_KERNEL_INFORMATION_STRUCT_V3::zeroed();
-        kernel.Version = PEP_KERNEL_INFORMATION_V3;
-        kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
-        let status = register_plugin(&info, &mut kernel);
-        observations.registration = RegistrationRecord {
-            version: info.Version,
-            size: info.Size,
-            device_callback: info.AcceptDeviceNotification.is_some(),
-            processor_callback: info.AcceptProcessorNotification.is_some(),
-            status,
-        };
-        let engine = match (status, info.AcceptDeviceNotification, info.AcceptProcessorNotification)
-        {
-            (STATUS_SUCCESS, Some(dpm), Some(ppm)) => Some(Engine { pep, dpm, ppm }),
+        let kernel =
+            SimKernel::new(scenario, platform, options.pep_information, options.boot_sabotage);
+        platform::begin_trace();
+        let (boot, pep) = kernel.boot();
+        observations.absorb(&platform::take_trace());
+        if let Some(registration) = boot.registration {
+            let info = registration.information;
+            observations.registration = RegistrationRecord {
+                version: info.Version,
+                size: info.Size,
+                device_callback: info.AcceptDeviceNotification.is_some(),
+                processor_callback: info.AcceptProcessorNotification.is_some(),
+                status: registration.checked,
+                injected: (registration.status != registration.checked)
+                    .then_some(registration.status),
+            };
+        }
+        if let Some(pep) = &pep {
+            observations.engine = summarise(pep);
+        }
+        let engine = match (pep, kernel.registered_information()) {
+            (Some(pep), Some(info)) => {
+                match (info.AcceptDeviceNotification, info.AcceptProcessorNotification) {
+                    (Some(dpm), Some(ppm)) => Some(Engine { pep, dpm, ppm }),
+                    _ => None,
+                }
+            }
             _ => None,
         };
-        Self { scenario, machine, engine, observations }
+        observations.boot = Some(boot);
+        Self { scenario, machine, engine, observations, kernel }
     }
 
     /// Runs the scenario and returns what was observed, with the machine (after a failed

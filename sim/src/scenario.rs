@@ -20,7 +20,9 @@
 //! nominal_mhz = 2000                   # required: MPERF's rate in C0 (Intel: a multiple of 100)
 //! hypervisor = false                   # CPUID.1:ECX[31]
 //! hwp_enabled = true                   # intel-hwp: IA32_PM_ENABLE bit 0
-//! device_id_style = "sb-cpu"           # sb-cpu | pr-cpu | sb-pr | sb-p | sb-c | sb-sck
+//! device_id_style = "sb-cpu"           # sb-cpu | pr-cpu (≤ 16) | sb-pr (≤ 256) | sb-p | sb-c |
+//!                                      # sb-sck (≤ 1024); default sb-cpu up to 16
+//!                                      # processors, sb-c above
 //! other_devices = ["\\_SB.PCI0"]       # replaces the CPU flavour's non-processor devices
 //! [platform.perf]                      # hardware perf levels (HWP_CAPABILITIES, CPPC_CAP1,
 //! highest = 40                         # ratios), each 0..=255; default derived from
@@ -100,11 +102,15 @@ use std::ops::RangeInclusive;
 use ppm_engine::abi::{PowerSystemHibernate, PowerSystemSleeping3, SYSTEM_POWER_STATE};
 use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
 use ppm_engine::device_id::{DeviceIdPatterns, MAX_DEVICE_ID_PATTERNS, MAX_PATTERN_UNITS};
+use ppm_engine::driver::registry::{MAX_PERFORMANCE_LEVEL, MAX_TRANSITION_LATENCY_100NS};
 use ppm_engine::perf::PerfCapabilities;
 use ppm_engine::pmc::ReservationPolicy;
 use toml::{Table, Value};
 
 use crate::machine::{NS_PER_MS, Timeline};
+
+pub mod boot;
+pub use boot::{BootFault, BootSpec, RegistryValue};
 
 /// The most processors a scenario may simulate (32 groups of 64).
 pub const MAX_PROCESSORS: u32 = 2048;
@@ -144,6 +150,8 @@ pub struct Scenario {
     pub phases: Vec<Phase>,
     /// `[[event]]`, in file order.
     pub events: Vec<Event>,
+    /// `[registry]` (with `[config]`'s values) and `[[fault]]`: how `DriverEntry` boots.
+    pub boot: BootSpec,
 }
 
 /// The simulated processor family: what CPUID announces and which MSRs exist.
@@ -223,11 +231,15 @@ impl CounterSourceKind {
 }
 
 /// How the processor device ids PoFx offers are spelled.
+///
+/// Every segment of an ACPI path is a four-character `NameSeg`, so each style names a bounded
+/// number of processors: `\_SB.CPUF` is the 16th `CPU#` processor and there is no
+/// `\_SB.CPU10`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceIdStyle {
-    /// `\_SB.CPU0`, `\_SB.CPU1`, … (index in hexadecimal).
+    /// `\_SB.CPU0` … `\_SB.CPUF` (one hexadecimal digit: at most 16 processors).
     SbCpu,
-    /// `\_PR.CPU0`, … (ACPI 1.0 processor scope).
+    /// `\_PR.CPU0` … `\_PR.CPUF` (ACPI 1.0 processor scope, at most 16 processors).
     PrCpu,
     /// `\_SB.PR00`, … (two hexadecimal digits: at most 256 processors).
     SbPr,
@@ -235,7 +247,8 @@ pub enum DeviceIdStyle {
     SbP,
     /// `\_SB.C000`, … (AMD style, three hexadecimal digits).
     SbC,
-    /// `\_SB.SCK0.CP00`, … (socket = processor group, two hexadecimal digits per socket).
+    /// `\_SB.SCK0.CP00`, … (socket = processor group of 64, one hexadecimal socket digit: at
+    /// most 16 sockets, 1024 processors).
     SbSocket,
 }
 
@@ -259,8 +272,10 @@ impl DeviceIdStyle {
     #[must_use]
     pub const fn capacity(self) -> u32 {
         match self {
+            Self::SbCpu | Self::PrCpu => 16,
             Self::SbPr => 256,
-            Self::SbCpu | Self::PrCpu | Self::SbP | Self::SbC | Self::SbSocket => MAX_PROCESSORS,
+            Self::SbSocket => 16 * PROCESSORS_PER_GROUP,
+            Self::SbP | Self::SbC => MAX_PROCESSORS,
         }
     }
 
@@ -652,7 +667,17 @@ impl Scenario {
         let top = Reader::new(
             String::new(),
             table,
-            &["name", "description", "platform", "pofx", "config", "phase", "event"],
+            &[
+                "name",
+                "description",
+                "platform",
+                "pofx",
+                "config",
+                "registry",
+                "fault",
+                "phase",
+                "event",
+            ],
         )?;
         let name = top.required_string("name")?;
         if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
@@ -691,16 +716,35 @@ impl Scenario {
         platform.perf = explicit_perf
             .unwrap_or_else(|| default_hardware_perf(platform.cpu, nominal_mhz, fastest));
 
-        let config = match top.optional_table("config")? {
+        let config_table = top.optional_table("config")?;
+        let config = match config_table {
             Some(config_table) => read_config(config_table)?,
             None => ConfigSpec::default(),
         };
+        let boot = boot::read_boot(
+            top.optional_table("registry")?,
+            &top.array_of_tables("fault")?,
+            &config,
+            config_table,
+            processors,
+        )?;
+        // What the driver will read: `[config]` plus the raw values it accepts.
+        let config = boot::effective_config(&boot);
 
-        let scenario =
-            Self { name: name.to_owned(), description, platform, pofx, config, phases, events };
+        let scenario = Self {
+            name: name.to_owned(),
+            description,
+            platform,
+            pofx,
+            config,
+            phases,
+            events,
+            boot,
+        };
         scenario.check_events()?;
         scenario.check_pmu()?;
         scenario.check_hotplug()?;
+        scenario.check_boot_faults()?;
         scenario.check_sleeps()?;
         scenario.check_counters_zero()?;
         Ok(scenario)
@@ -756,6 +800,25 @@ impl Scenario {
             .rev()
             .find(|(other, other_ms, _)| (*other_ms, *other) < (at_ms, number))
             .map_or_else(|| self.initially_present(index), |(_, _, added)| added)
+    }
+
+    /// An `enable-fixed-counters` fault names a processor present at boot (the driver enables
+    /// the counters on those only).
+    fn check_boot_faults(&self) -> Result<(), ScenarioError> {
+        for (number, fault) in self.boot.faults.iter().enumerate() {
+            if let BootFault::EnableFixedCounters { processor } = fault
+                && !self.initially_present(*processor)
+            {
+                return Err(ScenarioError::field(
+                    format!("fault[{number}].processor"),
+                    format!(
+                        "processor {processor} is not present at boot; DriverEntry enables the \
+                         counters on the processors present then"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Checks the `hot-add`/`hot-remove` events: a processor is hot-added only while absent
@@ -985,6 +1048,7 @@ impl Scenario {
         let allowed = match self.platform.counter_source {
             CounterSourceKind::FixedPmc => {
                 !self.platform.pmu_busy
+                    && !self.boot.pmu_setup_fails()
                     && matches!(
                         preference,
                         Preference::Auto | Preference::FixedPmc | Preference::PreferFixedPmc
@@ -1063,8 +1127,15 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
     if platform.get("hwp_enabled").is_some() && cpu != CpuKind::IntelHwp {
         return Err(platform.error("hwp_enabled", "is only valid with cpu = \"intel-hwp\""));
     }
+    // Without a style: `\_SB.CPU#` where 16 processors or fewer can be so named, else AMD's
+    // `\_SB.C###`, which names every supported count.
+    let default_style = if processors <= DeviceIdStyle::SbCpu.capacity() {
+        DeviceIdStyle::SbCpu
+    } else {
+        DeviceIdStyle::SbC
+    };
     let device_id_style =
-        platform.choice("device_id_style", &DeviceIdStyle::CHOICES, DeviceIdStyle::SbCpu)?;
+        platform.choice("device_id_style", &DeviceIdStyle::CHOICES, default_style)?;
     if processors > device_id_style.capacity() {
         return Err(platform.error(
             "device_id_style",
@@ -1391,12 +1462,21 @@ fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
                 caps,
                 &["highest", "nominal", "lowest_nonlinear", "lowest"],
             )?;
-            Some(PerfCapabilities {
-                highest: caps_reader.required_u32("highest", 0..=u32::MAX)?,
-                nominal: caps_reader.required_u32("nominal", 0..=u32::MAX)?,
-                lowest_nonlinear: caps_reader.required_u32("lowest_nonlinear", 0..=u32::MAX)?,
-                lowest: caps_reader.required_u32("lowest", 0..=u32::MAX)?,
-            })
+            let level = 1..=MAX_PERFORMANCE_LEVEL;
+            let caps = PerfCapabilities {
+                highest: caps_reader.required_u32("highest", level.clone())?,
+                nominal: caps_reader.required_u32("nominal", level.clone())?,
+                lowest_nonlinear: caps_reader.required_u32("lowest_nonlinear", level.clone())?,
+                lowest: caps_reader.required_u32("lowest", level)?,
+            };
+            if !caps.is_ordered() {
+                return Err(reader.error(
+                    "perf_capabilities",
+                    "expected lowest <= lowest_nonlinear <= nominal <= highest (the driver \
+                     ignores unordered values)",
+                ));
+            }
+            Some(caps)
         }
         None => None,
     };
@@ -1416,8 +1496,9 @@ fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
             }
         }
     }
-    let transition_latency_100ns =
-        reader.optional_u32("transition_latency_100ns", 0..=u32::MAX)?.unwrap_or(0);
+    let transition_latency_100ns = reader
+        .optional_u32("transition_latency_100ns", 0..=MAX_TRANSITION_LATENCY_100NS)?
+        .unwrap_or(0);
     Ok(ConfigSpec {
         feedback_counters,
         counter_source,
@@ -1790,6 +1871,67 @@ mod tests {
     }
 
     #[test]
+    fn registry_and_fault_errors_name_the_field() {
+        let with = |extra: &str| format!("{MINIMAL}{extra}");
+        let cases = [
+            (
+                "[registry]\nNominalMhz = -1\n",
+                "field `registry.NominalMhz`: a REG_DWORD is 0..=4294967295, found -1",
+            ),
+            (
+                "[registry]\nNominalMhz = 1\nnominalmhz = 2\n",
+                "field `registry.nominalmhz`: the same value as registry.NominalMhz (registry value names are case-insensitive)",
+            ),
+            (
+                "[config]\nnominal_mhz = 2000\n[registry]\nNOMINALMHZ = 3\n",
+                "field `registry.NOMINALMHZ`: NominalMhz is also set by config.nominal_mhz; set each Parameters value in one place",
+            ),
+            (
+                "[[fault]]\nstep = \"explode\"\n",
+                "field `fault[0].step`: expected one of \"open-parameters\"",
+            ),
+            (
+                "[[fault]]\nstep = \"register-plugin\"\nstatus = 5\n",
+                "field `fault[0].status`: expected an error NTSTATUS number",
+            ),
+            (
+                "[[fault]]\nstep = \"enable-fixed-counters\"\nprocessor = 4\n",
+                "field `fault[0].processor`: expected an integer in 0..=3, found 4",
+            ),
+            (
+                "[[fault]]\nstep = \"allocate\"\nblock = \"x\"\n",
+                "field `fault[0].block`: expected one of \"processor-table\", \"saved-pmu-control\"",
+            ),
+            (
+                "[[fault]]\nstep = \"register-plugin\"\n[[fault]]\nstep = \"register-plugin\"\n",
+                "field `fault[1].step`: a second \"register-plugin\" fault",
+            ),
+        ];
+        for (extra, expected) in cases {
+            let error = error_of(&with(extra));
+            assert!(error.starts_with(expected), "{extra}: {error}");
+        }
+        let faults = "[[fault]]\nstep = \"processor-count\"\n".repeat(17);
+        assert_eq!(error_of(&with(&faults)), "field `fault`: 17 entries; at most 16");
+    }
+
+    #[test]
+    fn raw_registry_values_reach_the_expected_configuration() {
+        let text = format!(
+            "{MINIMAL}[registry]\nNominalMhz = 2400\nCounterSource = \"2\"\nFeedbackCounters = 0\n"
+        );
+        let scenario = Scenario::from_toml_str(&text).expect("valid");
+        // A valid DWORD applies; a DWORD stored as REG_SZ is ignored, as the driver ignores it.
+        assert_eq!(scenario.config.nominal_mhz, Some(2400));
+        assert_eq!(scenario.config.counter_source, CounterSourcePreference::Auto);
+        assert_eq!(scenario.config.feedback_counters, FeedbackCounterPolicy::Disabled);
+        assert_eq!(scenario.expected_counter_count(), 0);
+        let unreadable = format!("{text}[[fault]]\nstep = \"open-parameters\"\n");
+        let scenario = Scenario::from_toml_str(&unreadable).expect("valid");
+        assert_eq!(scenario.config, ConfigSpec::default());
+    }
+
+    #[test]
     fn processor_count_out_of_range_names_the_field() {
         let text = MINIMAL.replace("processors = 4", "processors = 5000");
         assert_eq!(
@@ -1917,6 +2059,20 @@ mod tests {
             error_of(&text)
                 .starts_with("field `platform.device_id_style`: style \"sb-pr\" names at most 256")
         );
+        // ACPI NameSegs have four characters: `\_SB.CPUF` is the last `CPU#` name.
+        let seventeen = MINIMAL.replace("processors = 4", "processors = 17");
+        let scenario = Scenario::from_toml_str(&seventeen).expect("valid");
+        assert_eq!(scenario.platform.device_id_style, DeviceIdStyle::SbC);
+        assert_eq!(scenario.platform.device_id_style.device_id(16), "\\_SB.C010");
+        let sixteen = MINIMAL.replace("processors = 4", "processors = 16");
+        let scenario = Scenario::from_toml_str(&sixteen).expect("valid");
+        assert_eq!(scenario.platform.device_id_style.device_id(15), "\\_SB.CPUF");
+        let explicit =
+            seventeen.replace("processors = 17", "processors = 17\ndevice_id_style = \"sb-cpu\"");
+        assert!(error_of(&explicit).contains("style \"sb-cpu\" names at most 16 processors"));
+        let sockets =
+            MINIMAL.replace("processors = 4", "processors = 1025\ndevice_id_style = \"sb-sck\"");
+        assert!(error_of(&sockets).contains("names at most 1024 processors"));
     }
     #[test]
     fn fixed_pmc_fields() {

@@ -2,10 +2,10 @@
 //!
 //! What the driver reads from its service's `Parameters` key (names, types, documented defaults,
 //! ranges and the validation rules) and what it writes to the volatile `Parameters\State` key
-//! after registering. Nothing here calls the kernel or `wdk-sys`: the Windows-only `registry`
-//! module reads raw values (type and bytes) and hands them to [`read_config`]. A host
-//! integration test (`tests/registry_values.rs`) compiles this file on its own and checks every
-//! rule.
+//! after registering. Nothing here calls the kernel: the driver's kernel services read raw values
+//! (type and bytes) and [`super::entry`] hands them to [`read_config`]. The host integration
+//! test `tests/registry_values.rs` checks every rule; the emulator feeds it a scenario's raw
+//! `[registry]` values.
 //!
 //! The rule for every value: absent means the documented default; a value of the wrong type or
 //! size, out of range, or otherwise unusable is ignored (the default stays), reported through a
@@ -16,11 +16,11 @@
 
 use core::fmt;
 
-use ppm_engine::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
-use ppm_engine::counters::{NoCountersReason, NominalRateSource};
-use ppm_engine::device_id::{DeviceIdPatterns, PatternError};
-use ppm_engine::perf::{PerfCapabilities, PerfSource};
-use ppm_engine::pmc::ReservationPolicy;
+use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
+use crate::counters::{NoCountersReason, NominalRateSource};
+use crate::device_id::{DeviceIdPatterns, PatternError};
+use crate::perf::{PerfCapabilities, PerfSource};
+use crate::pmc::ReservationPolicy;
 
 /// `REG_SZ` (`winnt.h`): a NUL-terminated UTF-16 string.
 pub const REG_SZ: u32 = 1;
@@ -69,8 +69,14 @@ pub mod names {
     /// `REG_DWORD` 0..=1, default 0: how the PMU is reserved for the fixed-counter source
     /// (0 = exclusive ownership, `ResourceList` NULL; 1 = one range over every counter index).
     pub const PMU_RESERVATION: &str = "PmuReservation";
+    /// `REG_DWORD` 0 or 1, default 0: 1 makes `DriverEntry` skip the registration.
+    ///
+    /// The service then loads inert (boot safety: settable offline to recover a test VM). Any
+    /// other present value is reported and treated as 1: whoever set it meant to stop the PEP.
+    pub const SKIP_REGISTRATION: &str = "SkipRegistration";
     /// Every value the driver reads, in the order it reads them.
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 12] = [
+        SKIP_REGISTRATION,
         FEEDBACK_COUNTERS,
         COUNTER_SOURCE,
         PERFORMANCE_COUNTER_VIEW,
@@ -128,6 +134,34 @@ pub mod state {
     /// `REG_SZ`: the PMU reservation for the fixed-counter source: `not-needed`, `refused`
     /// (the HAL said another owner holds the PMU), `programming-failed` or `reserved`.
     pub const PMU_RESERVATION: &str = "PmuReservation";
+    /// `REG_SZ`: why `DriverEntry` loaded inert without registering (only then):
+    /// `skip-registration` (the `SkipRegistration` value).
+    pub const REGISTRATION_SKIPPED: &str = "RegistrationSkipped";
+    /// Every value written after a successful registration, in the order written.
+    pub const REGISTERED_VALUES: [&str; 17] = [
+        REGISTERED,
+        FEEDBACK_COUNTER_COUNT,
+        COUNTER_SOURCE,
+        NO_COUNTERS_REASON,
+        NOMINAL_MHZ,
+        NOMINAL_RATE_SOURCE,
+        CALIBRATED_MHZ,
+        HIGHEST_PERFORMANCE,
+        NOMINAL_PERFORMANCE,
+        LOWEST_NONLINEAR_PERFORMANCE,
+        LOWEST_PERFORMANCE,
+        PERF_SOURCE,
+        PROCESSOR_TABLE_CAPACITY,
+        DEVICE_ID_PATTERN_COUNT,
+        CONFIGURATION_ISSUES,
+        ARCHITECTURE,
+        PMU_RESERVATION,
+    ];
+    /// Every value written after a failed initialisation.
+    pub const FAILED_VALUES: [&str; 4] = [REGISTERED, FAILED_STEP, FAILURE_STATUS, ARCHITECTURE];
+    /// Every value written when the registration was skipped.
+    pub const SKIPPED_VALUES: [&str; 4] =
+        [REGISTERED, REGISTRATION_SKIPPED, CONFIGURATION_ISSUES, ARCHITECTURE];
 }
 
 /// The outcome of reading one value.
@@ -323,6 +357,18 @@ pub fn read_config(source: &mut impl ValueSource, mut note: impl FnMut(Note)) ->
     config
 }
 
+/// Reads `SkipRegistration`: whether `DriverEntry` is to skip the registration.
+///
+/// `true` for `REG_DWORD` 1 and — fail-safe, with a [`Note`] — for any present value that is
+/// not `REG_DWORD` 0 (a wrong type or size, another number, a failed read): an administrator
+/// who set the value meant to keep the PEP from registering.
+pub fn read_skip_registration(source: &mut impl ValueSource, mut note: impl FnMut(Note)) -> bool {
+    match read_dword(source, names::SKIP_REGISTRATION, 0, 1, &mut note) {
+        Dword::Absent | Dword::Valid(0) => false,
+        Dword::Valid(_) | Dword::Rejected => true,
+    }
+}
+
 /// A `REG_DWORD` read: absent, usable, or present but rejected (and noted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dword {
@@ -401,9 +447,10 @@ fn read_perf_capabilities(
     caps
 }
 
-/// Combines the four perf reads (highest, nominal, lowest nonlinear, lowest): all absent gives
-/// `None` silently; all valid and ordered gives the capabilities; anything else gives `None`
-/// and the [`Problem`] to report.
+/// Combines the four perf reads (highest, nominal, lowest nonlinear, lowest).
+///
+/// All absent gives `None` silently; all valid and ordered gives the capabilities; anything
+/// else gives `None` and the [`Problem`] to report.
 #[must_use]
 pub const fn perf_from_dwords(reads: [Dword; 4]) -> (Option<Problem>, Option<PerfCapabilities>) {
     match reads {

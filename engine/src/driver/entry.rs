@@ -1,0 +1,309 @@
+//! `DriverEntry`'s sequence after `WdfDriverCreate`, generic over the kernel services.
+//!
+//! In order, at `PASSIVE_LEVEL`, once per boot:
+//!
+//! 1. reads the configuration from the service's `Parameters` key (every value optional); if
+//!    `SkipRegistration` is set, stops here: nothing is allocated or registered, `State` says
+//!    why, and `DriverEntry` succeeds, so the service loads inert (boot safety);
+//! 2. allocates the processor table for `KeQueryMaximumProcessorCountEx(ALL_PROCESSOR_GROUPS)`
+//!    processors from non-paged pool;
+//! 3. where the configuration may use the architectural fixed counters and CPUID offers them
+//!    (by default only where APERF/MPERF are missing), reserves the PMU through the HAL's
+//!    counter arbitration and enables the counters on every active processor;
+//! 4. builds the PEP (`Pep::new`) with the thread pinned to the processor it runs on (the
+//!    engine calibrates MPERF over ~10 ms and both reads must come from one processor), moves
+//!    it into the services' storage and publishes it (release);
+//! 5. calls `PoFxRegisterPluginEx` with the engine's `PEP_INFORMATION`;
+//! 6. writes the outcome to the volatile `State` key and the debugger.
+//!
+//! Any failure before registration undoes everything done so far — the PEP is withdrawn, the
+//! PMU control values restored on every processor and the reservation freed, the table freed —
+//! records the failed step in `State` and returns its status, so the driver does not load.
+//! Nothing after a successful registration can fail `DriverEntry`.
+
+use crate::abi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+use crate::driver::pmu_reservation::{self, PmuReservation};
+use crate::driver::processor_table::ProcessorTable;
+use crate::driver::registry::{self, Note, state};
+use crate::driver::services::{KernelServices, LogLevel, StateKey};
+use crate::{Config, Pep, pep_information};
+
+/// An initialisation step that can fail `DriverEntry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// `KeQueryMaximumProcessorCountEx` returned 0.
+    ProcessorCount,
+    /// The processor table could not be allocated.
+    ProcessorTable,
+    /// `PoFxRegisterPluginEx` failed.
+    RegisterPlugin,
+}
+
+impl Step {
+    /// The step's name, as `State\FailedStep` records it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::ProcessorCount => "KeQueryMaximumProcessorCountEx",
+            Self::ProcessorTable => "allocating the processor table",
+            Self::RegisterPlugin => "PoFxRegisterPluginEx",
+        }
+    }
+}
+
+/// A failed initialisation step and the status `DriverEntry` returns for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// What failed.
+    pub step: Step,
+    /// Its status.
+    pub status: NTSTATUS,
+}
+
+/// How `DriverEntry` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The PEP is registered.
+    Registered,
+    /// `SkipRegistration` was set: the driver loads inert.
+    Skipped,
+    /// A step failed; everything was undone.
+    Failed(Failure),
+}
+
+impl Outcome {
+    /// The status `DriverEntry` returns.
+    #[must_use]
+    pub const fn status(self) -> NTSTATUS {
+        match self {
+            Self::Registered | Self::Skipped => STATUS_SUCCESS,
+            Self::Failed(failure) => failure.status,
+        }
+    }
+}
+
+/// What a successful initialisation produced.
+struct Registered<'a, P: crate::Platform> {
+    /// The registered PEP.
+    pep: &'a Pep<P>,
+    /// The processor table's capacity.
+    capacity: u32,
+    /// What became of the PMU reservation.
+    pmu: &'static str,
+}
+
+/// `DriverEntry` after the KMDF driver object exists. `PASSIVE_LEVEL`, once per boot.
+///
+/// Configuration, table, PMU, PEP, registration, `State`. Returns how it ended
+/// ([`Outcome::status`] is what `DriverEntry` returns).
+pub fn driver_entry<K: KernelServices>(kernel: &K) -> Outcome {
+    let (config, issues, skip) = read_configuration(kernel);
+    if skip {
+        kernel.log(
+            LogLevel::Info,
+            format_args!(
+                "Parameters\\SkipRegistration is set: the PEP is not registered and the driver \
+                 loads inert"
+            ),
+        );
+        report_skipped(kernel, issues);
+        return Outcome::Skipped;
+    }
+    match initialize(kernel, &config) {
+        Ok(registered) => {
+            report_registered(kernel, &registered, &config, issues);
+            Outcome::Registered
+        }
+        Err(failure) => {
+            report_failure(kernel, failure);
+            Outcome::Failed(failure)
+        }
+    }
+}
+
+/// Reads the configuration from `Parameters`, logging every ignored value: the configuration,
+/// the number of ignored values, and whether the registration is to be skipped. A `Parameters`
+/// key that cannot be opened leaves every default in place (logged, counted as one issue).
+/// `PASSIVE_LEVEL`. Not inlined: the value buffer and the pattern parser's scratch space then
+/// leave the stack before `Pep::new` runs.
+#[inline(never)]
+fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
+    let mut values = match kernel.open_parameters() {
+        Ok(values) => values,
+        Err(status) => {
+            kernel.log(
+                LogLevel::Error,
+                format_args!("cannot open the Parameters key ({status:#010X}): using the defaults"),
+            );
+            return (Config::new(), 1, false);
+        }
+    };
+    let mut issues = 0u32;
+    let mut note = |note: Note| {
+        issues = issues.saturating_add(1);
+        kernel.log(LogLevel::Error, format_args!("Parameters\\{note}"));
+    };
+    let skip = registry::read_skip_registration(&mut values, &mut note);
+    let config = if skip { Config::new() } else { registry::read_config(&mut values, &mut note) };
+    (config, issues, skip)
+}
+
+/// Steps 2 to 5. `PASSIVE_LEVEL`.
+fn initialize<'k, K: KernelServices>(
+    kernel: &'k K,
+    config: &Config,
+) -> Result<Registered<'k, K::Platform>, Failure> {
+    let capacity = kernel.maximum_processor_count();
+    let count = usize::try_from(capacity).unwrap_or(0);
+    if count == 0 {
+        return Err(Failure { step: Step::ProcessorCount, status: STATUS_UNSUCCESSFUL });
+    }
+    let table = ProcessorTable::allocate(kernel, count)
+        .ok_or(Failure { step: Step::ProcessorTable, status: STATUS_INSUFFICIENT_RESOURCES })?;
+    let pmu = pmu_reservation::reserve_and_enable(kernel, config);
+    let pep = kernel.run_on_current_processor(|| {
+        let pep = Pep::new(kernel.platform(), config, table.slots());
+        // SAFETY: once per DriverEntry, and nothing has been published yet.
+        unsafe { kernel.install(pep) }
+    });
+    kernel.publish(pep);
+    let information = pep_information::<K::Platform>();
+    // SAFETY: once per boot, from DriverEntry at PASSIVE_LEVEL; the PEP the callbacks serve is
+    // published; after a successful registration DriverEntry succeeds and the image stays.
+    let status = unsafe { kernel.register_plugin(&information) };
+    if status < 0 {
+        unwind(kernel, pmu, table);
+        return Err(Failure { step: Step::RegisterPlugin, status });
+    }
+    let pmu = pmu.keep(kernel);
+    Ok(Registered { pep, capacity, pmu })
+}
+
+/// Undoes steps 2 to 4 after a failed registration, in reverse order. `PASSIVE_LEVEL`.
+fn unwind<K: KernelServices>(
+    kernel: &K,
+    pmu: PmuReservation<K::CounterReservation>,
+    table: ProcessorTable,
+) {
+    kernel.withdraw();
+    pmu.release(kernel);
+    // SAFETY: the registration failed, so PoFx never received the callbacks, and the PEP
+    // that refers to the slots is withdrawn: nothing uses them again.
+    unsafe { table.free(kernel) };
+}
+
+/// Logs the registration and writes it to `State`. `PASSIVE_LEVEL`. Best effort: the PEP is
+/// registered whatever happens here.
+#[inline(never)]
+fn report_registered<K: KernelServices>(
+    kernel: &K,
+    registered: &Registered<'_, K::Platform>,
+    config: &Config,
+    issues: u32,
+) {
+    let pep = registered.pep;
+    let caps = pep.perf_capabilities();
+    let source = pep.counter_source().name();
+    let reason = registry::no_counters_reason_name(pep.no_counters_reason());
+    let rate_source = registry::nominal_rate_source_name(pep.nominal_rate_source());
+    let perf_source = registry::perf_source_name(pep.perf_source());
+    let patterns = u32::try_from(config.device_id_patterns.len()).unwrap_or(u32::MAX);
+    kernel.log(
+        LogLevel::Info,
+        format_args!(
+            "registered: {} feedback counter(s), source {source} (no-counters reason {reason}), \
+             nominal {} MHz ({rate_source}), perf {}/{}/{}/{} ({perf_source}), {} processor \
+             slots, {issues} ignored configuration value(s), PMU reservation {}",
+            pep.feedback_counter_count(),
+            pep.nominal_mhz(),
+            caps.highest,
+            caps.nominal,
+            caps.lowest_nonlinear,
+            caps.lowest,
+            registered.capacity,
+            registered.pmu,
+        ),
+    );
+    let Some(key) = open_state(kernel) else { return };
+    let mut record = Recorder { key, failures: 0 };
+    record.dword(state::REGISTERED, 1);
+    record.dword(state::FEEDBACK_COUNTER_COUNT, pep.feedback_counter_count());
+    record.string(state::COUNTER_SOURCE, source);
+    record.string(state::NO_COUNTERS_REASON, reason);
+    record.dword(state::NOMINAL_MHZ, pep.nominal_mhz());
+    record.string(state::NOMINAL_RATE_SOURCE, rate_source);
+    record.dword(state::CALIBRATED_MHZ, pep.calibrated_mhz());
+    record.dword(state::HIGHEST_PERFORMANCE, caps.highest);
+    record.dword(state::NOMINAL_PERFORMANCE, caps.nominal);
+    record.dword(state::LOWEST_NONLINEAR_PERFORMANCE, caps.lowest_nonlinear);
+    record.dword(state::LOWEST_PERFORMANCE, caps.lowest);
+    record.string(state::PERF_SOURCE, perf_source);
+    record.dword(state::PROCESSOR_TABLE_CAPACITY, registered.capacity);
+    record.dword(state::DEVICE_ID_PATTERN_COUNT, patterns);
+    record.dword(state::CONFIGURATION_ISSUES, issues);
+    record.string(state::ARCHITECTURE, kernel.architecture());
+    record.string(state::PMU_RESERVATION, registered.pmu);
+    let failures = record.failures;
+    drop(record);
+    if failures > 0 {
+        kernel.log(LogLevel::Error, format_args!("{failures} State value(s) not written"));
+    }
+}
+
+/// An open `State` key that counts the writes that failed.
+struct Recorder<S: StateKey> {
+    key: S,
+    failures: u32,
+}
+
+impl<S: StateKey> Recorder<S> {
+    fn dword(&mut self, name: &str, value: u32) {
+        let status = self.key.dword(name, value);
+        self.failures = self.failures.saturating_add(u32::from(status != STATUS_SUCCESS));
+    }
+
+    fn string(&mut self, name: &str, text: &str) {
+        let status = self.key.string(name, text);
+        self.failures = self.failures.saturating_add(u32::from(status != STATUS_SUCCESS));
+    }
+}
+
+/// Logs a failed initialisation and records it in `State` (best effort). `PASSIVE_LEVEL`.
+fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
+    kernel.log(
+        LogLevel::Error,
+        format_args!(
+            "{} failed with {:#010X}; the PEP is not registered and the driver does not load",
+            failure.step.name(),
+            failure.status
+        ),
+    );
+    if let Some(mut record) = open_state(kernel) {
+        let _ = record.dword(state::REGISTERED, 0);
+        let _ = record.string(state::FAILED_STEP, failure.step.name());
+        let _ = record.dword(state::FAILURE_STATUS, failure.status.cast_unsigned());
+        let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+    }
+}
+
+/// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`.
+fn report_skipped<K: KernelServices>(kernel: &K, issues: u32) {
+    if let Some(mut record) = open_state(kernel) {
+        let _ = record.dword(state::REGISTERED, 0);
+        let _ = record.string(state::REGISTRATION_SKIPPED, "skip-registration");
+        let _ = record.dword(state::CONFIGURATION_ISSUES, issues);
+        let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+    }
+}
+
+/// Opens `State`, logging a failure. `PASSIVE_LEVEL`.
+fn open_state<K: KernelServices>(kernel: &K) -> Option<K::State<'_>> {
+    match kernel.create_state_key() {
+        Ok(record) => Some(record),
+        Err(status) => {
+            kernel
+                .log(LogLevel::Error, format_args!("cannot create the State key ({status:#010X})"));
+            None
+        }
+    }
+}

@@ -1,0 +1,577 @@
+//! The boot: `DriverEntry` as Windows runs it, through the engine's generic sequence
+//! ([`ppm_engine::driver::driver_entry`]) over emulated kernel services.
+//!
+//! [`SimKernel`] implements [`KernelServices`] over the simulated machine: the service's
+//! `Parameters` key is the scenario's `[registry]` (with `[config]`'s values), non-paged pool
+//! is the host allocator with a ledger of every block, processor affinity runs the thread as
+//! the processor, `HalAllocateHardwareCounters` is the machine's PMU arbitration (refused while
+//! another owner holds the PMU), `PoFxRegisterPluginEx` applies the emulated `PoFx`'s checks,
+//! and the `State` key and the debugger log are recorded. A scenario's `[[fault]]` entries make
+//! one of these services fail; [`BootRecord`] keeps what the checks need to see that every
+//! failure was unwound completely.
+
+use std::alloc::Layout;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ptr::NonNull;
+
+use ppm_engine::Pep;
+use ppm_engine::abi::{
+    NTSTATUS, PEP_INFORMATION, PEP_INFORMATION_V3, PEP_KERNEL_INFORMATION_STRUCT_V3,
+    PEP_KERNEL_INFORMATION_V3, PHYSICAL_COUNTER_RESOURCE_LIST, POHANDLE__, ResourceTypeRange,
+    STATUS_INVALID_KERNEL_INFO_VERSION, STATUS_INVALID_PARAMETER, STATUS_INVALID_PEP_INFO_VERSION,
+    STATUS_SUCCESS,
+};
+use ppm_engine::driver::registry::{Lookup, VALUE_BUFFER_BYTES, ValueSource};
+use ppm_engine::driver::{self, KernelServices, LogLevel, Outcome, PoolBlock, StateKey, registry};
+
+use crate::machine::Machine;
+use crate::platform::{OnProcessor, SimPlatform};
+use crate::scenario::{BootFault, Scenario};
+
+thread_local! {
+    /// The calling thread is the driver reserving the PMU and enabling the counters.
+    static DRIVER_SETUP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is in `DriverEntry` (for the MSR access log: the PMU control
+/// writes made there are the driver's own setup).
+#[must_use]
+pub fn in_driver_setup() -> bool {
+    DRIVER_SETUP.with(Cell::get)
+}
+
+/// Marks the calling thread as `DriverEntry` while alive.
+struct DriverSetup;
+
+impl DriverSetup {
+    fn enter() -> Self {
+        DRIVER_SETUP.with(|setup| setup.set(true));
+        Self
+    }
+}
+
+impl Drop for DriverSetup {
+    fn drop(&mut self) {
+        DRIVER_SETUP.with(|setup| setup.set(false));
+    }
+}
+
+/// Deliberately broken kernel services, standing for a driver that gets the unwinding or the
+/// reporting wrong: each makes one `boot.*` check fail (`tests/checks_can_fail.rs`).
+#[derive(Clone, Copy, Debug, Default)]
+#[expect(clippy::struct_excessive_bools, reason = "independent defects, any combination")]
+pub struct BootSabotage {
+    /// `ExFreePool` does nothing: a failed boot leaks its blocks.
+    pub leak_pool: bool,
+    /// `withdraw` does nothing: a failed boot leaves the PEP published.
+    pub keep_published: bool,
+    /// The PMU control writes of the unwinding are lost (a driver that forgets to restore).
+    pub skip_pmu_restore: bool,
+    /// `DriverEntry` returns `STATUS_SUCCESS` whatever happened (a driver that swallows a
+    /// failure, so a half-initialised image stays loaded).
+    pub swallow_failure: bool,
+    /// The `State` key's `REG_SZ` writes are lost.
+    pub drop_state_strings: bool,
+    /// The `Parameters` key hides `SkipRegistration` (a driver that ignores the switch).
+    pub ignore_skip_registration: bool,
+}
+
+/// One `State` value as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateData {
+    /// `REG_DWORD`.
+    Dword(u32),
+    /// `REG_SZ`.
+    Text(String),
+}
+
+impl fmt::Display for StateData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Dword(value) => write!(f, "{value}"),
+            Self::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// `PoFxRegisterPluginEx` as the emulated `PoFx` saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct PluginRegistration {
+    /// The `PEP_INFORMATION` passed.
+    pub information: PEP_INFORMATION,
+    /// What `PoFx`'s own checks of the structures returned.
+    pub checked: NTSTATUS,
+    /// What the call returned (an injected fault's status when one was set).
+    pub status: NTSTATUS,
+}
+
+/// The PMU control of one processor (`IA32_FIXED_CTR_CTRL`, `IA32_PERF_GLOBAL_CTRL`).
+pub type PmuControl = (u64, u64);
+
+/// What `DriverEntry` did.
+#[derive(Clone, Debug)]
+pub struct BootRecord {
+    /// How the engine's sequence ended.
+    pub outcome: Outcome,
+    /// What `DriverEntry` returned.
+    pub status: NTSTATUS,
+    /// The `State` key, if it was created.
+    pub state: Option<BTreeMap<String, StateData>>,
+    /// The debugger lines, in order.
+    pub log: Vec<(LogLevel, String)>,
+    /// The `Parameters` values read, in order.
+    pub values_read: Vec<String>,
+    /// Every pool allocation: the block and whether it succeeded.
+    pub allocations: Vec<(PoolBlock, bool)>,
+    /// The pool blocks still allocated when `DriverEntry` returned.
+    pub outstanding: Vec<PoolBlock>,
+    /// The registration, if `DriverEntry` got that far.
+    pub registration: Option<PluginRegistration>,
+    /// Whether a PEP is published when `DriverEntry` returned.
+    pub published: bool,
+    /// Each processor's PMU control before and after `DriverEntry` (empty without a PMU).
+    pub pmu_control: Vec<(PmuControl, PmuControl)>,
+    /// Whether a PMU reservation is held when `DriverEntry` returned.
+    pub pmu_reserved: bool,
+    /// Whether `HalAllocateHardwareCounters` was called.
+    pub reservation_requested: bool,
+}
+
+impl BootRecord {
+    /// `State` value `name`, as text.
+    #[must_use]
+    pub fn state_value(&self, name: &str) -> Option<String> {
+        self.state.as_ref()?.get(name).map(ToString::to_string)
+    }
+}
+
+/// A block of the emulated non-paged pool.
+struct PoolEntry {
+    block: PoolBlock,
+    address: NonNull<u8>,
+    layout: Layout,
+}
+
+/// The kernel services over the simulated machine, for one boot.
+pub struct SimKernel<'a> {
+    scenario: &'a Scenario,
+    platform: SimPlatform,
+    information_override: Option<PEP_INFORMATION>,
+    sabotage: BootSabotage,
+    state: RefCell<Option<BTreeMap<String, StateData>>>,
+    log: RefCell<Vec<(LogLevel, String)>>,
+    values_read: RefCell<Vec<String>>,
+    allocations: RefCell<Vec<(PoolBlock, bool)>>,
+    pool: RefCell<Vec<PoolEntry>>,
+    installed: Cell<*mut Pep<SimPlatform>>,
+    published: Cell<bool>,
+    registration: Cell<Option<PluginRegistration>>,
+    reservation_requested: Cell<bool>,
+    visited: RefCell<Vec<u32>>,
+}
+
+impl<'a> SimKernel<'a> {
+    /// Kernel services for booting `scenario` on `platform`'s machine. `information` replaces
+    /// the `PEP_INFORMATION` the engine registers (a test's corrupting shims).
+    #[must_use]
+    pub const fn new(
+        scenario: &'a Scenario,
+        platform: SimPlatform,
+        information: Option<PEP_INFORMATION>,
+        sabotage: BootSabotage,
+    ) -> Self {
+        Self {
+            scenario,
+            platform,
+            information_override: information,
+            sabotage,
+            state: RefCell::new(None),
+            log: RefCell::new(Vec::new()),
+            values_read: RefCell::new(Vec::new()),
+            allocations: RefCell::new(Vec::new()),
+            pool: RefCell::new(Vec::new()),
+            installed: Cell::new(std::ptr::null_mut()),
+            published: Cell::new(false),
+            registration: Cell::new(None),
+            reservation_requested: Cell::new(false),
+            visited: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn machine(&self) -> &Machine {
+        self.platform.machine()
+    }
+
+    /// The system-wide indexes of the processors active at boot (the ones not hot-added later).
+    fn active_processors(&self) -> Vec<u32> {
+        (0..self.scenario.platform.processors)
+            .filter(|&index| self.scenario.initially_present(index))
+            .collect()
+    }
+
+    fn pmu_control(&self) -> Vec<PmuControl> {
+        (0..self.scenario.platform.processors)
+            .filter_map(|index| self.machine().fixed_counters(index))
+            .map(|state| (state.fixed_ctr_ctrl, state.perf_global_ctrl))
+            .collect()
+    }
+
+    /// Runs `DriverEntry` (after `WdfDriverCreate`) and returns what it did, with the PEP it
+    /// registered (`None` unless it registered) and the `PEP_INFORMATION` `PoFx` received.
+    pub fn boot(&self) -> (BootRecord, Option<Box<Pep<SimPlatform>>>) {
+        let before = self.pmu_control();
+        let outcome = {
+            let _setup = DriverSetup::enter();
+            driver::driver_entry(self)
+        };
+        let status = if self.sabotage.swallow_failure { STATUS_SUCCESS } else { outcome.status() };
+        let after = self.pmu_control();
+        let installed = self.installed.replace(std::ptr::null_mut());
+        // SAFETY: a non-NULL pointer came from `Box::into_raw` in `install`, once per boot, and
+        // is taken back once (replaced by NULL above); the references the engine's sequence
+        // held ended with `driver_entry`.
+        let pep = (!installed.is_null()).then(|| unsafe { Box::from_raw(installed) });
+        let registered = matches!(outcome, Outcome::Registered);
+        let record = BootRecord {
+            outcome,
+            status,
+            state: self.state.borrow().clone(),
+            log: self.log.borrow().clone(),
+            values_read: self.values_read.borrow().clone(),
+            allocations: self.allocations.borrow().clone(),
+            outstanding: self.pool.borrow().iter().map(|entry| entry.block).collect(),
+            registration: self.registration.get(),
+            published: self.published.get(),
+            pmu_control: before.into_iter().zip(after).collect(),
+            pmu_reserved: self.machine().pmu_reserved(),
+            reservation_requested: self.reservation_requested.get(),
+        };
+        (record, pep.filter(|_| registered))
+    }
+
+    /// The `PEP_INFORMATION` `PoFx` accepted, if the registration succeeded.
+    #[must_use]
+    pub fn registered_information(&self) -> Option<PEP_INFORMATION> {
+        self.registration
+            .get()
+            .filter(|registration| registration.status == STATUS_SUCCESS)
+            .map(|registration| registration.information)
+    }
+
+    fn fault(&self, step: &str) -> Option<&BootFault> {
+        self.scenario.boot.fault(step)
+    }
+}
+
+impl Drop for SimKernel<'_> {
+    /// Frees what the driver kept (the processor table of a registered PEP): the emulator
+    /// outlives nothing it was given.
+    fn drop(&mut self) {
+        for entry in self.pool.get_mut().drain(..) {
+            // SAFETY: allocated in `allocate_non_paged` with this layout and not yet freed.
+            unsafe { std::alloc::dealloc(entry.address.as_ptr(), entry.layout) };
+        }
+    }
+}
+
+/// The `Parameters` key as the driver reads it.
+pub struct SimParameters<'k> {
+    kernel: &'k SimKernel<'k>,
+    buffer: Vec<u8>,
+}
+
+impl ValueSource for SimParameters<'_> {
+    fn read(&mut self, name: &'static str) -> Lookup<'_> {
+        self.kernel.values_read.borrow_mut().push(name.to_owned());
+        let faulted = self.kernel.scenario.boot.faults.iter().find_map(|fault| match fault {
+            BootFault::ReadValue { value, status } if value.eq_ignore_ascii_case(name) => {
+                Some(*status)
+            }
+            _ => None,
+        });
+        if let Some(status) = faulted {
+            return Lookup::Failed { status };
+        }
+        if self.kernel.sabotage.ignore_skip_registration
+            && name == registry::names::SKIP_REGISTRATION
+        {
+            return Lookup::Absent;
+        }
+        let Some(value) = self.kernel.scenario.boot.value(name) else {
+            return Lookup::Absent;
+        };
+        if value.data.len() > VALUE_BUFFER_BYTES {
+            return Lookup::TooLarge {
+                needed: u32::try_from(value.data.len()).unwrap_or(u32::MAX),
+            };
+        }
+        self.buffer.clear();
+        self.buffer.extend_from_slice(&value.data);
+        Lookup::Found { value_type: value.value_type, data: &self.buffer }
+    }
+}
+
+/// The `State` key as the driver writes it.
+pub struct SimState<'k> {
+    kernel: &'k SimKernel<'k>,
+}
+
+impl SimState<'_> {
+    fn write(&self, name: &str, data: StateData) -> NTSTATUS {
+        if self.kernel.sabotage.drop_state_strings && matches!(data, StateData::Text(_)) {
+            return STATUS_SUCCESS;
+        }
+        if let Some(values) = self.kernel.state.borrow_mut().as_mut() {
+            values.insert(name.to_owned(), data);
+        }
+        STATUS_SUCCESS
+    }
+}
+
+impl StateKey for SimState<'_> {
+    fn dword(&mut self, name: &str, value: u32) -> NTSTATUS {
+        self.write(name, StateData::Dword(value))
+    }
+
+    fn string(&mut self, name: &str, text: &str) -> NTSTATUS {
+        if text.contains('\0') {
+            return STATUS_INVALID_PARAMETER;
+        }
+        self.write(name, StateData::Text(text.to_owned()))
+    }
+}
+
+impl KernelServices for SimKernel<'_> {
+    type Platform = SimPlatform;
+    type Parameters<'k>
+        = SimParameters<'k>
+    where
+        Self: 'k;
+    type State<'k>
+        = SimState<'k>
+    where
+        Self: 'k;
+    type CounterReservation = ();
+
+    fn platform(&self) -> SimPlatform {
+        self.platform.clone()
+    }
+
+    fn architecture(&self) -> &'static str {
+        // The emulated processors are x86-64 whatever the host is.
+        "x64"
+    }
+
+    fn open_parameters(&self) -> Result<SimParameters<'_>, NTSTATUS> {
+        if let Some(BootFault::OpenParameters { status }) = self.fault("open-parameters") {
+            return Err(*status);
+        }
+        Ok(SimParameters { kernel: shorten(self), buffer: Vec::with_capacity(VALUE_BUFFER_BYTES) })
+    }
+
+    fn create_state_key(&self) -> Result<SimState<'_>, NTSTATUS> {
+        if let Some(BootFault::CreateStateKey { status }) = self.fault("create-state-key") {
+            return Err(*status);
+        }
+        // A volatile key: a new boot starts it empty.
+        self.state.borrow_mut().get_or_insert_with(BTreeMap::new);
+        Ok(SimState { kernel: shorten(self) })
+    }
+
+    fn maximum_processor_count(&self) -> u32 {
+        if self.fault("processor-count").is_some() {
+            return 0;
+        }
+        self.scenario.platform.processors
+    }
+
+    fn active_processor_count(&self) -> u32 {
+        u32::try_from(self.active_processors().len()).unwrap_or(u32::MAX)
+    }
+
+    fn run_on_processor<R>(&self, index: u32, f: impl FnOnce() -> R) -> Option<R> {
+        let processor = *self.active_processors().get(usize::try_from(index).ok()?)?;
+        let _on = OnProcessor::enter(None, processor);
+        let faulting = matches!(
+            self.fault("enable-fixed-counters"),
+            Some(BootFault::EnableFixedCounters { processor: target }) if *target == processor
+        );
+        // The second visit to a processor is the unwinding's restore: a sabotaged driver never
+        // gets there.
+        let revisit = self.visited.borrow().contains(&processor);
+        self.visited.borrow_mut().push(processor);
+        if revisit && self.sabotage.skip_pmu_restore {
+            return None;
+        }
+        // An injected fault makes this processor's PMU control MSRs fault.
+        if faulting {
+            self.machine().set_msr_fault(processor, true);
+        }
+        let result = f();
+        if faulting {
+            self.machine().set_msr_fault(processor, false);
+        }
+        Some(result)
+    }
+
+    fn run_on_current_processor<R>(&self, f: impl FnOnce() -> R) -> R {
+        // DriverEntry runs on the boot processor.
+        let _on = OnProcessor::enter(None, 0);
+        f()
+    }
+
+    fn allocate_non_paged(&self, block: PoolBlock, bytes: usize) -> Option<NonNull<u8>> {
+        let refused = self.scenario.boot.faults.iter().any(
+            |fault| matches!(fault, BootFault::Allocate { block: target } if *target == block),
+        );
+        let allocation = if refused || bytes == 0 {
+            None
+        } else {
+            Layout::from_size_align(bytes, 16).ok().and_then(|layout| {
+                // SAFETY: the layout has a non-zero size.
+                let address = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
+                self.pool.borrow_mut().push(PoolEntry { block, address, layout });
+                Some(address)
+            })
+        };
+        self.allocations.borrow_mut().push((block, allocation.is_some()));
+        allocation
+    }
+
+    unsafe fn free_non_paged(&self, block: PoolBlock, allocation: NonNull<u8>) {
+        if self.sabotage.leak_pool {
+            return;
+        }
+        let mut pool = self.pool.borrow_mut();
+        if let Some(position) =
+            pool.iter().position(|entry| entry.address == allocation && entry.block == block)
+        {
+            let entry = pool.swap_remove(position);
+            // SAFETY: allocated in `allocate_non_paged` with this layout; removed from the
+            // ledger, so freed once; the caller guarantees nothing uses it.
+            unsafe { std::alloc::dealloc(entry.address.as_ptr(), entry.layout) };
+        }
+    }
+
+    fn allocate_hardware_counters(
+        &self,
+        list: Option<&mut PHYSICAL_COUNTER_RESOURCE_LIST>,
+    ) -> Result<(), NTSTATUS> {
+        self.reservation_requested.set(true);
+        if let Some(BootFault::HalAllocateCounters { status }) = self.fault("hal-allocate-counters")
+        {
+            return Err(*status);
+        }
+        let request = match list {
+            None => "NULL (exclusive ownership of the PMU)".to_owned(),
+            Some(list) => {
+                let [descriptor] = list.Descriptors;
+                if list.Count != 1 || descriptor.Type != ResourceTypeRange || descriptor.Flags != 0
+                {
+                    return Err(STATUS_INVALID_PARAMETER);
+                }
+                // SAFETY: a ResourceTypeRange descriptor's union holds `Range` (two ULONGs:
+                // any bit pattern is valid).
+                let range = unsafe { descriptor.u.Range };
+                if range.Begin > range.End {
+                    return Err(STATUS_INVALID_PARAMETER);
+                }
+                format!("1 ResourceTypeRange descriptor, counters {}..={}", range.Begin, range.End)
+            }
+        };
+        match self.machine().allocate_hardware_counters(request) {
+            STATUS_SUCCESS => Ok(()),
+            status => Err(status),
+        }
+    }
+
+    fn free_hardware_counters(&self, (): ()) -> NTSTATUS {
+        self.machine().free_hardware_counters();
+        STATUS_SUCCESS
+    }
+
+    fn set_fixed_counters_reserved(&self, reserved: bool) {
+        self.machine().set_fixed_counters_ready(reserved);
+    }
+
+    unsafe fn install(&self, pep: Pep<SimPlatform>) -> &'static Pep<SimPlatform> {
+        let pointer = Box::into_raw(Box::new(pep));
+        self.installed.set(pointer);
+        // SAFETY: the box is taken back only in `boot`, after `driver_entry` returned and every
+        // reference the sequence held ended (the `'static` is wider than the truth).
+        unsafe { &*pointer }
+    }
+
+    fn publish(&self, _pep: &'static Pep<SimPlatform>) {
+        self.published.set(true);
+    }
+
+    fn withdraw(&self) {
+        if !self.sabotage.keep_published {
+            self.published.set(false);
+        }
+    }
+
+    unsafe fn register_plugin(&self, information: &PEP_INFORMATION) -> NTSTATUS {
+        let information = self.information_override.unwrap_or(*information);
+        let mut kernel = PEP_KERNEL_INFORMATION_STRUCT_V3::zeroed();
+        kernel.Version = PEP_KERNEL_INFORMATION_V3;
+        kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
+        let checked = register_plugin(&information, &mut kernel);
+        let status = match self.fault("register-plugin") {
+            Some(BootFault::RegisterPlugin { status }) if checked == STATUS_SUCCESS => *status,
+            _ => checked,
+        };
+        self.registration.set(Some(PluginRegistration { information, checked, status }));
+        status
+    }
+
+    fn log(&self, level: LogLevel, message: fmt::Arguments<'_>) {
+        self.log.borrow_mut().push((level, message.to_string()));
+    }
+}
+
+/// Narrows `&'k SimKernel<'a>` to `&'k SimKernel<'k>` (`'a: 'k`; the kernel is covariant).
+const fn shorten<'k>(kernel: &'k SimKernel<'_>) -> &'k SimKernel<'k> {
+    kernel
+}
+
+/// `PoFxRegisterPluginEx`'s checks: `PEP_INFORMATION` version 3 and size 32 with both
+/// notification callbacks, the kernel information version 3 and size 96; on success `PoFx`
+/// fills in its services.
+#[must_use]
+pub fn register_plugin(
+    info: &PEP_INFORMATION,
+    kernel: &mut PEP_KERNEL_INFORMATION_STRUCT_V3,
+) -> NTSTATUS {
+    if info.Version != PEP_INFORMATION_V3 || info.Size != PEP_INFORMATION::SIZE {
+        return STATUS_INVALID_PEP_INFO_VERSION;
+    }
+    if info.AcceptDeviceNotification.is_none() || info.AcceptProcessorNotification.is_none() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    if kernel.Version != PEP_KERNEL_INFORMATION_V3
+        || kernel.Size < PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE
+    {
+        return STATUS_INVALID_KERNEL_INFO_VERSION;
+    }
+    kernel.Plugin = std::ptr::without_provenance_mut::<POHANDLE__>(0xFFFF_B000_0000_1000);
+    kernel.RequestWorker = Some(kernel_services::request_worker);
+    kernel.RequestCommon = Some(kernel_services::request_common);
+    STATUS_SUCCESS
+}
+
+/// The kernel services the emulated `PoFx` offers (the engine uses none of them).
+mod kernel_services {
+    use ppm_engine::abi::{NTSTATUS, POHANDLE, PVOID, STATUS_NOT_SUPPORTED, ULONG};
+
+    /// `RequestWorker`: the emulator has no worker to deliver; ignored.
+    pub const unsafe extern "C" fn request_worker(_plugin: POHANDLE) {}
+
+    /// `RequestCommon`: no request is supported.
+    pub const unsafe extern "C" fn request_common(_request: ULONG, _data: PVOID) -> NTSTATUS {
+        STATUS_NOT_SUPPORTED
+    }
+}

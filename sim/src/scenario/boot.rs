@@ -1,0 +1,600 @@
+//! A scenario's boot: the raw `Parameters` values an administrator set (`[registry]`) and the
+//! kernel services that fail during `DriverEntry` (`[[fault]]`).
+//!
+//! ```toml
+//! [registry]                              # raw values of the service's Parameters key
+//! NominalMhz = 2000                       # an integer: REG_DWORD (0..=0xFFFFFFFF)
+//! ProcessorDeviceIdPatterns = ["\\_SB.C###"]  # a list of strings: REG_MULTI_SZ
+//! CounterSource = "2"                     # a string: REG_SZ (wrong for a DWORD: ignored)
+//! SkipRegistration = { type = "REG_BINARY", bytes = [1, 0] }  # any type, raw bytes
+//! [[fault]]
+//! step = "register-plugin"                # which kernel service fails, see `FaultStep`
+//! status = "STATUS_INVALID_PEP_INFO_VERSION"  # a known name or an NTSTATUS error number
+//! ```
+//!
+//! `[config]` settings are written to the same `Parameters` key as the values they stand for
+//! (the driver reads nothing else); a value may be set in one place only.
+
+use ppm_engine::abi::{
+    NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_KERNEL_INFO_VERSION,
+    STATUS_INVALID_PARAMETER, STATUS_INVALID_PEP_INFO_VERSION, STATUS_NOT_SUPPORTED,
+    STATUS_UNSUCCESSFUL,
+};
+use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
+use ppm_engine::device_id::DeviceIdPatterns;
+use ppm_engine::driver::PoolBlock;
+use ppm_engine::driver::registry::{
+    Lookup, REG_DWORD, REG_MULTI_SZ, REG_SZ, VALUE_BUFFER_BYTES, ValueSource, names, read_config,
+};
+use ppm_engine::pmc::ReservationPolicy;
+use toml::{Table, Value};
+
+use super::{ConfigSpec, Reader, ScenarioError, describe};
+
+/// `STATUS_ACCESS_DENIED` (`0xC0000022`).
+pub const STATUS_ACCESS_DENIED: NTSTATUS = 0xC000_0022_u32.cast_signed();
+/// `STATUS_OBJECT_NAME_NOT_FOUND` (`0xC0000034`).
+pub const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32.cast_signed();
+
+/// The most `[registry]` values and `[[fault]]` entries a scenario may hold.
+pub const MAX_REGISTRY_VALUES: usize = 64;
+/// The most bytes of one raw `[registry]` value (the driver reads at most 2048).
+pub const MAX_VALUE_BYTES: usize = 65_536;
+/// The most `[[fault]]` entries.
+pub const MAX_FAULTS: usize = 16;
+
+/// The `NTSTATUS` names a scenario may use.
+const STATUS_NAMES: [(&str, NTSTATUS); 9] = [
+    ("STATUS_UNSUCCESSFUL", STATUS_UNSUCCESSFUL),
+    ("STATUS_INVALID_PARAMETER", STATUS_INVALID_PARAMETER),
+    ("STATUS_INSUFFICIENT_RESOURCES", STATUS_INSUFFICIENT_RESOURCES),
+    ("STATUS_NOT_SUPPORTED", STATUS_NOT_SUPPORTED),
+    ("STATUS_ACCESS_DENIED", STATUS_ACCESS_DENIED),
+    ("STATUS_OBJECT_NAME_NOT_FOUND", STATUS_OBJECT_NAME_NOT_FOUND),
+    ("STATUS_INVALID_KERNEL_INFO_VERSION", STATUS_INVALID_KERNEL_INFO_VERSION),
+    ("STATUS_INVALID_PEP_INFO_VERSION", STATUS_INVALID_PEP_INFO_VERSION),
+    ("STATUS_DEVICE_NOT_READY", 0xC000_00A3_u32.cast_signed()),
+];
+
+/// One raw registry value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryValue {
+    /// `REG_*` type.
+    pub value_type: u32,
+    /// The data, exactly as stored.
+    pub data: Vec<u8>,
+}
+
+impl RegistryValue {
+    /// A `REG_DWORD`.
+    #[must_use]
+    pub fn dword(value: u32) -> Self {
+        Self { value_type: REG_DWORD, data: value.to_le_bytes().to_vec() }
+    }
+
+    /// A `REG_SZ` (UTF-16LE with its NUL).
+    #[must_use]
+    pub fn string(text: &str) -> Self {
+        let data = text.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect();
+        Self { value_type: REG_SZ, data }
+    }
+
+    /// A `REG_MULTI_SZ` (each string and its NUL, then the empty string).
+    #[must_use]
+    pub fn multi_string(strings: &[String]) -> Self {
+        let data = strings
+            .iter()
+            .flat_map(|text| text.encode_utf16().chain([0]))
+            .chain([0])
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        Self { value_type: REG_MULTI_SZ, data }
+    }
+}
+
+/// Which kernel service a `[[fault]]` makes fail (`step = "…"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BootFault {
+    /// `open-parameters`: `WdfDriverOpenParametersRegistryKey` fails with `status`.
+    OpenParameters {
+        /// The status (default `STATUS_ACCESS_DENIED`).
+        status: NTSTATUS,
+    },
+    /// `read-value`: `WdfRegistryQueryValue` of `value` fails with `status`.
+    ReadValue {
+        /// The value name.
+        value: String,
+        /// The status (default `STATUS_UNSUCCESSFUL`).
+        status: NTSTATUS,
+    },
+    /// `processor-count`: `KeQueryMaximumProcessorCountEx` returns 0.
+    ProcessorCount,
+    /// `allocate`: `ExAllocatePool2` returns NULL for `block`.
+    Allocate {
+        /// The block.
+        block: PoolBlock,
+    },
+    /// `hal-allocate-counters`: `HalAllocateHardwareCounters` fails with `status`.
+    HalAllocateCounters {
+        /// The status (default `STATUS_INSUFFICIENT_RESOURCES`).
+        status: NTSTATUS,
+    },
+    /// `enable-fixed-counters`: the PMU control MSRs fault on `processor` while the driver
+    /// enables the fixed counters.
+    EnableFixedCounters {
+        /// The processor.
+        processor: u32,
+    },
+    /// `register-plugin`: `PoFxRegisterPluginEx` fails with `status`.
+    RegisterPlugin {
+        /// The status (default `STATUS_INVALID_PEP_INFO_VERSION`).
+        status: NTSTATUS,
+    },
+    /// `create-state-key`: creating the `State` key fails with `status`.
+    CreateStateKey {
+        /// The status (default `STATUS_ACCESS_DENIED`).
+        status: NTSTATUS,
+    },
+}
+
+impl BootFault {
+    /// The `step` names, in the order `DriverEntry` reaches them.
+    pub const STEPS: [&'static str; 8] = [
+        "open-parameters",
+        "read-value",
+        "processor-count",
+        "allocate",
+        "hal-allocate-counters",
+        "enable-fixed-counters",
+        "register-plugin",
+        "create-state-key",
+    ];
+
+    /// The fault's `step` name.
+    #[must_use]
+    pub const fn step(&self) -> &'static str {
+        match self {
+            Self::OpenParameters { .. } => "open-parameters",
+            Self::ReadValue { .. } => "read-value",
+            Self::ProcessorCount => "processor-count",
+            Self::Allocate { .. } => "allocate",
+            Self::HalAllocateCounters { .. } => "hal-allocate-counters",
+            Self::EnableFixedCounters { .. } => "enable-fixed-counters",
+            Self::RegisterPlugin { .. } => "register-plugin",
+            Self::CreateStateKey { .. } => "create-state-key",
+        }
+    }
+}
+
+/// `[registry]` and `[[fault]]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BootSpec {
+    /// The raw `Parameters` values, `[config]`'s translated ones included, by name (sorted,
+    /// case-insensitively unique, as registry value names are).
+    pub registry: Vec<(String, RegistryValue)>,
+    /// The injected faults, in file order.
+    pub faults: Vec<BootFault>,
+}
+
+impl BootSpec {
+    /// The first fault of `step`, if any.
+    #[must_use]
+    pub fn fault(&self, step: &str) -> Option<&BootFault> {
+        self.faults.iter().find(|fault| fault.step() == step)
+    }
+
+    /// Whether a fault stops the driver from setting up the fixed counters when it tries: the
+    /// HAL refuses the reservation, the saved-control block cannot be allocated, or a PMU
+    /// control MSR faults on a processor.
+    #[must_use]
+    pub fn pmu_setup_fails(&self) -> bool {
+        self.faults.iter().any(|fault| {
+            matches!(
+                fault,
+                BootFault::HalAllocateCounters { .. }
+                    | BootFault::EnableFixedCounters { .. }
+                    | BootFault::Allocate { block: PoolBlock::SavedPmuControl }
+            )
+        })
+    }
+
+    /// The raw value `name` (registry names are case-insensitive).
+    #[must_use]
+    pub fn value(&self, name: &str) -> Option<&RegistryValue> {
+        self.registry
+            .iter()
+            .find(|(other, _)| other.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value)
+    }
+}
+
+/// The configuration the driver reads from the scenario's `Parameters` key.
+///
+/// The `[config]` settings, raw `[registry]` values the engine's registry rules accept, the
+/// defaults where a
+/// value is bad, absent or its read faults, and only the defaults when the key cannot be
+/// opened (the same rules a real boot applies; `tests/registry_values.rs` pins them down).
+#[must_use]
+pub fn effective_config(boot: &BootSpec) -> ConfigSpec {
+    /// The scenario's values as a `Parameters` key.
+    struct Values<'a> {
+        boot: &'a BootSpec,
+    }
+    impl ValueSource for Values<'_> {
+        fn read(&mut self, name: &'static str) -> Lookup<'_> {
+            let faulted = self.boot.faults.iter().find_map(|fault| match fault {
+                BootFault::ReadValue { value, status } if value.eq_ignore_ascii_case(name) => {
+                    Some(*status)
+                }
+                _ => None,
+            });
+            if let Some(status) = faulted {
+                return Lookup::Failed { status };
+            }
+            match self.boot.value(name) {
+                None => Lookup::Absent,
+                Some(value) if value.data.len() > VALUE_BUFFER_BYTES => {
+                    Lookup::TooLarge { needed: u32::try_from(value.data.len()).unwrap_or(u32::MAX) }
+                }
+                Some(value) => Lookup::Found { value_type: value.value_type, data: &value.data },
+            }
+        }
+    }
+    if boot.fault("open-parameters").is_some() {
+        return ConfigSpec::default();
+    }
+    let config = read_config(&mut Values { boot }, |_| {});
+    let device_id_patterns =
+        (config.device_id_patterns != DeviceIdPatterns::defaults()).then(|| {
+            config
+                .device_id_patterns
+                .iter()
+                .map(|pattern| String::from_utf16_lossy(pattern.as_units()))
+                .collect()
+        });
+    ConfigSpec {
+        feedback_counters: config.feedback_counters,
+        counter_source: config.counter_source,
+        performance_counter_view: config.performance_counter_view,
+        nominal_mhz: config.nominal_mhz,
+        perf_capabilities: config.perf_capabilities,
+        device_id_patterns,
+        transition_latency_100ns: config.transition_latency_100ns,
+        pmu_reservation: config.pmu_reservation,
+    }
+}
+
+/// The `[config]` keys and the `Parameters` value each one sets.
+const CONFIG_VALUES: [(&str, &str); 8] = [
+    ("feedback_counters", names::FEEDBACK_COUNTERS),
+    ("counter_source", names::COUNTER_SOURCE),
+    ("performance_counter_view", names::PERFORMANCE_COUNTER_VIEW),
+    ("nominal_mhz", names::NOMINAL_MHZ),
+    ("perf_capabilities", names::HIGHEST_PERFORMANCE),
+    ("device_id_patterns", names::PROCESSOR_DEVICE_ID_PATTERNS),
+    ("transition_latency_100ns", names::TRANSITION_LATENCY_100NS),
+    ("pmu_reservation", names::PMU_RESERVATION),
+];
+
+/// The `Parameters` values `[config]` stands for: only the keys the file sets.
+fn config_values(config: &ConfigSpec, table: Option<&Table>) -> Vec<(String, RegistryValue)> {
+    let set = |key: &str| table.is_some_and(|table| table.contains_key(key));
+    let mut values = Vec::new();
+    let mut push = |name: &str, value| values.push((name.to_owned(), value));
+    if set("feedback_counters") {
+        let enabled = config.feedback_counters == FeedbackCounterPolicy::Enabled;
+        push(names::FEEDBACK_COUNTERS, RegistryValue::dword(u32::from(enabled)));
+    }
+    if set("counter_source") {
+        let number = match config.counter_source {
+            CounterSourcePreference::Auto => 0,
+            CounterSourcePreference::AperfMperf => 1,
+            CounterSourcePreference::FixedPmc => 2,
+            CounterSourcePreference::None => 3,
+            CounterSourcePreference::PreferFixedPmc => 4,
+        };
+        push(names::COUNTER_SOURCE, RegistryValue::dword(number));
+    }
+    if set("performance_counter_view") {
+        let view = u32::from(config.performance_counter_view);
+        push(names::PERFORMANCE_COUNTER_VIEW, RegistryValue::dword(view));
+    }
+    if let Some(mhz) = config.nominal_mhz {
+        push(names::NOMINAL_MHZ, RegistryValue::dword(mhz));
+    }
+    if let Some(caps) = config.perf_capabilities {
+        push(names::HIGHEST_PERFORMANCE, RegistryValue::dword(caps.highest));
+        push(names::NOMINAL_PERFORMANCE, RegistryValue::dword(caps.nominal));
+        push(names::LOWEST_NONLINEAR_PERFORMANCE, RegistryValue::dword(caps.lowest_nonlinear));
+        push(names::LOWEST_PERFORMANCE, RegistryValue::dword(caps.lowest));
+    }
+    if let Some(patterns) = &config.device_id_patterns {
+        push(names::PROCESSOR_DEVICE_ID_PATTERNS, RegistryValue::multi_string(patterns));
+    }
+    if set("transition_latency_100ns") {
+        push(
+            names::TRANSITION_LATENCY_100NS,
+            RegistryValue::dword(config.transition_latency_100ns),
+        );
+    }
+    if set("pmu_reservation") {
+        let number = match config.pmu_reservation {
+            ReservationPolicy::ExclusivePmu => 0,
+            ReservationPolicy::AllCounterIndexes => 1,
+        };
+        push(names::PMU_RESERVATION, RegistryValue::dword(number));
+    }
+    values
+}
+
+/// Reads `[registry]` and `[[fault]]` (`faults`: the array's tables), merging `[config]`.
+pub(super) fn read_boot(
+    registry: Option<&Table>,
+    faults: &[&Table],
+    config: &ConfigSpec,
+    config_table: Option<&Table>,
+    processors: u32,
+) -> Result<BootSpec, ScenarioError> {
+    let mut values = config_values(config, config_table);
+    let from_config = values.len();
+    if let Some(table) = registry {
+        if table.len() > MAX_REGISTRY_VALUES {
+            return Err(ScenarioError::field(
+                "registry".to_owned(),
+                format!("{} values; at most {MAX_REGISTRY_VALUES}", table.len()),
+            ));
+        }
+        for (name, value) in table {
+            let field = format!("registry.{name}");
+            if name.is_empty() || name.len() > 63 || !name.is_ascii() || name.contains('\\') {
+                return Err(ScenarioError::field(
+                    field,
+                    "expected a value name of 1..=63 ASCII characters without '\\'".to_owned(),
+                ));
+            }
+            if let Some(index) =
+                values.iter().position(|(other, _)| other.eq_ignore_ascii_case(name))
+            {
+                if index >= from_config {
+                    return Err(ScenarioError::field(
+                        field,
+                        format!(
+                            "the same value as registry.{} (registry value names are \
+                             case-insensitive)",
+                            values[index].0
+                        ),
+                    ));
+                }
+                let key = CONFIG_VALUES
+                    .iter()
+                    .find(|(_, value)| value.eq_ignore_ascii_case(&values[index].0))
+                    .map_or("config", |(key, _)| key);
+                return Err(ScenarioError::field(
+                    field,
+                    format!(
+                        "{} is also set by config.{key}; set each Parameters value in one place",
+                        values[index].0
+                    ),
+                ));
+            }
+            values.push((name.clone(), read_value(&field, value)?));
+        }
+    }
+    values.sort_by_key(|(name, _)| name.to_ascii_lowercase());
+    if faults.len() > MAX_FAULTS {
+        return Err(ScenarioError::field(
+            "fault".to_owned(),
+            format!("{} entries; at most {MAX_FAULTS}", faults.len()),
+        ));
+    }
+    let mut boot_faults: Vec<BootFault> = Vec::new();
+    for (index, table) in faults.iter().enumerate() {
+        let fault = read_fault(&format!("fault[{index}]"), table, processors)?;
+        if boot_faults.iter().any(|other| other.step() == fault.step())
+            && !matches!(fault, BootFault::ReadValue { .. } | BootFault::Allocate { .. })
+        {
+            return Err(ScenarioError::field(
+                format!("fault[{index}].step"),
+                format!("a second \"{}\" fault; each step fails once", fault.step()),
+            ));
+        }
+        boot_faults.push(fault);
+    }
+    Ok(BootSpec { registry: values, faults: boot_faults })
+}
+
+/// One `[registry]` value: an integer, a string, a list of strings, or `{ type, … }`.
+fn read_value(field: &str, value: &Value) -> Result<RegistryValue, ScenarioError> {
+    let error = |message: String| ScenarioError::field(field.to_owned(), message);
+    match value {
+        Value::Integer(number) => u32::try_from(*number)
+            .map(RegistryValue::dword)
+            .map_err(|_| error(format!("a REG_DWORD is 0..=4294967295, found {number}"))),
+        Value::String(text) => check_text(field, text).map(|()| RegistryValue::string(text)),
+        Value::Array(items) => {
+            let mut strings = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                let Value::String(text) = item else {
+                    return Err(ScenarioError::field(
+                        format!("{field}[{index}]"),
+                        format!("a REG_MULTI_SZ is a list of strings, found {}", describe(item)),
+                    ));
+                };
+                check_text(&format!("{field}[{index}]"), text)?;
+                strings.push(text.clone());
+            }
+            let value = RegistryValue::multi_string(&strings);
+            if value.data.len() > MAX_VALUE_BYTES {
+                return Err(error(format!("more than {MAX_VALUE_BYTES} bytes")));
+            }
+            Ok(value)
+        }
+        Value::Table(table) => read_raw_value(field, table),
+        other => Err(error(format!(
+            "expected an integer (REG_DWORD), a string (REG_SZ), a list of strings \
+             (REG_MULTI_SZ) or {{ type = \"REG_…\", bytes = […] }}, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+fn check_text(field: &str, text: &str) -> Result<(), ScenarioError> {
+    if text.contains('\0') || text.len() > MAX_VALUE_BYTES / 2 {
+        return Err(ScenarioError::field(
+            field.to_owned(),
+            format!("expected text without NUL of at most {} characters", MAX_VALUE_BYTES / 2),
+        ));
+    }
+    Ok(())
+}
+
+/// `{ type = "REG_BINARY" | number, bytes = [..] }`.
+fn read_raw_value(field: &str, table: &Table) -> Result<RegistryValue, ScenarioError> {
+    let reader = Reader::new(field.to_owned(), table, &["type", "bytes"])?;
+    let types = [
+        ("REG_NONE", 0),
+        ("REG_SZ", REG_SZ),
+        ("REG_EXPAND_SZ", 2),
+        ("REG_BINARY", 3),
+        ("REG_DWORD", REG_DWORD),
+        ("REG_DWORD_BIG_ENDIAN", 5),
+        ("REG_MULTI_SZ", REG_MULTI_SZ),
+        ("REG_QWORD", 11),
+    ];
+    let value_type = match reader.get("type") {
+        Some(Value::Integer(_)) => reader.required_u32("type", 0..=u32::MAX)?,
+        Some(Value::String(_)) => reader.choice("type", &types, 0)?,
+        Some(other) => {
+            return Err(reader.error(
+                "type",
+                &format!("expected a REG_* name or a number, found {}", describe(other)),
+            ));
+        }
+        None => return Err(reader.error("type", "missing; expected a REG_* name or a number")),
+    };
+    let bytes = match reader.get("bytes") {
+        None => return Err(reader.error("bytes", "missing; expected a list of bytes 0..=255")),
+        Some(Value::Array(items)) => {
+            if items.len() > MAX_VALUE_BYTES {
+                return Err(reader.error("bytes", &format!("more than {MAX_VALUE_BYTES} bytes")));
+            }
+            items
+                .iter()
+                .map(|item| match item {
+                    Value::Integer(number) => u8::try_from(*number).ok(),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(|| reader.error("bytes", "expected a list of bytes 0..=255"))?
+        }
+        Some(other) => {
+            return Err(reader.error(
+                "bytes",
+                &format!("expected a list of bytes 0..=255, found {}", describe(other)),
+            ));
+        }
+    };
+    Ok(RegistryValue { value_type, data: bytes })
+}
+
+/// One `[[fault]]`.
+fn read_fault(path: &str, table: &Table, processors: u32) -> Result<BootFault, ScenarioError> {
+    let reader =
+        Reader::new(path.to_owned(), table, &["step", "status", "value", "block", "processor"])?;
+    let step = reader.required_string("step")?;
+    let allowed: &[&str] = match step {
+        "open-parameters" | "hal-allocate-counters" | "register-plugin" | "create-state-key" => {
+            &["step", "status"]
+        }
+        "read-value" => &["step", "status", "value"],
+        "processor-count" => &["step"],
+        "allocate" => &["step", "block"],
+        "enable-fixed-counters" => &["step", "processor"],
+        other => {
+            return Err(reader.error(
+                "step",
+                &format!(
+                    "expected one of {}, found {other:?}",
+                    super::quoted_list(&BootFault::STEPS)
+                ),
+            ));
+        }
+    };
+    if let Some(key) = table.keys().find(|key| !allowed.contains(&key.as_str())) {
+        return Err(reader.error(key, &format!("not used by step \"{step}\"")));
+    }
+    let status = |default| read_status(&reader, default);
+    Ok(match step {
+        "open-parameters" => BootFault::OpenParameters { status: status(STATUS_ACCESS_DENIED)? },
+        "read-value" => BootFault::ReadValue {
+            value: reader.required_string("value")?.to_owned(),
+            status: status(STATUS_UNSUCCESSFUL)?,
+        },
+        "processor-count" => BootFault::ProcessorCount,
+        "allocate" => BootFault::Allocate {
+            block: match reader.get("block") {
+                None => {
+                    return Err(reader.error(
+                        "block",
+                        "missing; expected \"processor-table\" or \"saved-pmu-control\"",
+                    ));
+                }
+                Some(_) => reader.choice(
+                    "block",
+                    &[
+                        ("processor-table", PoolBlock::ProcessorTable),
+                        ("saved-pmu-control", PoolBlock::SavedPmuControl),
+                    ],
+                    PoolBlock::ProcessorTable,
+                )?,
+            },
+        },
+        "hal-allocate-counters" => {
+            BootFault::HalAllocateCounters { status: status(STATUS_INSUFFICIENT_RESOURCES)? }
+        }
+        "enable-fixed-counters" => BootFault::EnableFixedCounters {
+            processor: reader.required_u32("processor", 0..=processors - 1)?,
+        },
+        "register-plugin" => {
+            BootFault::RegisterPlugin { status: status(STATUS_INVALID_PEP_INFO_VERSION)? }
+        }
+        _ => BootFault::CreateStateKey { status: status(STATUS_ACCESS_DENIED)? },
+    })
+}
+
+/// `status`: a known `STATUS_*` name or an error `NTSTATUS` number (`0xC0000001`).
+fn read_status(reader: &Reader<'_>, default: NTSTATUS) -> Result<NTSTATUS, ScenarioError> {
+    let names: Vec<&str> = STATUS_NAMES.iter().map(|(name, _)| *name).collect();
+    match reader.get("status") {
+        None => Ok(default),
+        Some(Value::String(text)) => STATUS_NAMES
+            .iter()
+            .find(|(name, _)| name == text)
+            .map(|(_, status)| *status)
+            .ok_or_else(|| {
+                reader.error(
+                    "status",
+                    &format!(
+                        "expected an error NTSTATUS number (0x80000000..=0xFFFFFFFF) or one of {}, found {text:?}",
+                        super::quoted_list(&names)
+                    ),
+                )
+            }),
+        Some(Value::Integer(number)) => u32::try_from(*number)
+            .ok()
+            .filter(|number| *number >= 0x8000_0000)
+            .map(u32::cast_signed)
+            .ok_or_else(|| {
+                reader.error(
+                    "status",
+                    &format!(
+                        "expected an error NTSTATUS number (0x80000000..=0xFFFFFFFF: a failure), found {number:#x}"
+                    ),
+                )
+            }),
+        Some(other) => Err(reader.error(
+            "status",
+            &format!("expected an NTSTATUS name or number, found {}", describe(other)),
+        )),
+    }
+}
