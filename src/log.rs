@@ -8,6 +8,7 @@
 
 use core::fmt::{self, Write};
 
+use ppm_engine::driver::LogLevel;
 use wdk::fmt::FormatBuffer;
 use wdk_sys::_DPFLTR_TYPE::DPFLTR_IHVDRIVER_ID;
 use wdk_sys::ntddk::DbgPrintEx;
@@ -16,17 +17,12 @@ use wdk_sys::{DPFLTR_ERROR_LEVEL, DPFLTR_INFO_LEVEL, ULONG};
 /// The largest line `DbgPrintEx` takes in one call, in bytes (with the NUL).
 const LINE_BYTES: usize = 512;
 
-/// Logs an error line. `PASSIVE_LEVEL`.
-pub fn error(args: fmt::Arguments<'_>) {
-    print(DPFLTR_ERROR_LEVEL, args);
-}
-
-/// Logs an information line. `PASSIVE_LEVEL`.
-pub fn info(args: fmt::Arguments<'_>) {
-    print(DPFLTR_INFO_LEVEL, args);
-}
-
-fn print(level: ULONG, args: fmt::Arguments<'_>) {
+/// Prints one line at `level` (`DPFLTR_ERROR_LEVEL` or `DPFLTR_INFO_LEVEL`). `PASSIVE_LEVEL`.
+pub fn print(level: LogLevel, args: fmt::Arguments<'_>) {
+    let level = match level {
+        LogLevel::Error => DPFLTR_ERROR_LEVEL,
+        LogLevel::Info => DPFLTR_INFO_LEVEL,
+    };
     let mut line = FormatBuffer::<LINE_BYTES>::new();
     // An overlong line is cut at the buffer's end: the buffer keeps what fits, NUL-terminated.
     let _ = writeln!(line, "ppm-pep: {args}");

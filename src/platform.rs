@@ -97,7 +97,7 @@ impl Platform for KernelPlatform {
     }
 
     /// `WRMSR` on the current processor ([`MsrFault`] on ARM64). `PASSIVE_LEVEL`: the engine
-    /// writes only the fixed-counter controls, from `pmu` after the HAL reserved the PMU.
+    /// writes only the fixed-counter controls, from `DriverEntry` after the HAL reserved the PMU.
     fn write_msr(&self, msr: u32, value: u64) -> Result<(), MsrFault> {
         arch::write_msr(msr, value)
     }
@@ -108,10 +108,10 @@ impl Platform for KernelPlatform {
         arch::read_timestamp()
     }
 
-    /// Whether `pmu` reserved the PMU and enabled the fixed counters everywhere. Any IRQL.
+    /// Whether `DriverEntry` reserved the PMU and enabled the fixed counters everywhere. Any IRQL.
     #[inline]
     fn fixed_counters_reserved(&self) -> bool {
-        crate::pmu::reserved()
+        storage::fixed_counters_reserved()
     }
 }
 

@@ -37,9 +37,11 @@ unsafe extern "C" {
 /// Once per boot, from `DriverEntry`. The callbacks in `information` must be ready to run
 /// from the moment of the call (the PEP is published) and the driver image must never unload
 /// after a successful return.
-pub unsafe fn register(information: &mut PEP_INFORMATION) -> NTSTATUS {
+pub unsafe fn register(information: &PEP_INFORMATION) -> NTSTATUS {
+    // The prototype is not const-correct; PoFx only reads (and copies) the structure.
+    let mut information = *information;
     // SAFETY: PASSIVE_LEVEL (DriverEntry); `information` is a valid PEP_INFORMATION for the
-    // call (PoFx copies it), the kernel-information block is static with Version and Size set,
-    // and the caller guarantees the once-per-boot and never-unload rules.
-    unsafe { PoFxRegisterPluginEx(information, 0, storage::kernel_information()) }
+    // call, the kernel-information block is static with Version and Size set, and the caller
+    // guarantees the once-per-boot and never-unload rules.
+    unsafe { PoFxRegisterPluginEx(&raw mut information, 0, storage::kernel_information()) }
 }

@@ -1,0 +1,153 @@
+//! [`Kernel`]: the engine's `KernelServices` over `ntoskrnl`, `hal` and KMDF — the leaf calls of
+//! `ppm_engine::driver::driver_entry`. `PASSIVE_LEVEL`, in `DriverEntry`.
+
+use core::fmt;
+use core::ptr::{self, NonNull};
+
+use ppm_engine::Pep;
+use ppm_engine::abi::{NTSTATUS, PEP_INFORMATION, PHYSICAL_COUNTER_RESOURCE_LIST};
+use ppm_engine::driver::{KernelServices, LogLevel, PoolBlock};
+use wdk_sys::ntddk::{
+    ExAllocatePool2, ExFreePool, HalAllocateHardwareCounters, HalFreeHardwareCounters,
+    KeQueryActiveProcessorCountEx, KeQueryMaximumProcessorCountEx,
+};
+use wdk_sys::{
+    ALL_PROCESSOR_GROUPS, HANDLE, NT_SUCCESS, POOL_FLAG_NON_PAGED, SIZE_T, USHORT, WDFDRIVER,
+};
+
+use crate::platform::KernelPlatform;
+use crate::registry::{Parameters, State};
+use crate::{affinity, log, pofx, storage};
+
+/// The pool tag of the driver's blocks (`PpmP` in pool tools).
+pub const POOL_TAG: u32 = u32::from_le_bytes(*b"PpmP");
+
+/// The architecture the driver was built for, as the `State` key names it.
+const ARCHITECTURE: &str = if cfg!(target_arch = "x86_64") { "x64" } else { "arm64" };
+
+/// The kernel services of `DriverEntry`, for the KMDF driver object `driver`.
+pub struct Kernel {
+    driver: WDFDRIVER,
+}
+
+impl Kernel {
+    /// The services of `driver` (what `WdfDriverCreate` returned).
+    pub const fn new(driver: WDFDRIVER) -> Self {
+        Self { driver }
+    }
+}
+
+/// `ALL_PROCESSOR_GROUPS` as the `USHORT` the processor-count calls take.
+const ALL_GROUPS: USHORT = {
+    assert!(ALL_PROCESSOR_GROUPS <= USHORT::MAX as u32);
+    #[allow(clippy::cast_possible_truncation, reason = "asserted to fit a USHORT")]
+    let all = ALL_PROCESSOR_GROUPS as USHORT;
+    all
+};
+
+impl KernelServices for Kernel {
+    type Platform = KernelPlatform;
+    type Parameters<'a> = Parameters;
+    type State<'a> = State;
+    type CounterReservation = HANDLE;
+
+    fn platform(&self) -> KernelPlatform {
+        KernelPlatform
+    }
+
+    fn architecture(&self) -> &'static str {
+        ARCHITECTURE
+    }
+
+    fn open_parameters(&self) -> Result<Parameters, NTSTATUS> {
+        Parameters::open(self.driver)
+    }
+
+    fn create_state_key(&self) -> Result<State, NTSTATUS> {
+        State::create(self.driver)
+    }
+
+    fn maximum_processor_count(&self) -> u32 {
+        // SAFETY: callable at any IRQL; ALL_PROCESSOR_GROUPS asks for the total of every group.
+        unsafe { KeQueryMaximumProcessorCountEx(ALL_GROUPS) }
+    }
+
+    fn active_processor_count(&self) -> u32 {
+        // SAFETY: callable at any IRQL; ALL_PROCESSOR_GROUPS counts every group.
+        unsafe { KeQueryActiveProcessorCountEx(ALL_GROUPS) }
+    }
+
+    fn run_on_processor<R>(&self, index: u32, f: impl FnOnce() -> R) -> Option<R> {
+        affinity::number_of(index).map(|number| affinity::run_on(number, f))
+    }
+
+    fn run_on_current_processor<R>(&self, f: impl FnOnce() -> R) -> R {
+        affinity::run_on(affinity::current(), f)
+    }
+
+    fn allocate_non_paged(&self, _block: PoolBlock, bytes: usize) -> Option<NonNull<u8>> {
+        let bytes = SIZE_T::try_from(bytes).ok().filter(|&bytes| bytes > 0)?;
+        // SAFETY: PASSIVE_LEVEL (<= DISPATCH_LEVEL is required for non-paged pool); the flags
+        // name a valid pool type and the size is non-zero. ExAllocatePool2 zero-fills.
+        let allocation = unsafe { ExAllocatePool2(POOL_FLAG_NON_PAGED, bytes, POOL_TAG) };
+        NonNull::new(allocation.cast())
+    }
+
+    unsafe fn free_non_paged(&self, _block: PoolBlock, allocation: NonNull<u8>) {
+        // SAFETY: the caller guarantees `allocation` came from ExAllocatePool2 and is freed once.
+        unsafe { ExFreePool(allocation.as_ptr().cast()) };
+    }
+
+    fn allocate_hardware_counters(
+        &self,
+        list: Option<&mut PHYSICAL_COUNTER_RESOURCE_LIST>,
+    ) -> Result<HANDLE, NTSTATUS> {
+        // The engine's PHYSICAL_COUNTER_RESOURCE_LIST has ntddk.h's layout (asserted at compile
+        // time in ppm_engine::abi), so the pointer is cast, not converted.
+        let list = list.map_or(ptr::null_mut(), |list| ptr::from_mut(list).cast());
+        let mut handle: HANDLE = ptr::null_mut();
+        // SAFETY: PASSIVE_LEVEL; a NULL GroupAffinity with GroupCount 0 requests every processor
+        // of every group; `list` is NULL (exclusive ownership) or a valid list that outlives the
+        // call; `handle` is a valid HANDLE to write.
+        let status =
+            unsafe { HalAllocateHardwareCounters(ptr::null_mut(), 0, list, &raw mut handle) };
+        match (NT_SUCCESS(status), handle.is_null()) {
+            (true, false) => Ok(handle),
+            (true, true) => Err(wdk_sys::STATUS_UNSUCCESSFUL),
+            (false, _) => Err(status),
+        }
+    }
+
+    fn free_hardware_counters(&self, reservation: HANDLE) -> NTSTATUS {
+        // SAFETY: PASSIVE_LEVEL; the handle came from a successful HalAllocateHardwareCounters
+        // and is freed once (the engine consumes it).
+        unsafe { HalFreeHardwareCounters(reservation) }
+    }
+
+    fn set_fixed_counters_reserved(&self, reserved: bool) {
+        storage::set_fixed_counters_reserved(reserved);
+    }
+
+    unsafe fn install(&self, pep: Pep<KernelPlatform>) -> &'static Pep<KernelPlatform> {
+        // SAFETY: the caller guarantees once per DriverEntry, before anything is published.
+        unsafe { storage::install(pep) }
+    }
+
+    fn publish(&self, pep: &'static Pep<KernelPlatform>) {
+        storage::set_instance(Some(pep));
+    }
+
+    fn withdraw(&self) {
+        storage::set_instance(None);
+    }
+
+    unsafe fn register_plugin(&self, information: &PEP_INFORMATION) -> NTSTATUS {
+        // SAFETY: the caller guarantees once per boot with the PEP published; the driver has no
+        // unload routine (`forbid_unload`), so after a success the image stays.
+        unsafe { pofx::register(information) }
+    }
+
+    fn log(&self, level: LogLevel, message: fmt::Arguments<'_>) {
+        log::print(level, message);
+    }
+}
