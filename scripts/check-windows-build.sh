@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The Windows-target check, on Linux: compiles ppm-engine and type-checks the driver crate
+# (ppm-pep) for x86_64-pc-windows-msvc and aarch64-pc-windows-msvc, with the workspace lint set
+# and clippy, warnings denied.
+#
+# The driver is checked against the real windows-drivers-rs crates from crates.io (wdk 0.5.0,
+# wdk-alloc 0.4.2, wdk-panic 0.5.0, wdk-macros 0.5.2, and wdk-sys 0.5.2's own src/) with two
+# replacements applied for this check only (cargo --config patch, in a copy of the workspace):
+#   - wdk-sys: its bindings, which the real build script generates from the WDK, are generated
+#     here by bindgen with wdk-build's settings from Debian's mingw-w64 kernel headers plus
+#     tools/windows-check/include/ (KMDF 1.31 and the few kernel items mingw-w64 lacks, from
+#     their documentation);
+#   - wdk-build: a stand-in that emits the KMDF cfg (the real one needs the WDK).
+# Nothing is linked: see README "What is verified where".
+#
+# Usage: scripts/check-windows-build.sh [--self-test]
+#   --self-test  also checks two broken copies of the driver (a kernel call with a wrong
+#                argument type, a misspelled kernel function) and fails unless both are refused.
+# Needs (installed with apt-get when missing and running as root): rustc-web, rust-web-src,
+# rust-web-clippy (Rust 1.96 with its library source, for -Zbuild-std), mingw-w64-x86-64-dev,
+# libclang-dev, clang. Network: crates.io (and Debian when packages are missing).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+WORK=$ROOT/target/windows-check
+TARGETS=(x86_64-pc-windows-msvc aarch64-pc-windows-msvc)
+SELF_TEST=false
+case "${1:-}" in
+    "") ;;
+    --self-test) SELF_TEST=true ;;
+    *) echo "usage: $0 [--self-test]" >&2; exit 2 ;;
+esac
+
+need_packages=()
+[[ -x /usr/bin/rustc ]] && /usr/bin/rustc --version | grep -q '^rustc 1\.9[6-9]' || need_packages+=(rustc-web)
+[[ -d /usr/lib/rustlib/src/rust/library/core ]] || need_packages+=(rust-web-src)
+[[ -x /usr/bin/clippy-driver ]] || need_packages+=(rust-web-clippy)
+[[ -f /usr/share/mingw-w64/include/ddk/ntddk.h ]] || need_packages+=(mingw-w64-x86-64-dev)
+command -v clang >/dev/null || need_packages+=(clang)
+compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null || need_packages+=(libclang-dev)
+if ((${#need_packages[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "check-windows-build: missing Debian packages: ${need_packages[*]} (run as root or install them)" >&2
+        exit 1
+    fi
+    echo "check-windows-build: installing ${need_packages[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "${need_packages[@]}" >/dev/null
+fi
+
+export RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_DIR=$WORK/target
+# clippy-driver as the workspace wrapper is what cargo-clippy sets up; CLIPPY_ARGS carries
+# its flags, separated by __CLIPPY_HACKERY__.
+export RUSTC_WORKSPACE_WRAPPER=/usr/bin/clippy-driver
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+export PPM_CHECK_INCLUDE=$ROOT/tools/windows-check/include
+BUILD_STD=(-Zbuild-std=core,alloc)
+
+# The real wdk-sys source, from the registry (cargo fetch puts it there).
+cargo fetch -q --target x86_64-pc-windows-msvc
+WDK_SYS_SRC=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wdk-sys-0.5.2 2>/dev/null | head -n1)
+[[ -d $WDK_SYS_SRC/src ]] || { echo "check-windows-build: wdk-sys 0.5.2 not in the cargo registry" >&2; exit 1; }
+mkdir -p "$WORK"
+rm -rf "$WORK/wdk-sys" "$WORK/wdk-build"
+mkdir -p "$WORK/wdk-sys"
+cp "$ROOT/tools/windows-check/wdk-sys/Cargo.toml" "$ROOT/tools/windows-check/wdk-sys/build.rs" "$WORK/wdk-sys/"
+cp -r "$WDK_SYS_SRC/src" "$WORK/wdk-sys/src"
+cp -r "$ROOT/tools/windows-check/wdk-build" "$WORK/wdk-build"
+
+# A copy of the workspace (the patch rewrites Cargo.lock, which the repository's must not).
+copy_workspace() {
+    local dest=$1
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- Cargo.toml Cargo.lock build.rs src engine sim \
+        | xargs -0 cp --parents -t "$dest")
+}
+
+check_driver() {
+    local workspace=$1 target=$2
+    (cd "$workspace" && cargo check -q "${BUILD_STD[@]}" --target "$target" -p ppm-pep \
+        --config "patch.crates-io.wdk-sys.path=\"$WORK/wdk-sys\"" \
+        --config "patch.crates-io.wdk-build.path=\"$WORK/wdk-build\"")
+}
+
+status=0
+for target in "${TARGETS[@]}"; do
+    echo "== ppm-engine for $target"
+    start=$SECONDS
+    cargo check -q "${BUILD_STD[@]}" --target "$target" -p ppm-engine || status=1
+    echo "   $((SECONDS - start)) s"
+done
+copy_workspace "$WORK/driver"
+for target in "${TARGETS[@]}"; do
+    echo "== ppm-pep (the driver) for $target, against generated bindings"
+    start=$SECONDS
+    check_driver "$WORK/driver" "$target" || status=1
+    echo "   $((SECONDS - start)) s"
+done
+
+if $SELF_TEST; then
+    # Each broken copy must be refused: a check that cannot fail is no check.
+    # name -> sed expression applied to src/kernel_services.rs, and the rustc error expected.
+    declare -A breakages=(
+        [wrong-argument-type]='s/KeQueryMaximumProcessorCountEx(ALL_GROUPS)/KeQueryMaximumProcessorCountEx(u32::from(ALL_GROUPS))/'
+        [misspelled-function]='s/ExFreePool(allocation/ExFreePoool(allocation/'
+    )
+    declare -A expected=(
+        [wrong-argument-type]='error\[E0308\]: mismatched types'
+        [misspelled-function]='error\[E0425\]: cannot find function.* `ExFreePoool`'
+    )
+    for name in "${!breakages[@]}"; do
+        copy_workspace "$WORK/broken-$name"
+        file=$WORK/broken-$name/src/kernel_services.rs
+        before=$(md5sum <"$file")
+        sed -i "${breakages[$name]}" "$file"
+        if [[ $(md5sum <"$file") == "$before" ]]; then
+            echo "self-test $name: the injection did not apply (src/kernel_services.rs changed?)" >&2
+            status=1
+            continue
+        fi
+        echo "== self-test: $name must be refused"
+        if check_driver "$WORK/broken-$name" x86_64-pc-windows-msvc >"$WORK/broken-$name.log" 2>&1; then
+            echo "self-test $name: the broken driver passed the check" >&2
+            status=1
+        elif grep -q -E "${expected[$name]}" "$WORK/broken-$name.log"; then
+            grep -m1 -E "${expected[$name]}" "$WORK/broken-$name.log" | sed 's/^/   refused: /'
+        else
+            echo "self-test $name: refused, but not with the expected error (see $WORK/broken-$name.log)" >&2
+            status=1
+        fi
+    done
+fi
+exit "$status"
