@@ -16,6 +16,11 @@
 
     The VM must be prepared first (Prepare-TestVm.ps1: test signing, certificate).
 
+    Take a VM checkpoint first (on the Hyper-V host: Checkpoint-VM -Name <vm> -SnapshotName
+    before-ppm-pep). A boot-start PEP that fails at boot can leave the VM unbootable; the
+    checkpoint is the quickest way back. Without one, see README "Recovering a test VM that does
+    not boot" (Parameters\SkipRegistration = 1, or Start = 4, set offline from WinRE).
+
 .PARAMETER PackagePath
     The driver package folder (target\<triple>\<profile>\ppm_pep_package) copied to the VM.
 
@@ -154,6 +159,10 @@ public static class PpmPepSetupApi
     [PpmPepSetupApi]::CreateRootDevice('System', [Guid]'4D36E97D-E325-11CE-BFC1-08002BE10318', $Id,
         'ppm-pep Processor Platform Extension')
 }
+
+Write-Warning ('ppm-pep is a boot-start driver: take a VM checkpoint before installing ' +
+    '(Hyper-V host: Checkpoint-VM -Name <vm> -SnapshotName before-ppm-pep). If the VM then ' +
+    'fails to boot, restore it, or follow README "Recovering a test VM that does not boot".')
 
 if (-not $SkipDeviceNode) {
     $existing = @(Get-PpmPepDevice -HardwareId $HardwareId)
