@@ -50,6 +50,12 @@
 //! perf_capabilities = { highest = 40, nominal = 20, lowest_nonlinear = 8, lowest = 4 }
 //! device_id_patterns = ["\\_SB.CPU#"]
 //! transition_latency_100ns = 0
+//! [registry]                           # raw Parameters values (see `boot`): integer =
+//! SkipRegistration = 1                 # REG_DWORD, string = REG_SZ, list = REG_MULTI_SZ,
+//!                                      # { type = "REG_…", bytes = […] } = raw
+//! [[fault]]                            # one kernel service fails in DriverEntry (see `boot`)
+//! step = "register-plugin"
+//! status = "STATUS_INVALID_PEP_INFO_VERSION"
 //! [[phase]]                            # piecewise-constant load
 //! start_ms = 0
 //! end_ms = 500                         # optional: until the end of the run
