@@ -13,6 +13,9 @@ $ErrorActionPreference = 'Stop'
 
 # The service and driver names the INF installs (inf\ppm_pep.inx).
 $script:PpmPepService = 'ppm_pep'
+# The service's display name (the INF's PpmPep.ServiceDesc): SCM event 7000 names a service by
+# its display name, 7026 by its service name.
+$script:PpmPepServiceDisplayName = 'ppm-pep Processor Platform Extension'
 $script:PpmPepDriverFile = 'ppm_pep.sys'
 $script:PpmPepInfName = 'ppm_pep.inf'
 $script:PpmPepTestHardwareId = 'Root\PpmPep'

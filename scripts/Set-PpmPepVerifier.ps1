@@ -9,8 +9,10 @@
       The default rule classes are the standard set (1 special pool, 2 force IRQL checking,
       4 pool tracking, 5 I/O verification, 6 deadlock detection, 8 DMA checking, 9 security
       checks, 12 miscellaneous checks, 18 DDI compliance checking, 34 WDF verification) plus
-      20 (DDI compliance checking, additional) and 35 (additional IRQL checking): a PEP runs
-      its processor callbacks at up to HIGH_LEVEL, so IRQL and DDI rules matter most.
+      20 (DDI compliance checking, additional): a PEP runs its processor callbacks at up to
+      HIGH_LEVEL, so IRQL and DDI rules matter most. Only classes from Microsoft's "Driver
+      Verifier options and rule classes" table are used (verifier rejects others, and 35 is not
+      one: the kernel reserves it).
       -StandardOnly uses `verifier /standard` instead. `resetonbootfail` turns Verifier off
       again if the boot fails, which matters for a boot-start driver: a Verifier bugcheck during
       boot would otherwise repeat on every boot. The settings take effect at the next boot.
@@ -47,7 +49,7 @@
 [CmdletBinding()]
 param(
     [ValidateSet('Enable', 'Query', 'Reset')] [string] $Action = 'Enable',
-    [int[]] $RuleClasses = @(1, 2, 4, 5, 6, 8, 9, 12, 18, 34, 20, 35),
+    [int[]] $RuleClasses = @(1, 2, 4, 5, 6, 8, 9, 12, 18, 34, 20),
     [switch] $StandardOnly,
     [ValidateSet('persistent', 'resetonbootfail', 'resetonunusualshutdown', 'oneboot')]
     [string] $BootMode = 'resetonbootfail',

@@ -200,7 +200,7 @@ if ($verifierOutput -match [regex]::Escape($PpmPepDriverFile)) {
 
 # --- events since boot ----------------------------------------------------------------------
 $scmEvents = @(Get-WinEvent -FilterHashtable @{ LogName = 'System'; ProviderName = 'Service Control Manager'; Id = 7000, 7026; StartTime = $bootTime } -ErrorAction SilentlyContinue |
-        Where-Object { $_.Message -match $PpmPepService })
+        Where-Object { $_.Message -match [regex]::Escape($PpmPepService) -or $_.Message -match [regex]::Escape($PpmPepServiceDisplayName) })
 $bugchecks = @(Get-WinEvent -FilterHashtable @{ LogName = 'System'; Id = 1001; StartTime = $bootTime } -ErrorAction SilentlyContinue |
         Where-Object { $_.ProviderName -eq 'Microsoft-Windows-WER-SystemErrorReporting' })
 if ($scmEvents.Count -gt 0) {

@@ -80,6 +80,10 @@ copy_workspace() {
 
 check_driver() {
     local workspace=$1 target=$2
+    # wdk-macros caches the WDF function table it parsed from the generated types.rs in the
+    # `scratch` crate's OUT_DIR and never invalidates it: drop it, so that the macro always
+    # sees the bindings of this run.
+    rm -rf "$CARGO_TARGET_DIR"/debug/build/scratch-*/out/wdk_macros_ast_fragments
     (cd "$workspace" && cargo check -q "${BUILD_STD[@]}" --target "$target" -p ppm-pep \
         --config "patch.crates-io.wdk-sys.path=\"$WORK/wdk-sys\"" \
         --config "patch.crates-io.wdk-build.path=\"$WORK/wdk-build\"")

@@ -2,9 +2,9 @@
 //!
 //! `DriverEntry` runs once, at `PASSIVE_LEVEL`, when the boot loader's boot-start driver is
 //! initialised (`LoadOrderGroup` `Core Platform Extensions`, with ACPI). It creates the KMDF
-//! driver object, removes every unload routine (once registered, a PEP can never be unloaded,
-//! so the image must stay even if its device node is disabled or removed; an update needs a
-//! reboot), and hands over to `ppm_engine::driver::driver_entry` over this kernel's services
+//! driver object (once registered, a PEP can never be unloaded: its device refuses stop and
+//! remove, and an unload of a registered PEP bugchecks, as in Microsoft's PEP sample; an update
+//! needs a reboot), and hands over to `ppm_engine::driver::driver_entry` over this kernel's services
 //! ([`Kernel`]): configuration, `SkipRegistration`, processor table, PMU reservation, PEP,
 //! `PoFxRegisterPluginEx`, `State`, and the unwinding of every failure — the sequence the
 //! emulator runs on every scenario. It returns that sequence's status.
@@ -17,14 +17,15 @@ use core::mem::size_of;
 use core::ptr;
 
 use ppm_engine::driver::{LogLevel, driver_entry as initialize};
+use wdk_sys::ntddk::KeBugCheckEx;
 use wdk_sys::{
     DRIVER_OBJECT, NT_SUCCESS, NTSTATUS, PCUNICODE_STRING, PWDFDEVICE_INIT, STATUS_UNSUCCESSFUL,
-    ULONG, WDF_DRIVER_CONFIG, WDF_NO_OBJECT_ATTRIBUTES, WDFDEVICE, WDFDRIVER, WdfDriverGlobals,
+    ULONG, WDF_DRIVER_CONFIG, WDF_NO_OBJECT_ATTRIBUTES, WDFDEVICE, WDFDRIVER,
     call_unsafe_wdf_function_binding,
 };
 
 use crate::kernel_services::{Kernel, POOL_TAG};
-use crate::log;
+use crate::{log, storage};
 
 /// `sizeof(WDF_DRIVER_CONFIG)` as the `ULONG` its `Size` member holds.
 #[allow(clippy::cast_possible_truncation, reason = "asserted to fit a ULONG")]
@@ -56,36 +57,32 @@ pub unsafe extern "system" fn driver_entry(
             return status;
         }
     };
-    forbid_unload(driver);
     initialize(&Kernel::new(wdf_driver)).status()
 }
 
-/// Removes every unload path: a registered PEP must never unload (`PoFx` keeps calling into
-/// the image), whatever happens to its device node (disable, removal, a Device Fundamentals
-/// test).
+/// `BugCheck 0x121` (`DRIVER_VIOLATION`), what Microsoft's PEP sample raises when a registered
+/// PEP is being unloaded.
+const DRIVER_VIOLATION: ULONG = 0x121;
+
+/// `EvtDriverUnload`. A PEP that registered can never be unloaded — `PoFx` keeps calling into
+/// the image and offers no unregistration — so, as Microsoft's PEP sample does, an unload of a
+/// registered PEP stops the system with `DRIVER_VIOLATION` rather than let `PoFx` call freed
+/// code. It cannot happen through `PnP`: the device refuses stop and remove
+/// ([`evt_driver_device_add`]), and a `DriverEntry` that registered succeeded. An unregistered
+/// driver (failed or `SkipRegistration`) unloads normally. `PASSIVE_LEVEL`.
 ///
-/// For a `PnP` driver KMDF sets `DriverObject->DriverUnload` to its own routine, and
-/// `WdfDriverCreate` sets `WdfDriverGlobals->DisplaceDriverUnload`, which tells the KMDF stub
-/// (`FxDriverEntry`, after `DriverEntry` returns) to install its unload routine in front of
-/// whatever `DriverUnload` holds. `wdfglobals.h` documents the flag: "If FALSE, `DriverUnload`
-/// is left alone (but WDF will not be notified of unload and there will be no auto cleanup)".
-/// Clearing the flag and `DriverUnload` leaves the driver with no unload routine, and the I/O
-/// manager never unloads such a driver, even after its last device is removed. (A failed
-/// `DriverEntry` is still unloaded: that path does not use the routine.) `PASSIVE_LEVEL`,
-/// after a successful `WdfDriverCreate`.
-fn forbid_unload(driver: &mut DRIVER_OBJECT) {
-    // SAFETY: reading the pointer the KMDF stub stored before calling DriverEntry; nothing
-    // writes it concurrently (DriverEntry runs alone).
-    let globals = unsafe { WdfDriverGlobals };
-    if !globals.is_null() {
-        // SAFETY: non-NULL, it points to this driver's WDF_DRIVER_GLOBALS, which KMDF keeps for
-        // the driver's lifetime; DriverEntry is the only code touching it now.
-        unsafe { (*globals).DisplaceDriverUnload = 0 };
+/// # Safety
+/// Called by KMDF only.
+unsafe extern "C" fn evt_driver_unload(_driver: WDFDRIVER) {
+    if storage::instance().is_some() {
+        // SAFETY: any IRQL; stopping the system is the documented response to unloading a
+        // registered PEP, whose callbacks PoFx would otherwise call after the image is gone.
+        unsafe { KeBugCheckEx(DRIVER_VIOLATION, 0, 0, 0, 0) };
     }
-    driver.DriverUnload = None;
 }
 
-/// Creates the KMDF driver object: `PnP`, with [`evt_driver_device_add`] and no unload callback.
+/// Creates the KMDF driver object: `PnP`, with [`evt_driver_device_add`] and
+/// [`evt_driver_unload`].
 fn create_driver(
     driver: &mut DRIVER_OBJECT,
     registry_path: PCUNICODE_STRING,
@@ -93,7 +90,7 @@ fn create_driver(
     let mut config = WDF_DRIVER_CONFIG {
         Size: WDF_DRIVER_CONFIG_SIZE,
         EvtDriverDeviceAdd: Some(evt_driver_device_add),
-        EvtDriverUnload: None,
+        EvtDriverUnload: Some(evt_driver_unload),
         DriverInitFlags: 0,
         DriverPoolTag: POOL_TAG,
     };
@@ -134,12 +131,19 @@ unsafe extern "C" fn evt_driver_device_add(
     let mut device: WDFDEVICE = ptr::null_mut();
     // SAFETY: PASSIVE_LEVEL; `device_init` is KMDF's WDFDEVICE_INIT for this callback, which
     // WdfDeviceCreate consumes; no object attributes; `device` is a valid WDFDEVICE to write.
-    unsafe {
+    let status = unsafe {
         call_unsafe_wdf_function_binding!(
             WdfDeviceCreate,
             &raw mut device_init,
             WDF_NO_OBJECT_ATTRIBUTES,
             &raw mut device,
         )
+    };
+    if NT_SUCCESS(status) && !device.is_null() {
+        // SAFETY: PASSIVE_LEVEL; `device` was just created. FALSE: PnP must not stop or remove
+        // the PEP's device (Microsoft's PEP sample does the same), so nothing leads to an
+        // unload of the registered PEP.
+        unsafe { call_unsafe_wdf_function_binding!(WdfDeviceSetStaticStopRemove, device, 0) };
     }
+    status
 }

@@ -142,8 +142,9 @@ impl KernelServices for Kernel {
     }
 
     unsafe fn register_plugin(&self, information: &PEP_INFORMATION) -> NTSTATUS {
-        // SAFETY: the caller guarantees once per boot with the PEP published; the driver has no
-        // unload routine (`forbid_unload`), so after a success the image stays.
+        // SAFETY: the caller guarantees once per boot with the PEP published; a registered PEP
+        // is never unloaded (its device refuses stop/remove, `evt_driver_unload` bugchecks), so
+        // after a success the image stays.
         unsafe { pofx::register(information) }
     }
 

@@ -107,6 +107,7 @@ extern ULONG WdfFunctionCount;
 /* KMDF 1.31's function-table indices of the functions used here. */
 typedef enum _WDFFUNCENUM {
     WdfDeviceCreateTableIndex = 75,
+    WdfDeviceSetStaticStopRemoveTableIndex = 76,
     WdfDriverCreateTableIndex = 116,
     WdfDriverOpenParametersRegistryKeyTableIndex = 119,
     WdfRegistryCreateKeyTableIndex = 230,
@@ -129,6 +130,8 @@ typedef NTSTATUS (NTAPI *PFN_WDFDRIVERCREATE)(PWDF_DRIVER_GLOBALS DriverGlobals,
     PWDF_OBJECT_ATTRIBUTES DriverAttributes, PWDF_DRIVER_CONFIG DriverConfig, WDFDRIVER *Driver);
 typedef NTSTATUS (NTAPI *PFN_WDFDEVICECREATE)(PWDF_DRIVER_GLOBALS DriverGlobals,
     PWDFDEVICE_INIT *DeviceInit, PWDF_OBJECT_ATTRIBUTES DeviceAttributes, WDFDEVICE *Device);
+typedef VOID (NTAPI *PFN_WDFDEVICESETSTATICSTOPREMOVE)(PWDF_DRIVER_GLOBALS DriverGlobals,
+    WDFDEVICE Device, BOOLEAN Stoppable);
 typedef NTSTATUS (NTAPI *PFN_WDFDRIVEROPENPARAMETERSREGISTRYKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
     WDFDRIVER Driver, ACCESS_MASK DesiredAccess, PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
 typedef NTSTATUS (NTAPI *PFN_WDFREGISTRYCREATEKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
