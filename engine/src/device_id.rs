@@ -6,8 +6,10 @@
 //! every other character matches itself. The x64 processor device-id format is not documented;
 //! the defaults cover the ACPI namespace paths firmware commonly gives processor objects and
 //! devices. Each default names exactly one 4-character ACPI name segment, with no trailing `*`,
-//! so a processor pattern never matches a device below it; and `P%%%` takes decimal digits
-//! only, because `\_SB.PC00` is the PCI root bridge on current Intel firmware.
+//! so a processor pattern never matches a device below it. AMD firmware numbers `P` processors
+//! in hexadecimal (`\_PR.P00A`, `\_SB.P00A`): under `\_PR` every hex `P###` is a processor;
+//! under `\_SB` the first digit must be decimal (`P%##`, `P000` … `P9FF`, 2560 names), which
+//! keeps out `\_SB.PC00`, the PCI root bridge on current Intel firmware.
 
 use core::sync::atomic::Ordering;
 
@@ -20,20 +22,24 @@ pub const MAX_PATTERN_UNITS: usize = 48;
 
 /// The default processor device-id patterns.
 ///
-/// ACPI `Processor` objects under `\_PR` and `\_SB` (`\_PR.CPU0`, `\_SB.CPU0`, `\_SB.CP00`), `ACPI0007` processor devices (`\_SB.PR00`,
-/// `\_SB.P000`, AMD's `\_SB.C000`) and the same under a socket scope (`\_SB.SCK0.CP00`,
-/// `\_SB.SCK0.C000`).
+/// ACPI `Processor` objects under `\_PR` and `\_SB` (`\_PR.CPU0`, `\_PR.P00A`, `\_SB.CPU0`,
+/// `\_SB.CP00`), `ACPI0007` processor devices (`\_SB.PR00`, `\_SB.P00A`, AMD's `\_SB.C000`)
+/// and the same under a socket scope (`\_SB.SCK0.CP00`, `\_SB.SCK0.C000`), AMD's platform
+/// container (`\_SB.PLTF.C000`) and QEMU's processor container (`\_SB.CPUS.C000`). Every
+/// pattern is one 4-character name segment after its scope.
 pub const DEFAULT_DEVICE_ID_PATTERNS: &[&str] = &[
     "\\_PR.CPU#",
     "\\_PR.CP##",
-    "\\_PR.P%%%",
+    "\\_PR.P###",
     "\\_SB.CPU#",
     "\\_SB.CP##",
     "\\_SB.PR##",
-    "\\_SB.P%%%",
+    "\\_SB.P%##",
     "\\_SB.C###",
     "\\_SB.SCK#.CP##",
     "\\_SB.SCK#.C###",
+    "\\_SB.PLTF.C###",
+    "\\_SB.CPUS.C###",
 ];
 
 /// Why a pattern was not added.

@@ -484,10 +484,12 @@ fn patterns_match_as_documented() {
         "\\_SB.PC00.GFX0",
         "\\_SB.CPU0.XYZ0",
         "\\_SB.CPU12",
-        "\\_SB.P00A",
     ] {
         assert!(!patterns.matches(&units(id)), "{id}");
     }
+    // AMD numbers `P` processors in hexadecimal (engine/tests/device_names.rs has the table).
+    assert!(patterns.matches(&units("\\_SB.P00A")));
+    assert!(patterns.matches(&units("\\_PR.P00A")));
     let mut custom = DeviceIdPatterns::empty();
     custom.push_str("ACPI\\GenuineIntel_-_*").unwrap();
     assert!(custom.matches(&units("acpi\\genuineintel_-_intel64_family_6")));

@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 pub const DEFAULT: &str = "default";
 
 /// Every built-in scenario: (name, TOML source), in suite order.
-pub const SOURCES: [(&str, &str); 40] = [
+pub const SOURCES: [(&str, &str); 44] = [
     ("default", include_str!("../scenarios/default.toml")),
     ("single", include_str!("../scenarios/single.toml")),
     ("steady-8", include_str!("../scenarios/steady-8.toml")),
@@ -38,6 +38,10 @@ pub const SOURCES: [(&str, &str); 40] = [
     ("fixed-pmc-32", include_str!("../scenarios/fixed-pmc-32.toml")),
     ("pmu-busy", include_str!("../scenarios/pmu-busy.toml")),
     ("pmu-reprogrammed", include_str!("../scenarios/pmu-reprogrammed.toml")),
+    ("amd-hex-names", include_str!("../scenarios/amd-hex-names.toml")),
+    ("amd-platform-192", include_str!("../scenarios/amd-platform-192.toml")),
+    ("intel-sockets-130", include_str!("../scenarios/intel-sockets-130.toml")),
+    ("qemu-65", include_str!("../scenarios/qemu-65.toml")),
     ("boot-skip-registration", include_str!("../scenarios/boot-skip-registration.toml")),
     ("boot-register-refused", include_str!("../scenarios/boot-register-refused.toml")),
     ("boot-register-error", include_str!("../scenarios/boot-register-error.toml")),

@@ -20,9 +20,9 @@
 //! nominal_mhz = 2000                   # required: MPERF's rate in C0 (Intel: a multiple of 100)
 //! hypervisor = false                   # CPUID.1:ECX[31]
 //! hwp_enabled = true                   # intel-hwp: IA32_PM_ENABLE bit 0
-//! device_id_style = "sb-cpu"           # sb-cpu | pr-cpu (≤ 16) | sb-pr (≤ 256) | sb-p | sb-c |
-//!                                      # sb-sck (≤ 1024); default sb-cpu up to 16
-//!                                      # processors, sb-c above
+//! device_id_style = "sb-cpu"           # sb-cpu | pr-cpu (≤ 16) | sb-pr (≤ 256) | sb-p | pr-p
+//!                                      # | sb-c | sb-pltf | sb-cpus | sb-sck (≤ 1024);
+//!                                      # default sb-cpu up to 16 processors, sb-c above
 //! other_devices = ["\\_SB.PCI0"]       # replaces the CPU flavour's non-processor devices
 //! [platform.perf]                      # hardware perf levels (HWP_CAPABILITIES, CPPC_CAP1,
 //! highest = 40                         # ratios), each 0..=255; default derived from
@@ -249,23 +249,32 @@ pub enum DeviceIdStyle {
     PrCpu,
     /// `\_SB.PR00`, … (two hexadecimal digits: at most 256 processors).
     SbPr,
-    /// `\_SB.P000`, … (three hexadecimal digits).
+    /// `\_SB.P000`, … (three hexadecimal digits, as AMD firmware numbers them).
     SbP,
+    /// `\_PR.P000`, … `\_PR.P00A`, … (AMD's ACPI 1.0 processor objects, hexadecimal).
+    PrP,
     /// `\_SB.C000`, … (AMD style, three hexadecimal digits).
     SbC,
     /// `\_SB.SCK0.CP00`, … (socket = processor group of 64, one hexadecimal socket digit: at
     /// most 16 sockets, 1024 processors).
     SbSocket,
+    /// `\_SB.PLTF.C000`, … (AMD's platform container, three hexadecimal digits).
+    SbPltf,
+    /// `\_SB.CPUS.C000`, … (QEMU's processor container, three hexadecimal digits).
+    SbCpus,
 }
 
 impl DeviceIdStyle {
-    const CHOICES: [(&'static str, Self); 6] = [
+    const CHOICES: [(&'static str, Self); 9] = [
         ("sb-cpu", Self::SbCpu),
         ("pr-cpu", Self::PrCpu),
         ("sb-pr", Self::SbPr),
         ("sb-p", Self::SbP),
         ("sb-c", Self::SbC),
         ("sb-sck", Self::SbSocket),
+        ("pr-p", Self::PrP),
+        ("sb-pltf", Self::SbPltf),
+        ("sb-cpus", Self::SbCpus),
     ];
 
     /// The name used in scenario files.
@@ -281,7 +290,7 @@ impl DeviceIdStyle {
             Self::SbCpu | Self::PrCpu => 16,
             Self::SbPr => 256,
             Self::SbSocket => 16 * PROCESSORS_PER_GROUP,
-            Self::SbP | Self::SbC => MAX_PROCESSORS,
+            Self::SbP | Self::PrP | Self::SbC | Self::SbPltf | Self::SbCpus => MAX_PROCESSORS,
         }
     }
 
@@ -294,6 +303,9 @@ impl DeviceIdStyle {
             Self::SbPr => format!("\\_SB.PR{index:02X}"),
             Self::SbP => format!("\\_SB.P{index:03X}"),
             Self::SbC => format!("\\_SB.C{index:03X}"),
+            Self::PrP => format!("\\_PR.P{index:03X}"),
+            Self::SbPltf => format!("\\_SB.PLTF.C{index:03X}"),
+            Self::SbCpus => format!("\\_SB.CPUS.C{index:03X}"),
             Self::SbSocket => format!(
                 "\\_SB.SCK{:X}.CP{:02X}",
                 index / PROCESSORS_PER_GROUP,
@@ -2080,6 +2092,40 @@ mod tests {
             MINIMAL.replace("processors = 4", "processors = 1025\ndevice_id_style = \"sb-sck\"");
         assert!(error_of(&sockets).contains("names at most 1024 processors"));
     }
+    /// Every style × sizes around every capacity: accepted ones name each processor with
+    /// 4-character segments, distinctly, all matched by the engine's default patterns; the
+    /// others are refused at parse time, naming the style and its capacity.
+    #[test]
+    fn every_device_id_style_names_what_the_default_patterns_accept() {
+        let defaults = ppm_engine::device_id::DeviceIdPatterns::defaults();
+        for (name, style) in DeviceIdStyle::CHOICES {
+            for count in [1_u32, 16, 17, 64, 65, 256, 257, 1000, 1024, 1025, 2048] {
+                let text = MINIMAL.replace(
+                    "processors = 4",
+                    &format!("processors = {count}\ndevice_id_style = \"{name}\""),
+                );
+                if count > style.capacity() {
+                    let error = error_of(&text);
+                    let wanted = format!("style \"{name}\" names at most {}", style.capacity());
+                    assert!(error.contains(&wanted), "{name} × {count}: {error}");
+                    continue;
+                }
+                assert!(Scenario::from_toml_str(&text).is_ok(), "{name} × {count} refused");
+                let mut seen = std::collections::BTreeSet::new();
+                for index in 0..count {
+                    let id = style.device_id(index);
+                    assert!(
+                        id.split('.').skip(1).all(|segment| segment.len() == 4),
+                        "{name}: {id} has a segment that is not 4 characters"
+                    );
+                    let units: Vec<u16> = id.encode_utf16().collect();
+                    assert!(defaults.matches(&units), "{name}: {id} is not a processor to the PEP");
+                    assert!(seen.insert(id), "{name}: a name repeats at {index}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn fixed_pmc_fields() {
         let fixed = MINIMAL.replace("nominal_mhz", "counter_source = \"fixed-pmc\"\nnominal_mhz");
