@@ -118,6 +118,20 @@ fn the_default_run_measures_what_the_processors_delivered() {
 fn bare_ppm_sim_prints_the_table_and_exits_0() {
     let (code, out, err) = ppm_sim(&[]);
     assert_eq!(code, 0, "{out}{err}");
+    // The summary separates what passed from what did not apply.
+    let summary = out.lines().last().expect("a summary line");
+    let report =
+        ppm_sim::run_with(&builtin::get("default").unwrap(), &ppm_sim::RunOptions::default());
+    let not_applicable = report.checks.iter().filter(|check| check.is_not_applicable()).count();
+    assert!(not_applicable > 0);
+    assert_eq!(
+        summary,
+        format!(
+            "default: {} passed, {not_applicable} not applicable ({} checks)",
+            report.checks.len() - not_applicable,
+            report.checks.len()
+        )
+    );
     assert!(out.contains("measured MHz"), "{out}");
     assert!(out.contains("\\_SB.CPU7"), "{out}");
     assert!(err.is_empty(), "{err}");
@@ -140,6 +154,14 @@ fn validate_json_reports_every_scenario_passed() {
                     && check["passed"].is_boolean()
                     && check["detail"].is_string()
             );
+            // Three outcomes; `passed` stays true for a check that did not apply.
+            let status = check["status"].as_str().expect("a status");
+            let detail = check["detail"].as_str().unwrap();
+            match status {
+                "passed" => assert!(!detail.starts_with("not applicable"), "{check}"),
+                "not-applicable" => assert!(detail.starts_with("not applicable: "), "{check}"),
+                other => panic!("status {other} in a passing suite: {check}"),
+            }
         }
     }
 }

@@ -69,25 +69,46 @@ pub const CHECK_IDS: [&str; 33] = [
 pub struct CheckResult {
     /// The check's id.
     pub id: String,
-    /// Whether it passed.
+    /// The outcome.
+    pub status: CheckStatus,
+    /// Whether it did not fail (`true` when it passed or did not apply; kept for the JSON
+    /// report's readers that predate `status`).
     pub passed: bool,
     /// What was seen (first failures, or a summary).
     pub detail: String,
 }
 
+/// A check's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckStatus {
+    /// The check applied and held.
+    Passed,
+    /// The check applied and did not hold (or could not run).
+    Failed,
+    /// Nothing in the scenario exercised what the check verifies.
+    NotApplicable,
+}
+
 impl CheckResult {
     fn new(id: &str, passed: bool, detail: impl Into<String>) -> Self {
-        Self { id: id.to_owned(), passed, detail: detail.into() }
+        let status = if passed { CheckStatus::Passed } else { CheckStatus::Failed };
+        Self { id: id.to_owned(), status, passed, detail: detail.into() }
     }
 
     fn not_applicable(id: &str, why: &str) -> Self {
-        Self::new(id, true, format!("not applicable: {why}"))
+        Self {
+            id: id.to_owned(),
+            status: CheckStatus::NotApplicable,
+            passed: true,
+            detail: format!("not applicable: {why}"),
+        }
     }
 
     /// Whether the check did not apply.
     #[must_use]
     pub fn is_not_applicable(&self) -> bool {
-        self.detail.starts_with("not applicable:")
+        self.status == CheckStatus::NotApplicable
     }
 
     /// Passes when `failures` is empty (detail `ok`), else fails listing the first three.

@@ -41,7 +41,7 @@ pub mod scenario;
 
 use std::sync::Arc;
 
-pub use checks::{CHECK_IDS, CheckResult};
+pub use checks::{CHECK_IDS, CheckResult, CheckStatus};
 pub use machine::Machine;
 pub use platform::{PlatformFaults, SimPlatform};
 pub use pofx::{Observations, RunOptions};

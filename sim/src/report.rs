@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::checks::{CheckResult, ProcessorMetrics};
+use crate::checks::{CheckResult, CheckStatus, ProcessorMetrics};
 use crate::pofx::{EngineSummary, Observations};
 use crate::scenario::{PROCESSORS_PER_GROUP, Scenario};
 
@@ -272,16 +272,22 @@ impl Report {
             };
             let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, check.detail);
         }
-        let failed = self.failures().count();
-        let _ = writeln!(
-            text,
-            "{}: {} of {} checks passed{}",
-            self.scenario,
-            self.checks.len() - failed,
-            self.checks.len(),
-            if failed == 0 { String::new() } else { format!(", {failed} FAILED") }
-        );
+        let _ = writeln!(text, "{}: {}", self.scenario, self.tally());
         text
+    }
+
+    /// `28 passed, 5 not applicable (33 checks)`, with `, 1 FAILED` when some failed.
+    #[must_use]
+    pub fn tally(&self) -> String {
+        let count = |status| self.checks.iter().filter(|check| check.status == status).count();
+        let failed = count(CheckStatus::Failed);
+        format!(
+            "{} passed, {} not applicable{} ({} checks)",
+            count(CheckStatus::Passed),
+            count(CheckStatus::NotApplicable),
+            if failed == 0 { String::new() } else { format!(", {failed} FAILED") },
+            self.checks.len()
+        )
     }
 }
 
@@ -306,15 +312,13 @@ impl SuiteReport {
     pub fn to_text(&self) -> String {
         let mut text = String::new();
         for report in &self.scenarios {
-            let failed = report.failures().count();
             let _ = writeln!(
                 text,
-                "{} {:<27} {:>5} processors  {:>2}/{} checks passed",
+                "{} {:<27} {:>5} processors  {}",
                 if report.passed { "PASS" } else { "FAIL" },
                 report.scenario,
                 report.platform.processors,
-                report.checks.len() - failed,
-                report.checks.len()
+                report.tally()
             );
             for check in report.failures() {
                 let _ = writeln!(text, "       FAIL {}: {}", check.id, check.detail);
