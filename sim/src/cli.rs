@@ -115,13 +115,28 @@ fn run_file(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
     Ok(verdict(report.passed))
 }
 
+/// The largest scenario file `ppm-sim run` reads (4 MiB: some 40 000 phases).
+pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Reads and validates a scenario file; errors name the file.
 ///
 /// # Errors
 /// A one-line message: `FILE: cannot read: …` or `FILE: field `…`: expected …`.
 pub fn load(path: &Path) -> Result<Scenario, String> {
-    let bytes =
-        std::fs::read(path).map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)
+        .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+    let mut bytes = Vec::new();
+    // At most one byte past the limit is read: a device or a huge file is refused, not slurped.
+    file.take(MAX_SCENARIO_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_SCENARIO_BYTES {
+        return Err(format!(
+            "{}: larger than {MAX_SCENARIO_BYTES} bytes, the limit of a scenario file",
+            path.display()
+        ));
+    }
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("{}: not UTF-8 text (TOML files are UTF-8)", path.display()))?;
     Scenario::from_toml_str(&text).map_err(|error| format!("{}: {error}", path.display()))
@@ -302,6 +317,28 @@ mod tests {
                 && out.contains("over 1 processor in"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_without_reading_it_all() {
+        let path =
+            std::env::temp_dir().join(format!("ppm-sim-cli-big-{}.toml", std::process::id()));
+        let comment = "#".repeat(usize::try_from(MAX_SCENARIO_BYTES).expect("fits") + 1);
+        std::fs::write(&path, comment).expect("temporary file");
+        let (code, out, err) = cli(&["run", path.to_str().expect("UTF-8 path")]);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(code, EXIT_USAGE);
+        assert!(out.is_empty());
+        assert!(
+            err.ends_with("larger than 4194304 bytes, the limit of a scenario file\n"),
+            "{err}"
+        );
+        // A device that never ends is refused the same way.
+        if Path::new("/dev/zero").exists() {
+            let (code, _, err) = cli(&["run", "/dev/zero"]);
+            assert_eq!(code, EXIT_USAGE, "{err}");
+            assert!(err.contains("the limit of a scenario file"), "{err}");
+        }
     }
 
     #[test]

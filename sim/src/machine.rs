@@ -20,11 +20,12 @@
 //! runs the load its timeline has at runtime time 0; [`Machine::start_runtime`] fixes the clock
 //! value that scenario time 0 maps to.
 
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::cpu::CpuModel;
-use crate::scenario::{Phase, Scenario};
+use crate::scenario::{Phase, ProcessorSet, Scenario};
 
 pub mod pmu;
 
@@ -99,32 +100,84 @@ impl Timeline {
             .enumerate()
             .filter(|(_, phase)| phase.processors.contains(index))
             .collect();
-        let idle = Load { frequency_mhz: scenario.platform.nominal_mhz, busy_percent: 0 };
+        Self::from_phases(scenario.platform.nominal_mhz, &phases)
+    }
+
+    /// Every processor's timeline; one pass over the phases' processor sets, then a sweep per
+    /// processor: O(phases × log phases) per processor.
+    #[must_use]
+    pub fn for_all_processors(scenario: &Scenario) -> Vec<Self> {
+        let count = usize::try_from(scenario.platform.processors).unwrap_or(0);
+        let mut per_processor: Vec<Vec<(usize, &Phase)>> = vec![Vec::new(); count];
+        let mut all: Vec<(usize, &Phase)> = Vec::new();
+        for (file_index, phase) in scenario.phases.iter().enumerate() {
+            match &phase.processors {
+                ProcessorSet::All => all.push((file_index, phase)),
+                ProcessorSet::List(list) => {
+                    for &processor in list {
+                        if let Some(phases) =
+                            usize::try_from(processor).ok().and_then(|i| per_processor.get_mut(i))
+                        {
+                            phases.push((file_index, phase));
+                        }
+                    }
+                }
+            }
+        }
+        per_processor
+            .into_iter()
+            .map(|mut phases| {
+                phases.extend(all.iter().copied());
+                phases.sort_unstable_by_key(|(file_index, _)| *file_index);
+                Self::from_phases(scenario.platform.nominal_mhz, &phases)
+            })
+            .collect()
+    }
+
+    /// The sweep: breakpoints in time order; at each, the phases starting there join a max-heap
+    /// keyed by (start, file order) and ended phases leave it lazily from the top, whose phase
+    /// is the one that applies.
+    fn from_phases(nominal_mhz: u32, phases: &[(usize, &Phase)]) -> Self {
+        let idle = Load { frequency_mhz: nominal_mhz, busy_percent: 0 };
+        let start_ns = |phase: &Phase| u64::from(phase.start_ms) * NS_PER_MS;
+        let end_ns =
+            |phase: &Phase| phase.end_ms.map_or(u64::MAX, |end| u64::from(end) * NS_PER_MS);
         let mut breakpoints: Vec<u64> = vec![0];
-        for (_, phase) in &phases {
-            breakpoints.push(u64::from(phase.start_ms) * NS_PER_MS);
-            if let Some(end) = phase.end_ms {
-                breakpoints.push(u64::from(end) * NS_PER_MS);
+        for (_, phase) in phases {
+            breakpoints.push(start_ns(phase));
+            if phase.end_ms.is_some() {
+                breakpoints.push(end_ns(phase));
             }
         }
         breakpoints.sort_unstable();
         breakpoints.dedup();
+        let mut by_start: Vec<usize> = (0..phases.len()).collect();
+        by_start.sort_unstable_by_key(|&position| start_ns(phases[position].1));
+        let mut pending = by_start.into_iter().peekable();
+        // Max-heap of (start_ms, file index, position in `phases`).
+        let mut active: BinaryHeap<(u32, usize, usize)> = BinaryHeap::new();
         let mut segments: Vec<Segment> = Vec::with_capacity(breakpoints.len());
-        for start_ns in breakpoints {
-            let active = phases
-                .iter()
-                .filter(|(_, phase)| {
-                    let start = u64::from(phase.start_ms) * NS_PER_MS;
-                    let end = phase.end_ms.map_or(u64::MAX, |end| u64::from(end) * NS_PER_MS);
-                    start <= start_ns && start_ns < end
-                })
-                .max_by_key(|(file_index, phase)| (phase.start_ms, *file_index));
-            let load = active.map_or(idle, |(_, phase)| Load {
-                frequency_mhz: phase.frequency_mhz,
-                busy_percent: phase.busy_percent,
+        for at_ns in breakpoints {
+            while let Some(&position) = pending.peek() {
+                let (file_index, phase) = phases[position];
+                if start_ns(phase) > at_ns {
+                    break;
+                }
+                active.push((phase.start_ms, file_index, position));
+                pending.next();
+            }
+            while let Some(&(_, _, position)) = active.peek() {
+                if end_ns(phases[position].1) > at_ns {
+                    break;
+                }
+                active.pop();
+            }
+            let load = active.peek().map_or(idle, |&(_, _, position)| Load {
+                frequency_mhz: phases[position].1.frequency_mhz,
+                busy_percent: phases[position].1.busy_percent,
             });
             if segments.last().is_none_or(|last| last.load != load) {
-                segments.push(Segment { start_ns, load });
+                segments.push(Segment { start_ns: at_ns, load });
             }
         }
         Self { segments }
@@ -348,9 +401,7 @@ impl Machine {
     /// machine that has been up for a while has (distinct per processor, far from 0 and 2^64).
     #[must_use]
     pub fn new(scenario: &Scenario) -> Self {
-        let timelines = (0..scenario.platform.processors)
-            .map(|index| Timeline::for_processor(scenario, index))
-            .collect();
+        let timelines = Timeline::for_all_processors(scenario);
         let machine =
             Self::with_timelines(scenario.platform.nominal_mhz, CpuModel::new(scenario), timelines);
         machine.set_pmu_busy(scenario.platform.pmu_busy);
@@ -761,6 +812,53 @@ mod tests {
         // 100 ms at 1000 MHz and 50 ms at 4000 MHz, all in C0.
         assert_eq!(activity.mean_mhz(), Some(2000.0));
         assert_eq!(timeline.frequency_range(0, 400 * NS_PER_MS), Some((1000, 4000)));
+    }
+
+    /// The sweep agrees with the rule applied directly (the covering phase that started last,
+    /// the later in the file on a tie) on random overlapping phases, for every processor.
+    #[test]
+    fn the_timeline_sweep_applies_the_documented_rule() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: u32| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            u32::try_from(state % u64::from(bound)).expect("below bound")
+        };
+        let mut text = String::new();
+        for _ in 0..300 {
+            let start = next(40) * 10;
+            let end = (next(3) > 0).then(|| start + 10 + next(20) * 10);
+            let processors =
+                if next(4) == 0 { "\"all\"".to_owned() } else { format!("[{}]", next(2)) };
+            text.push_str(&phase(start, end, &processors, 500 + next(30) * 100, next(101)));
+        }
+        let scenario = scenario(&text);
+        let timelines = Timeline::for_all_processors(&scenario);
+        for (index, timeline) in (0_u32..).zip(&timelines) {
+            assert_eq!(timeline, &Timeline::for_processor(&scenario, index));
+            for ms in (0..700).step_by(5) {
+                let at = u64::from(ms) * NS_PER_MS;
+                let winner = scenario
+                    .phases
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, phase)| {
+                        phase.processors.contains(index)
+                            && phase.start_ms <= ms
+                            && phase.end_ms.is_none_or(|end| ms < end)
+                    })
+                    .max_by_key(|(file_index, phase)| (phase.start_ms, *file_index));
+                let expected = winner.map_or(
+                    Load { frequency_mhz: scenario.platform.nominal_mhz, busy_percent: 0 },
+                    |(_, phase)| Load {
+                        frequency_mhz: phase.frequency_mhz,
+                        busy_percent: phase.busy_percent,
+                    },
+                );
+                assert_eq!(timeline.load_at(at).0, expected, "processor {index} at {ms} ms");
+            }
+        }
     }
 
     #[test]

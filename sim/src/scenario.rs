@@ -731,8 +731,19 @@ impl Scenario {
             .max()
             .unwrap_or(nominal_mhz)
             .max(nominal_mhz);
-        platform.perf = explicit_perf
-            .unwrap_or_else(|| default_hardware_perf(platform.cpu, nominal_mhz, fastest));
+        let slowest = phases
+            .iter()
+            .map(|phase| phase.frequency_mhz)
+            .min()
+            .unwrap_or(nominal_mhz)
+            .min(nominal_mhz);
+        platform.perf = match explicit_perf {
+            Some(perf) => {
+                check_phases_in_perf_range(&phases, perf, platform.cpu, nominal_mhz)?;
+                perf
+            }
+            None => default_hardware_perf(platform.cpu, nominal_mhz, fastest, slowest),
+        };
 
         let config_table = top.optional_table("config")?;
         let config = match config_table {
@@ -1175,7 +1186,8 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
         hwp_enabled,
         device_id_style,
         other_devices,
-        perf: perf.unwrap_or_else(|| default_hardware_perf(cpu, nominal_mhz, nominal_mhz)),
+        perf: perf
+            .unwrap_or_else(|| default_hardware_perf(cpu, nominal_mhz, nominal_mhz, nominal_mhz)),
         pmc_width,
         pmu_busy,
     };
@@ -1414,19 +1426,69 @@ fn read_hardware_perf(table: &Table) -> Result<HardwarePerf, ScenarioError> {
 
 /// The perf levels a CPU of this flavour reports by default: Intel ratios (MHz / 100); AMD
 /// CPPC levels on a 0..=255 scale with nominal at 120.
-fn default_hardware_perf(cpu: CpuKind, nominal_mhz: u32, fastest_mhz: u32) -> HardwarePerf {
+fn default_hardware_perf(
+    cpu: CpuKind,
+    nominal_mhz: u32,
+    fastest_mhz: u32,
+    slowest_mhz: u32,
+) -> HardwarePerf {
     let to_byte = |value: u64| u8::try_from(value.clamp(1, 255)).unwrap_or(u8::MAX);
-    let (nominal, highest) = if cpu.is_intel() {
-        (u64::from(nominal_mhz / INTEL_BUS_MHZ), u64::from(fastest_mhz.div_ceil(INTEL_BUS_MHZ)))
-    } else {
-        (120, (u64::from(fastest_mhz) * 120).div_ceil(u64::from(nominal_mhz)))
-    };
+    // Perf levels per MHz: Intel's are 100 MHz ratios; AMD's CPPC scale puts nominal at 120.
+    let (scale, per) =
+        if cpu.is_intel() { (1, u64::from(INTEL_BUS_MHZ)) } else { (120, u64::from(nominal_mhz)) };
+    let nominal = u64::from(nominal_mhz) * scale / per;
+    let highest = (u64::from(fastest_mhz) * scale).div_ceil(per);
+    // Low enough for the slowest phase: no phase runs below the lowest level.
+    let slowest = u64::from(slowest_mhz) * scale / per;
     HardwarePerf {
         highest: to_byte(highest.max(nominal)),
         nominal: to_byte(nominal),
-        lowest_nonlinear: to_byte(nominal / 2),
-        lowest: to_byte(nominal / 4),
+        lowest_nonlinear: to_byte((nominal / 2).min(slowest.max(1))),
+        lowest: to_byte((nominal / 4).min(slowest.max(1))),
     }
+}
+
+impl HardwarePerf {
+    /// The frequency of perf level `level`, MHz: Intel's levels are 100 MHz ratios; elsewhere
+    /// (AMD CPPC) the scale is linear with `nominal` at `nominal_mhz`.
+    #[must_use]
+    pub fn mhz(self, level: u8, cpu: CpuKind, nominal_mhz: u32) -> u32 {
+        if cpu.is_intel() {
+            u32::from(level) * INTEL_BUS_MHZ
+        } else {
+            let nominal = u64::from(self.nominal.max(1));
+            u32::try_from(u64::from(level) * u64::from(nominal_mhz) / nominal).unwrap_or(u32::MAX)
+        }
+    }
+}
+
+/// A phase cannot run faster than the platform's highest perf level or slower than its lowest:
+/// with `[platform.perf]` given, such a phase is refused.
+fn check_phases_in_perf_range(
+    phases: &[Phase],
+    perf: HardwarePerf,
+    cpu: CpuKind,
+    nominal_mhz: u32,
+) -> Result<(), ScenarioError> {
+    let highest = perf.mhz(perf.highest, cpu, nominal_mhz);
+    let lowest = perf.mhz(perf.lowest, cpu, nominal_mhz);
+    for (number, phase) in phases.iter().enumerate() {
+        let (bound, level, name) = if phase.frequency_mhz > highest {
+            (highest, perf.highest, "above the highest")
+        } else if phase.frequency_mhz < lowest {
+            (lowest, perf.lowest, "below the lowest")
+        } else {
+            continue;
+        };
+        return Err(ScenarioError::field(
+            format!("phase[{number}].frequency_mhz"),
+            format!(
+                "{} MHz is {name} performance level of [platform.perf] ({level} = {bound} MHz)",
+                phase.frequency_mhz
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
@@ -1886,6 +1948,34 @@ mod tests {
         assert_eq!(scenario.platform.perf.nominal, 20);
         assert_eq!(scenario.expected_counter_count(), 1);
         assert!(scenario.phases.is_empty());
+    }
+
+    #[test]
+    fn phases_stay_within_the_platform_perf_range() {
+        let perf =
+            "[platform.perf]\nhighest = 40\nnominal = 20\nlowest_nonlinear = 8\nlowest = 4\n";
+        let with = |mhz: u32| {
+            format!(
+                "{MINIMAL}{perf}[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = {mhz}\nbusy_percent = 50\n"
+            )
+        };
+        assert!(Scenario::from_toml_str(&with(4000)).is_ok());
+        assert!(Scenario::from_toml_str(&with(400)).is_ok());
+        assert_eq!(
+            error_of(&with(4100)),
+            "field `phase[0].frequency_mhz`: 4100 MHz is above the highest performance level of [platform.perf] (40 = 4000 MHz)"
+        );
+        assert_eq!(
+            error_of(&with(300)),
+            "field `phase[0].frequency_mhz`: 300 MHz is below the lowest performance level of [platform.perf] (4 = 400 MHz)"
+        );
+        // Without [platform.perf] the derived range covers every phase.
+        let slow = format!(
+            "{MINIMAL}[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 300\nbusy_percent = 50\n"
+        );
+        let scenario = Scenario::from_toml_str(&slow).expect("valid");
+        let perf = scenario.platform.perf;
+        assert!(perf.mhz(perf.lowest, scenario.platform.cpu, 2000) <= 300, "{perf:?}");
     }
 
     #[test]
