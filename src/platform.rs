@@ -96,8 +96,9 @@ impl Platform for KernelPlatform {
         }
     }
 
-    /// `WRMSR` on the current processor ([`MsrFault`] on ARM64). `PASSIVE_LEVEL`: the engine
-    /// writes only the fixed-counter controls, from `DriverEntry` after the HAL reserved the PMU.
+    /// `WRMSR` on the current processor ([`MsrFault`] on ARM64). Any IRQL: the engine writes
+    /// only the fixed-counter controls, while the HAL reservation is held — from `DriverEntry`
+    /// and on each processor's `RESUME_FROM_SYSTEM_STATE`.
     fn write_msr(&self, msr: u32, value: u64) -> Result<(), MsrFault> {
         arch::write_msr(msr, value)
     }

@@ -942,6 +942,32 @@ fn a_huge_delta_across_a_reset_fails_no_spike() {
     assert!(check.detail.contains("across a counter discontinuity"), "{}", check.detail);
 }
 
+/// A PEP that acknowledges `RESUME_FROM_SYSTEM_STATE` without acting on it: on the fixed
+/// counters it never enables them again after the sleep reset the PMU control.
+unsafe extern "C" fn resume_ignored(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE {
+        return TRUE;
+    }
+    // SAFETY: the emulator's arguments, passed on unchanged.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn fixed_counters_left_off_after_resume_fail_no_dropped_interval() {
+    let report = assert_fails(
+        &builtin("fixed-pmc-resume"),
+        &with_ppm(resume_ignored),
+        &["feedback.no_dropped_interval", "feedback.accuracy"],
+    );
+    let check =
+        report.checks.iter().find(|check| check.id == "feedback.no_dropped_interval").unwrap();
+    assert!(check.detail.contains("ΔNominal 0"), "{}", check.detail);
+}
+
 fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {
     RunOptions { boot_sabotage: sabotage, ..RunOptions::default() }
 }

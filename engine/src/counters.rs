@@ -412,6 +412,20 @@ fn unchanged(slot: &ProcessorSlot) -> Accumulated {
     }
 }
 
+/// A due baseline taken from counters that read zero: the totals stay, the next read counts
+/// from zero.
+#[cold]
+#[inline(never)]
+fn zero_baseline(slot: &ProcessorSlot, timestamp: u64) -> Accumulated {
+    slot.last_actual.store(0, Ordering::Relaxed);
+    slot.last_nominal.store(0, Ordering::Relaxed);
+    slot.last_timestamp.store(timestamp, Ordering::Relaxed);
+    Accumulated {
+        actual: slot.total_actual.load(Ordering::Relaxed),
+        nominal: slot.total_nominal.load(Ordering::Relaxed),
+    }
+}
+
 /// The cold path of a read whose raw values went backwards: counts a reset unless this was a
 /// requested baseline.
 #[cold]
@@ -454,12 +468,18 @@ fn read_and_accumulate_modular<P: Platform>(
     platform.with_interrupts_masked(|| {
         let actual = platform.read_msr(setup.actual_msr)? & setup.mask;
         let nominal = platform.read_msr(setup.nominal_msr)? & setup.mask;
-        if actual | nominal == 0 {
-            return Ok(unchanged(slot));
-        }
         let timestamp = platform.read_timestamp();
         let last_actual = slot.last_actual.load(Ordering::Relaxed);
         let last_nominal = slot.last_nominal.load(Ordering::Relaxed);
+        if actual | nominal == 0 {
+            // Counters enabled (again) a moment ago read zero: a valid baseline when one is
+            // due (after resume the driver restarts them from zero). Otherwise zeros are no
+            // reading. A later implausible jump from this baseline fails the timestamp bound.
+            return Ok(match (last_actual, last_nominal, timestamp) {
+                (REBASELINE, REBASELINE, Some(now)) => zero_baseline(slot, now),
+                _ => unchanged(slot),
+            });
+        }
         let last_timestamp = slot.last_timestamp.load(Ordering::Relaxed);
         slot.last_actual.store(actual, Ordering::Relaxed);
         slot.last_nominal.store(nominal, Ordering::Relaxed);

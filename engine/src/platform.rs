@@ -77,8 +77,10 @@ pub trait Platform: Sized + Sync + 'static {
     fn stall_microseconds(&self, microseconds: u32);
 
     /// Writes model-specific register `msr` on the current processor. Used only to enable the
-    /// architectural fixed counters after the host reserved them (see [`crate::pmc`]), at
-    /// `PASSIVE_LEVEL`; never on a notification path. The default refuses.
+    /// architectural fixed counters while the host holds their reservation (see
+    /// [`crate::pmc`]): at `PASSIVE_LEVEL` in `DriverEntry`, and at `DISPATCH_LEVEL` on each
+    /// processor's `RESUME_FROM_SYSTEM_STATE`; never on the read path. Any IRQL. The default
+    /// refuses.
     ///
     /// # Errors
     /// [`MsrFault`] when the write faulted or the platform does not write MSRs.

@@ -181,9 +181,10 @@ pub const fn enabled_control(saved: SavedPmuControl) -> SavedPmuControl {
 
 /// Enables fixed counters 1 and 2 on the current processor and returns what it found.
 ///
-/// The host keeps the result to restore it. On failure everything this call wrote is restored. `PASSIVE_LEVEL`, on
-/// the processor being programmed, only after the host's reservation succeeded and only where
-/// [`FixedCounters::detect`] found the counters.
+/// The host keeps the result to restore it. On failure everything this call wrote is restored.
+/// On the processor being programmed, only after the host's reservation succeeded and only
+/// where [`FixedCounters::detect`] found the counters: `PASSIVE_LEVEL` from `DriverEntry`, and
+/// `DISPATCH_LEVEL` from `RESUME_FROM_SYSTEM_STATE` (no allocation, two reads, two writes).
 ///
 /// # Errors
 /// [`MsrFault`] when a read or write faulted; the PMU is then as it was.

@@ -31,9 +31,10 @@ use crate::abi::{
     PEP_PROCESSOR_FEEDBACK_COUNTER, PEPHANDLE, PROCESSOR_DOMAIN_COORDIANTION_SW_ALL,
     PowerSystemShutdown, PowerSystemWorking, SYSTEM_POWER_STATE,
 };
-use crate::counters::read_and_accumulate;
+use crate::counters::{CounterSource, read_and_accumulate};
 use crate::pep::Pep;
 use crate::platform::Platform;
+use crate::pmc;
 use crate::processor::{ProcessorSlot, UNBOUND};
 
 /// `data` as a pointer to `T`, if it is non-NULL and aligned for `T`.
@@ -298,8 +299,11 @@ impl SystemStateData for PEP_PPM_RESUME_FROM_SYSTEM_STATE {
 }
 
 /// `PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE` / `RESUME_FROM_SYSTEM_STATE`: `DISPATCH_LEVEL`, on every
-/// processor at once. Nothing is queued. On resume the handle's next read re-baselines (the
-/// counters restarted while the processor was off); with a NULL handle, every handle's does.
+/// processor at once, each on its target processor. Nothing is queued. On resume the handle's
+/// next read re-baselines (the counters restarted while the processor was off); with a NULL
+/// handle, every handle's does. With the fixed-counter source, resume also enables fixed
+/// counters 1 and 2 again on the processor it runs on: the sleep reset its PMU control, and the
+/// reservation that makes the PMU the driver's is held for good.
 ///
 /// # Safety
 /// `data` is NULL or points to a `T`.
@@ -322,6 +326,13 @@ unsafe fn system_state<P: Platform, T: SystemStateData>(
         match pep.slot_for_handle(handle) {
             Some((_, slot)) => slot.request_rebaseline(),
             None => pep.slots.iter().for_each(ProcessorSlot::request_rebaseline),
+        }
+        if matches!(pep.counter_source(), CounterSource::FixedPmc { .. })
+            && pep.platform().fixed_counters_reserved()
+        {
+            // A fault leaves the counters stopped: the reads then report no progress, which
+            // the re-baselining tolerates; nothing else can be done at DISPATCH_LEVEL.
+            let _ = pmc::enable_fixed_counters(pep.platform());
         }
     }
     true

@@ -375,12 +375,14 @@ const fn context_name(context: AccessContext) -> &'static str {
         AccessContext::DriverSetup => "by the driver's setup",
         AccessContext::Initialisation => "at initialisation",
         AccessContext::Callback => "in a PEP callback",
+        AccessContext::Resume => "in RESUME_FROM_SYSTEM_STATE",
     }
 }
 
-/// What is wrong with an MSR write, if anything: only the driver's setup, holding the PMU
-/// reservation, may write, and only the fields of fixed counters 1 and 2 in
-/// `IA32_FIXED_CTR_CTRL` and their enable bits in `IA32_PERF_GLOBAL_CTRL`.
+/// What is wrong with an MSR write, if anything: only the driver's setup and a PEP enabling its
+/// counters again on resume, holding the PMU reservation, may write, and only the fields of
+/// fixed counters 1 and 2 in `IA32_FIXED_CTR_CTRL` and their enable bits in
+/// `IA32_PERF_GLOBAL_CTRL`.
 fn write_problem(write: &MsrAccess) -> Option<String> {
     let value = write.written.unwrap_or(0);
     let what = format!(
@@ -396,8 +398,9 @@ fn write_problem(write: &MsrAccess) -> Option<String> {
     };
     let problem = if !write.reserved {
         "without a PMU reservation".to_owned()
-    } else if write.context != AccessContext::DriverSetup {
-        "outside the driver's setup: a PEP writes no MSR".to_owned()
+    } else if !matches!(write.context, AccessContext::DriverSetup | AccessContext::Resume) {
+        "outside the driver's setup and RESUME_FROM_SYSTEM_STATE: a PEP writes no other MSR"
+            .to_owned()
     } else if let Some(own) = own_bits {
         let changed = write.previous.map_or(0, |previous| (previous ^ value) & !own);
         if changed == 0 {

@@ -613,10 +613,15 @@ impl Machine {
     }
 
     /// Powers processor `index` on again after a system sleep: a processor reset, so both
-    /// counters restart at zero and count from now on.
+    /// counters restart at zero and count from now on, and the PMU's controls are at their
+    /// reset values (the fixed counters disabled until software enables them again).
     pub fn power_on(&self, index: u32) {
         let now = self.processor_now_ns(index);
+        let width = self.fixed_counter_width();
         self.with_state(index, |state| {
+            if let Some(width) = width {
+                state.reset_pmu(width);
+            }
             state.powered_off = false;
             state.counters = CounterPair::default();
             state.aperf_remainder = 0;

@@ -175,6 +175,16 @@ thread_local! {
     static MASK_EPOCH: Cell<u64> = const { Cell::new(0) };
     static TRACE: RefCell<Option<Vec<PlatformOp>>> = const { RefCell::new(None) };
     static NESTING: RefCell<Option<Nesting>> = const { RefCell::new(None) };
+    static RESUMING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` — the delivery of a `RESUME_FROM_SYSTEM_STATE` — with the MSR accesses it makes
+/// logged as [`AccessContext::Resume`].
+pub fn while_resuming<R>(f: impl FnOnce() -> R) -> R {
+    let previous = RESUMING.with(|resuming| resuming.replace(true));
+    let result = f();
+    RESUMING.with(|resuming| resuming.set(previous));
+    result
 }
 
 /// While alive, the calling thread models interrupts arriving during the engine's calls.
@@ -307,6 +317,8 @@ impl SimPlatform {
     ) {
         let context = if crate::boot::in_driver_setup() {
             AccessContext::DriverSetup
+        } else if RESUMING.with(Cell::get) {
+            AccessContext::Resume
         } else if INSTANCE.with(Cell::get).is_null() {
             AccessContext::Initialisation
         } else {

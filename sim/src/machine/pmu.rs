@@ -184,6 +184,9 @@ pub enum AccessContext {
     Initialisation,
     /// Inside a PEP callback (a DPM or PPM notification).
     Callback,
+    /// Inside `RESUME_FROM_SYSTEM_STATE`, where a PEP that holds the PMU reservation enables
+    /// its fixed counters again after the sleep reset them.
+    Resume,
 }
 
 /// One logged MSR access.
@@ -281,6 +284,18 @@ impl ProcessorState {
         let totals = [self.core_cycles, self.reference_cycles];
         self.pmu.sync(totals, width);
         &mut self.pmu
+    }
+
+    /// A processor reset (power-on after a system sleep): the PMU's control registers return
+    /// to their reset values — every fixed counter disabled, as firmware leaves them — and the
+    /// fixed counters to zero. Whatever another owner had paused is gone too.
+    pub(super) fn reset_pmu(&mut self, width: u32) {
+        let pmu = self.pmu_now(width);
+        pmu.fixed = [0; FIXED];
+        pmu.fixed_ctr_ctrl = 0;
+        pmu.perf_global_ctrl = PERF_GLOBAL_CTRL_AT_BOOT;
+        pmu.global_status = 0;
+        pmu.paused = None;
     }
 }
 

@@ -378,12 +378,14 @@ impl Worker<'_> {
             let target = state.system_power_state();
             let (returned, trace) = if resume {
                 let mut data = PEP_PPM_RESUME_FROM_SYSTEM_STATE { TargetState: target };
-                run.engine.ppm(
-                    index,
-                    handle_value,
-                    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-                    Some(&mut data),
-                )
+                crate::platform::while_resuming(|| {
+                    run.engine.ppm(
+                        index,
+                        handle_value,
+                        PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+                        Some(&mut data),
+                    )
+                })
             } else {
                 let mut data = PEP_PPM_ENTER_SYSTEM_STATE { TargetState: target };
                 run.engine.ppm(
