@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Proves that the engine's PoFx entry points (AcceptDeviceNotification,
-# AcceptProcessorNotification) and its initialisation (Pep::new) cannot reach a panic.
+# AcceptProcessorNotification), its initialisation (Pep::new) and the driver's DriverEntry
+# sequence (ppm_engine::driver::driver_entry: registry parsing, pool, PMU reservation,
+# registration, State, logging) cannot reach a panic.
 #
 # tools/panic-proof is a no_std cdylib that exports the engine's PEP_INFORMATION and Pep::new
 # for a platform whose every answer is opaque to the optimiser. Its panic handler calls a symbol
@@ -54,7 +56,7 @@ fi
 library="$target/release/libppm_panic_proof.so"
 # The proof is only as good as what it contains: the callbacks must be in the library.
 symbols=$(nm "$library")
-for callback in accept_device_notification accept_processor_notification; do
+for callback in accept_device_notification accept_processor_notification ppm_proof_driver_entry; do
     if ! grep -q "$callback" <<<"$symbols"; then
         echo "FAIL: $callback is not in $library: the proof would be vacuous." >&2
         exit 1
@@ -64,8 +66,9 @@ if grep -q "$panic_symbol" <<<"$symbols"; then
     echo "FAIL: $library references $panic_symbol." >&2
     exit 1
 fi
-echo "ok: no panic is reachable from AcceptDeviceNotification, AcceptProcessorNotification" \
-    "or Pep::new"
+echo "ok: no panic is reachable from AcceptDeviceNotification, AcceptProcessorNotification," \
+    "Pep::new or DriverEntry's sequence (ppm_engine::driver::driver_entry, registry parsing" \
+    "and logging included)"
 
 echo "== lint tools/panic-proof"
 (cd "$root/tools/panic-proof" && cargo fmt --check &&

@@ -677,3 +677,61 @@ fn a_skip_registration_value_that_cannot_be_understood_skips_fail_safe() {
 fn encode_text(text: &str) -> Vec<u8> {
     text.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect()
 }
+
+/// The previous whole-value decoding: every unit into one buffer, then the strings.
+fn parse_patterns_reference(data: &[u8]) -> (Option<DeviceIdPatterns>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    if !data.len().is_multiple_of(2) {
+        return (None, vec![Problem::OddLength { bytes: data.len() }]);
+    }
+    let units: Vec<u16> =
+        data.chunks_exact(2).map(|pair| u16::from_le_bytes([pair[0], pair[1]])).collect();
+    let mut patterns = DeviceIdPatterns::empty();
+    let listed = for_each_multi_sz(&units, |index, string| {
+        if let Err(error) = patterns.push_utf16(string) {
+            problems.push(Problem::PatternRejected { index, error });
+        }
+    });
+    if let Err(trailing) = listed {
+        problems.push(trailing);
+    }
+    if patterns.is_empty() {
+        problems.push(Problem::NoPatterns);
+        return (None, problems);
+    }
+    (Some(patterns), problems)
+}
+
+#[test]
+fn streaming_pattern_parsing_agrees_with_whole_value_decoding() {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    for _ in 0..20_000 {
+        let units = usize::try_from(next(400)).unwrap();
+        let mut data = Vec::with_capacity(units * 2 + 1);
+        // Mostly short runs of letters and NULs; in a quarter of the values, strings around and
+        // beyond the longest pattern; sometimes odd lengths.
+        let nul_odds = if next(4) == 0 { 60 } else { 4 };
+        for _ in 0..units {
+            let unit: u16 = if next(nul_odds) == 0 {
+                0
+            } else if next(6) == 0 {
+                u16::try_from(next(0x1_0000)).unwrap()
+            } else {
+                u16::try_from(0x41 + next(26)).unwrap()
+            };
+            data.extend_from_slice(&unit.to_le_bytes());
+        }
+        if next(50) == 0 {
+            data.push(0x41);
+        }
+        let mut problems = Vec::new();
+        let parsed = parse_patterns(&data, |problem| problems.push(problem));
+        assert_eq!((parsed, problems), parse_patterns_reference(&data), "{data:?}");
+    }
+}

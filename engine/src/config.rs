@@ -95,7 +95,7 @@ pub struct Config {
 impl Config {
     /// The documented defaults.
     #[must_use]
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         Self {
             feedback_counters: FeedbackCounterPolicy::Enabled,
             counter_source: CounterSourcePreference::Auto,

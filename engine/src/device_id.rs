@@ -42,6 +42,35 @@ pub const DEFAULT_DEVICE_ID_PATTERNS: &[&str] = &[
     "\\_SB.CPUS.C###",
 ];
 
+/// [`DEFAULT_DEVICE_ID_PATTERNS`] as a set. The build fails if a default is longer than a
+/// pattern can be, not ASCII, or if there are too many of them.
+const DEFAULTS: DeviceIdPatterns = {
+    assert!(DEFAULT_DEVICE_ID_PATTERNS.len() <= MAX_DEVICE_ID_PATTERNS);
+    let mut set = DeviceIdPatterns::empty();
+    let mut rest = DEFAULT_DEVICE_ID_PATTERNS;
+    while let [pattern, others @ ..] = rest {
+        let bytes = pattern.as_bytes();
+        assert!(!bytes.is_empty() && bytes.len() <= MAX_PATTERN_UNITS && pattern.is_ascii());
+        let mut stored = DeviceIdPattern::EMPTY;
+        let mut remaining = bytes;
+        let mut length = 0;
+        while let [byte, after @ ..] = remaining {
+            if let Some(unit) = stored.units.split_at_mut(length).1.first_mut() {
+                *unit = u16::from_le_bytes([*byte, 0]);
+            }
+            length += 1;
+            remaining = after;
+        }
+        stored.len = length;
+        if let Some(slot) = set.patterns.split_at_mut(set.count).1.first_mut() {
+            *slot = stored;
+        }
+        set.count += 1;
+        rest = others;
+    }
+    set
+};
+
 /// Why a pattern was not added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatternError {
@@ -92,15 +121,11 @@ impl DeviceIdPatterns {
         Self { patterns: [DeviceIdPattern::EMPTY; MAX_DEVICE_ID_PATTERNS], count: 0 }
     }
 
-    /// [`DEFAULT_DEVICE_ID_PATTERNS`].
+    /// [`DEFAULT_DEVICE_ID_PATTERNS`], built at compile time: a copy of a constant, so that
+    /// `DriverEntry` (`Config::new`) keeps no pattern-building temporaries on its stack.
     #[must_use]
-    pub fn defaults() -> Self {
-        let mut patterns = Self::empty();
-        for pattern in DEFAULT_DEVICE_ID_PATTERNS {
-            // The defaults are short ASCII and fewer than the maximum (a unit test checks).
-            let _ = patterns.push_str(pattern);
-        }
-        patterns
+    pub const fn defaults() -> Self {
+        DEFAULTS
     }
 
     /// Adds a pattern given as UTF-16 (as the registry holds it).

@@ -18,7 +18,7 @@ use core::fmt;
 
 use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
 use crate::counters::{NoCountersReason, NominalRateSource};
-use crate::device_id::{DeviceIdPatterns, PatternError};
+use crate::device_id::{DeviceIdPatterns, MAX_PATTERN_UNITS, PatternError};
 use crate::perf::{PerfCapabilities, PerfSource};
 use crate::pmc::ReservationPolicy;
 
@@ -506,24 +506,54 @@ pub fn parse_patterns(data: &[u8], mut problem: impl FnMut(Problem)) -> Option<D
         problem(Problem::OddLength { bytes: data.len() });
         return None;
     }
-    let mut units = [0u16; VALUE_BUFFER_BYTES / 2];
-    let Some(list) = units.get_mut(..data.len() / 2) else {
+    if data.len() > VALUE_BUFFER_BYTES {
         problem(Problem::TooLarge { bytes: u32::try_from(data.len()).unwrap_or(u32::MAX) });
         return None;
-    };
-    for (unit, pair) in list.iter_mut().zip(data.chunks_exact(2)) {
-        if let &[low, high] = pair {
-            *unit = u16::from_le_bytes([low, high]);
-        }
     }
+    // Decoded one string at a time into a pattern-sized buffer (no copy of the whole value on
+    // the stack): a string longer than a pattern can be is rejected without being kept.
     let mut patterns = DeviceIdPatterns::empty();
-    let listed = for_each_multi_sz(list, |index, string| {
-        if let Err(error) = patterns.push_utf16(string) {
+    let mut string = [0u16; MAX_PATTERN_UNITS];
+    let (mut length, mut too_long, mut index) = (0usize, false, 0usize);
+    let mut ended = false;
+    let mut trailing = false;
+    // `string` is `None` for a string longer than any pattern.
+    let mut finish = |string: Option<&[u16]>, index: usize, patterns: &mut DeviceIdPatterns| {
+        let result =
+            string.map_or(Err(PatternError::TooLong), |string| patterns.push_utf16(string));
+        if let Err(error) = result {
             problem(Problem::PatternRejected { index, error });
         }
-    });
-    if let Err(trailing) = listed {
-        problem(trailing);
+    };
+    for pair in data.chunks_exact(2) {
+        let &[low, high] = pair else { continue };
+        let unit = u16::from_le_bytes([low, high]);
+        if ended {
+            trailing |= unit != 0;
+        } else if unit != 0 {
+            match string.get_mut(length) {
+                Some(slot) => {
+                    *slot = unit;
+                    length = length.saturating_add(1);
+                }
+                None => too_long = true,
+            }
+        } else if length == 0 && !too_long {
+            // The empty string ends the list.
+            ended = true;
+        } else {
+            let done = (!too_long).then(|| string.get(..length).unwrap_or(&[]));
+            finish(done, index, &mut patterns);
+            (length, too_long, index) = (0, false, index.saturating_add(1));
+        }
+    }
+    if !ended && (length > 0 || too_long) {
+        // The list's last string lacks its NUL: accepted, as the final terminators may be.
+        let done = (!too_long).then(|| string.get(..length).unwrap_or(&[]));
+        finish(done, index, &mut patterns);
+    }
+    if trailing {
+        problem(Problem::TrailingData);
     }
     if patterns.is_empty() {
         problem(Problem::NoPatterns);
