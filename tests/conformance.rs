@@ -185,8 +185,15 @@ fn run_json_has_the_documented_shape() {
         let measured = processor["measured_mhz"].as_f64().unwrap();
         assert!((measured - expected).abs() / expected <= 0.001, "{processor}");
     }
-    // Processor 0 ran at 3200 MHz throughout.
+    // Processor 0 ran at 3200 MHz throughout: 160 % of the 2000 MHz nominal rate.
     assert!((processors[0]["measured_mhz"].as_f64().unwrap() - 3200.0).abs() < 0.5);
+    assert!(
+        (processors[0]["processor_performance_percent"].as_f64().unwrap() - 160.0).abs() < 0.05
+    );
+    // The engine's decisions in the driver's `State` vocabulary.
+    assert_eq!(json["engine"]["nominal_source"], "cpuid-base-frequency");
+    assert_eq!(json["engine"]["perf_source"], "intel-hwp");
+    assert_eq!(json["engine"]["perf_capabilities"].as_array().unwrap().len(), 4);
     let ids: Vec<&str> =
         json["checks"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&"feedback.monotonic") && ids.contains(&"feedback.accuracy"));

@@ -352,6 +352,8 @@ pub struct EngineSummary {
     pub no_counters_reason: Option<String>,
     /// Where its perf capabilities came from.
     pub perf_source: String,
+    /// Its perf capabilities: highest, nominal, lowest nonlinear, lowest.
+    pub perf_capabilities: [u32; 4],
     /// The device ids it logged, with its decisions.
     pub device_ids_seen: Vec<(String, bool)>,
 }
@@ -1471,6 +1473,7 @@ fn analyse_read(trace: &[PlatformOp]) -> (PairAccess, bool) {
 }
 
 fn summarise(pep: &Pep<SimPlatform>) -> EngineSummary {
+    use ppm_engine::driver::registry;
     let mut device_ids_seen = Vec::new();
     let _ = pep.device_log().for_each(|entry| {
         device_ids_seen.push((String::from_utf16_lossy(entry.as_units()), entry.accepted));
@@ -1478,9 +1481,16 @@ fn summarise(pep: &Pep<SimPlatform>) -> EngineSummary {
     EngineSummary {
         counter_source: pep.counter_source().name().to_owned(),
         nominal_mhz: pep.nominal_mhz(),
-        nominal_source: format!("{:?}", pep.nominal_rate_source()),
-        no_counters_reason: pep.no_counters_reason().map(|reason| format!("{reason:?}")),
-        perf_source: format!("{:?}", pep.perf_source()),
+        // The driver's `State` vocabulary, so that a run compares with a VM's registry.
+        nominal_source: registry::nominal_rate_source_name(pep.nominal_rate_source()).to_owned(),
+        no_counters_reason: pep
+            .no_counters_reason()
+            .map(|reason| registry::no_counters_reason_name(Some(reason)).to_owned()),
+        perf_source: registry::perf_source_name(pep.perf_source()).to_owned(),
+        perf_capabilities: {
+            let caps = pep.perf_capabilities();
+            [caps.highest, caps.nominal, caps.lowest_nonlinear, caps.lowest]
+        },
         device_ids_seen,
     }
 }

@@ -48,16 +48,18 @@ pub struct PlatformSummary {
 /// The engine's account of itself (accessors; informational).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct EngineReport {
-    /// The counter source selected (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`).
+    /// The counter source selected (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`, `fixed-pmc`).
     pub counter_source: String,
     /// Its nominal rate, MHz.
     pub nominal_mhz: u32,
-    /// Where that came from.
+    /// Where that came from (`State\NominalRateSource`'s vocabulary).
     pub nominal_source: String,
-    /// Why it reports no counters, if it does not.
+    /// Why it reports no counters, if it does not (`State\NoCountersReason`'s vocabulary).
     pub no_counters_reason: Option<String>,
-    /// Where its perf capabilities came from.
+    /// Where its perf capabilities came from (`State\PerfSource`'s vocabulary).
     pub perf_source: String,
+    /// The perf capabilities it serves: highest, nominal, lowest nonlinear, lowest.
+    pub perf_capabilities: [u32; 4],
     /// The device ids it logged and whether it accepted them (its last 32).
     pub device_ids_seen: Vec<DeviceIdSeen>,
 }
@@ -96,6 +98,10 @@ pub struct ProcessorReport {
     pub measured_mhz: Option<f64>,
     /// `(measured − expected) / expected`, percent.
     pub error_percent: Option<f64>,
+    /// What Windows' `% Processor Performance` counter shows for the run: the measured
+    /// frequency over the nominal one, in percent (`typeperf "\Processor
+    /// Information(*)\% Processor Performance"`).
+    pub processor_performance_percent: Option<f64>,
     /// Whether every counter's values never went backwards.
     pub monotonic: bool,
 }
@@ -141,6 +147,9 @@ impl Report {
                     expected_mhz: expected.map(|mhz| round(mhz, 2)),
                     measured_mhz: measured.map(|mhz| round(mhz, 2)),
                     error_percent: error,
+                    processor_performance_percent: measured.map(|mhz| {
+                        round(mhz / f64::from(observations.engine.nominal_mhz.max(1)) * 100.0, 1)
+                    }),
                     monotonic: metrics.monotonic(),
                 }
             })
@@ -151,6 +160,7 @@ impl Report {
             nominal_source,
             no_counters_reason,
             perf_source,
+            perf_capabilities,
             device_ids_seen,
         } = observations.engine.clone();
         Self {
@@ -171,6 +181,7 @@ impl Report {
                 nominal_source,
                 no_counters_reason,
                 perf_source,
+                perf_capabilities,
                 device_ids_seen: device_ids_seen
                     .into_iter()
                     .map(|(id, accepted)| DeviceIdSeen { id, accepted })
@@ -206,10 +217,14 @@ impl Report {
         );
         let _ = writeln!(
             text,
-            "PEP: counter source {}, nominal {} MHz ({}), perf capabilities {}{}",
+            "PEP: counter source {}, nominal {} MHz ({}), perf {}/{}/{}/{} ({}){}",
             engine.counter_source,
             engine.nominal_mhz,
             engine.nominal_source,
+            engine.perf_capabilities[0],
+            engine.perf_capabilities[1],
+            engine.perf_capabilities[2],
+            engine.perf_capabilities[3],
             engine.perf_source,
             engine
                 .no_counters_reason
@@ -219,7 +234,7 @@ impl Report {
         let _ = writeln!(text);
         let _ = writeln!(
             text,
-            "{:>5} {:>6}  {:<16} {:>8} {:>6} {:>7} {:>13} {:>13} {:>8}",
+            "{:>5} {:>6}  {:<16} {:>8} {:>6} {:>7} {:>13} {:>13} {:>8} {:>7}",
             "cpu",
             "grp:nr",
             "device id",
@@ -228,7 +243,8 @@ impl Report {
             "refused",
             "expected MHz",
             "measured MHz",
-            "error %"
+            "error %",
+            "% perf"
         );
         let optional = |value: Option<f64>, decimals: usize| {
             value.map_or_else(|| "-".to_owned(), |value| format!("{value:.decimals$}"))
@@ -236,7 +252,7 @@ impl Report {
         for processor in &self.processors {
             let _ = writeln!(
                 text,
-                "{:>5} {:>6}  {:<16} {:>8} {:>6} {:>7} {:>13} {:>13} {:>8}{}",
+                "{:>5} {:>6}  {:<16} {:>8} {:>6} {:>7} {:>13} {:>13} {:>8} {:>7}{}",
                 processor.index,
                 format!("{}:{}", processor.group, processor.number),
                 processor.device_id,
@@ -250,6 +266,7 @@ impl Report {
                 optional(processor.expected_mhz, 1),
                 optional(processor.measured_mhz, 1),
                 optional(processor.error_percent, 3),
+                optional(processor.processor_performance_percent, 1),
                 if processor.monotonic { "" } else { "  NOT MONOTONIC" }
             );
         }

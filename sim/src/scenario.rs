@@ -1443,7 +1443,7 @@ fn default_hardware_perf(
     HardwarePerf {
         highest: to_byte(highest.max(nominal)),
         nominal: to_byte(nominal),
-        lowest_nonlinear: to_byte((nominal / 2).min(slowest.max(1))),
+        lowest_nonlinear: to_byte(nominal / 2),
         lowest: to_byte((nominal / 4).min(slowest.max(1))),
     }
 }
