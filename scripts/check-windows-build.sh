@@ -104,6 +104,24 @@ for target in "${TARGETS[@]}"; do
     echo "   $((SECONDS - start)) s"
 done
 
+# The SEH shim the x64 driver links (src/msr_probe.c): compiled as clang compiles for the MSVC
+# target, warnings denied; both functions defined and the SEH handler referenced, i.e. the
+# __try/__except really produced unwind data and a handler call.
+echo "== src/msr_probe.c (RDMSR/WRMSR under SEH) for x86_64-pc-windows-msvc"
+llvm_nm=$(command -v llvm-nm || ls /usr/lib/llvm-*/bin/llvm-nm 2>/dev/null | tail -n1)
+if clang --target=x86_64-pc-windows-msvc -fms-extensions -O2 -Wall -Wextra -Werror \
+    -c src/msr_probe.c -o "$WORK/msr_probe.obj"; then
+    symbols=$("$llvm_nm" "$WORK/msr_probe.obj")
+    for wanted in "T ppm_msr_probe_read" "T ppm_msr_probe_write" "U __C_specific_handler"; do
+        if ! grep -q "$wanted" <<<"$symbols"; then
+            echo "msr_probe.obj: missing '$wanted'" >&2
+            status=1
+        fi
+    done
+else
+    status=1
+fi
+
 if $SELF_TEST; then
     # Each broken copy must be refused: a check that cannot fail is no check.
     # name -> sed expression applied to src/kernel_services.rs, and the rustc error expected.

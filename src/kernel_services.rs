@@ -31,8 +31,15 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// The services of `driver` (what `WdfDriverCreate` returned).
-    pub const fn new(driver: WDFDRIVER) -> Self {
+    /// The services of `driver` (what `WdfDriverCreate` returned). From here until
+    /// `PoFxRegisterPluginEx`, unknown MSRs are probed under SEH (x64).
+    #[cfg_attr(
+        not(target_arch = "x86_64"),
+        expect(clippy::missing_const_for_fn, reason = "x64 starts probing here")
+    )]
+    pub fn new(driver: WDFDRIVER) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        crate::msr_guard::set_probing(true);
         Self { driver }
     }
 }
@@ -142,6 +149,9 @@ impl KernelServices for Kernel {
     }
 
     unsafe fn register_plugin(&self, information: &PEP_INFORMATION) -> NTSTATUS {
+        // From the registration on, notifications may arrive at any IRQL: no more probing.
+        #[cfg(target_arch = "x86_64")]
+        crate::msr_guard::set_probing(false);
         // SAFETY: the caller guarantees once per boot with the PEP published; a registered PEP
         // is never unloaded (its device refuses stop/remove, `evt_driver_unload` bugchecks), so
         // after a success the image stays.

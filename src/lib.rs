@@ -24,6 +24,8 @@
 //! - `affinity`: running code on a chosen processor (`PASSIVE_LEVEL`).
 //! - `pofx`: the declaration of `PoFxRegisterPluginEx` (`pepfx.h` is not bound by `wdk-sys`).
 //! - `log`: `DbgPrintEx` lines (`DriverEntry` only, never on a notification path).
+//! - `msr_guard` (x64): which MSRs may be touched, proven under SEH (`msr_probe.c`) while
+//!   `DriverEntry` initialises.
 //!
 //! [`Platform`]: ppm_engine::Platform
 #![cfg_attr(all(windows, panic = "abort"), no_std)]
@@ -45,6 +47,8 @@ mod driver;
 mod kernel_services;
 #[cfg(all(windows, panic = "abort"))]
 mod log;
+#[cfg(all(windows, panic = "abort", target_arch = "x86_64"))]
+mod msr_guard;
 #[cfg(all(windows, panic = "abort"))]
 mod platform;
 #[cfg(all(windows, panic = "abort"))]

@@ -11,8 +11,8 @@
 //! it; reimplementing it would mean hand-written assembly against an undocumented offset.
 //! `KeGetCurrentProcessorNumberEx` is one exported call that reads the same field.
 //!
-//! x64: `CPUID`, `RDMSR` and the interrupt masking are the engine's
-//! [`ppm_engine::x86::instructions`]. ARM64: there is no counter source yet. `cpuid` returns
+//! x64: `CPUID` and the interrupt masking are the engine's [`ppm_engine::x86::instructions`];
+//! `RDMSR`/`WRMSR` go through `msr_guard`, which touches only MSRs proven to exist. ARM64: there is no counter source yet. `cpuid` returns
 //! zeros (no vendor, no leaves), so the engine finds no counters (`FeedbackCounterCount` = 0,
 //! reason `not-announced`) and never reads an MSR or masks interrupts for a read; `read_msr`
 //! returns [`MsrFault`] all the same, and `with_interrupts_masked` runs its closure as is.
@@ -128,25 +128,17 @@ mod arch {
         instructions::cpuid(leaf, subleaf)
     }
 
-    /// `RDMSR`. Any IRQL. Never fails on x64 (the result type is the ARM64 twin's).
+    /// `RDMSR` of an MSR proven to exist (see `msr_guard`): [`MsrFault`] for one that faulted
+    /// when probed or was never proven. Any IRQL.
     #[inline]
-    #[allow(clippy::unnecessary_wraps, reason = "same signature as the ARM64 implementation")]
     pub fn read_msr(msr: u32) -> Result<u64, MsrFault> {
-        // SAFETY: this code runs in ring 0 (a kernel driver), and the engine reads an MSR only
-        // after CPUID (or a vendor rule of `ppm_engine::x86`) established that it exists: the
-        // contract of `Platform::read_msr`. RDMSR of an existing MSR cannot fault.
-        Ok(unsafe { instructions::read_msr(msr) })
+        crate::msr_guard::read(msr)
     }
 
-    /// `WRMSR`. `PASSIVE_LEVEL`. Never fails on x64 (the result type is the ARM64 twin's).
-    #[allow(clippy::unnecessary_wraps, reason = "same signature as the ARM64 implementation")]
+    /// `WRMSR`, under the same guard. `PASSIVE_LEVEL` in `DriverEntry`, `DISPATCH_LEVEL` on
+    /// resume.
     pub fn write_msr(msr: u32, value: u64) -> Result<(), MsrFault> {
-        // SAFETY: ring 0 (a kernel driver). The engine writes only IA32_FIXED_CTR_CTRL and
-        // IA32_PERF_GLOBAL_CTRL, only after CPUID leaf 0Ah announced PMU version >= 2 with fixed
-        // counters 1 and 2 (so both MSRs exist), only with values derived from what it read
-        // there (reserved bits unchanged), and only after the HAL reserved the PMU for it.
-        unsafe { instructions::write_msr(msr, value) };
-        Ok(())
+        crate::msr_guard::write(msr, value)
     }
 
     /// `RDTSC`. Any IRQL.

@@ -968,6 +968,29 @@ fn fixed_counters_left_off_after_resume_fail_no_dropped_interval() {
     assert!(check.detail.contains("ΔNominal 0"), "{}", check.detail);
 }
 
+/// A PEP that ignores its own probe: where the announced counters faulted at initialisation it
+/// still reports one (the kernel-side counterpart is reading an MSR that was never proven).
+unsafe extern "C" fn probe_ignored(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+    // SAFETY: the emulator's arguments, passed on unchanged.
+    let returned = unsafe { real_ppm(handle, notification, data) };
+    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES && returned == TRUE && !data.is_null() {
+        // SAFETY: QUERY_CAPABILITIES data is a live PEP_PPM_QUERY_CAPABILITIES.
+        unsafe { (*data.cast::<PEP_PPM_QUERY_CAPABILITIES>()).FeedbackCounterCount = 1 };
+    }
+    returned
+}
+
+#[test]
+fn counters_reported_after_a_faulting_probe_fail_capabilities() {
+    let report = assert_fails(
+        &builtin("hypervisor-faulting"),
+        &with_ppm(probe_ignored),
+        &["capabilities.consistent"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "capabilities.consistent").unwrap();
+    assert!(check.detail.contains("FeedbackCounterCount 1"), "{}", check.detail);
+}
+
 fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {
     RunOptions { boot_sabotage: sabotage, ..RunOptions::default() }
 }
