@@ -11,10 +11,11 @@ use ppm_engine::abi::{
     BOOLEAN, FALSE, PCUNICODE_STRING, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
     PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION, PEP_NOTIFY_PPM_FEEDBACK_READ,
     PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
+    PEP_NOTIFY_PPM_QUERY_VETO_REASONS, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
     PEP_PPM_FEEDBACK_READ, PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID,
-    TRUE, ULONG,
+    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_QUERY_VETO_REASONS, PEP_PREPARE_DEVICE,
+    PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID, TRUE, ULONG,
 };
 use ppm_engine::pep::{accept_device_notification, accept_processor_notification, pep_information};
 use ppm_engine::platform::CpuidResult;
@@ -989,6 +990,37 @@ fn counters_reported_after_a_faulting_probe_fail_capabilities() {
     );
     let check = report.checks.iter().find(|check| check.id == "capabilities.consistent").unwrap();
     assert!(check.detail.contains("FeedbackCounterCount 1"), "{}", check.detail);
+}
+
+/// A PEP that declines the boot queries it has a documented answer for (the engine before it
+/// answered them): FALSE for `QUERY_PLATFORM_STATES`, a veto-reason count of 3.
+unsafe extern "C" fn boot_queries_declined(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    match notification {
+        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES => FALSE,
+        PEP_NOTIFY_PPM_QUERY_VETO_REASONS if !data.is_null() => {
+            // SAFETY: QUERY_VETO_REASONS data is a live PEP_PPM_QUERY_VETO_REASONS.
+            unsafe { (*data.cast::<PEP_PPM_QUERY_VETO_REASONS>()).VetoReasonCount = 3 };
+            TRUE
+        }
+        // SAFETY: the emulator's arguments, passed on unchanged.
+        _ => unsafe { real_ppm(handle, notification, data) },
+    }
+}
+
+#[test]
+fn declined_boot_queries_fail_boot_queries() {
+    let report = assert_fails(&base(), &with_ppm(boot_queries_declined), &["ppm.boot_queries"]);
+    let check = report.checks.iter().find(|check| check.id == "ppm.boot_queries").unwrap();
+    assert!(check.detail.contains("QUERY_PLATFORM_STATES: FALSE"), "{}", check.detail);
+    assert!(
+        check.detail.contains("QUERY_VETO_REASONS: TRUE with count Some(3)"),
+        "{}",
+        check.detail
+    );
 }
 
 fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {

@@ -1502,6 +1502,31 @@ pub const PROCESSOR_DOMAIN_COORDINATION_SW_ANY: UCHAR = PROCESSOR_DOMAIN_COORDIA
 /// Correctly spelled alias of [`PROCESSOR_DOMAIN_COORDIANTION_HW_ALL`] (newer kits).
 pub const PROCESSOR_DOMAIN_COORDINATION_HW_ALL: UCHAR = PROCESSOR_DOMAIN_COORDIANTION_HW_ALL;
 
+/// `PEP_PPM_QUERY_PLATFORM_STATES`: payload of [`PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PEP_PPM_QUERY_PLATFORM_STATES {
+    /// Out: how many platform idle states the PEP supports (0: none; it then never selects
+    /// one).
+    pub PlatformStateCount: ULONG,
+}
+assert_layout!(PEP_PPM_QUERY_PLATFORM_STATES, size 4, align 4, PlatformStateCount @ 0);
+zeroed_default!(PEP_PPM_QUERY_PLATFORM_STATES { PlatformStateCount: 0 });
+/// Pointer to a [`PEP_PPM_QUERY_PLATFORM_STATES`].
+pub type PPEP_PPM_QUERY_PLATFORM_STATES = *mut PEP_PPM_QUERY_PLATFORM_STATES;
+
+/// `PEP_PPM_QUERY_VETO_REASONS`: payload of [`PEP_NOTIFY_PPM_QUERY_VETO_REASONS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PEP_PPM_QUERY_VETO_REASONS {
+    /// Out: the veto reasons `1..=VetoReasonCount` the PEP may use (0: it vetoes nothing).
+    pub VetoReasonCount: ULONG,
+}
+assert_layout!(PEP_PPM_QUERY_VETO_REASONS, size 4, align 4, VetoReasonCount @ 0);
+zeroed_default!(PEP_PPM_QUERY_VETO_REASONS { VetoReasonCount: 0 });
+/// Pointer to a [`PEP_PPM_QUERY_VETO_REASONS`].
+pub type PPEP_PPM_QUERY_VETO_REASONS = *mut PEP_PPM_QUERY_VETO_REASONS;
+
 /// `PEP_PPM_QUERY_DOMAIN_INFO`: payload of [`PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -2,8 +2,11 @@
 //!
 //! Handled: `QUERY_CAPABILITIES`, `QUERY_FEEDBACK_COUNTERS`, `FEEDBACK_READ`,
 //! `QUERY_PERF_CAPABILITIES`, `QUERY_DOMAIN_INFO`, `ENTER_SYSTEM_STATE`,
-//! `RESUME_FROM_SYSTEM_STATE`, `PERF_CHECK_COMPLETE`. Every other notification returns FALSE;
-//! idle states stay with the OS (`IdleStateCount = 0`) and perf control with ACPI
+//! `RESUME_FROM_SYSTEM_STATE`, `PERF_CHECK_COMPLETE`, and the boot queries whose documented
+//! "nothing to report" is an answer: `QUERY_PLATFORM_STATES` (0 platform idle states),
+//! `QUERY_VETO_REASONS` (0 veto reasons) and `ENUMERATE_BOOT_VETOES` (no payload, no boot veto).
+//! Every other notification returns FALSE; idle states stay with the OS (`IdleStateCount = 0`,
+//! so no idle-state or coordinated-state query follows) and perf control with ACPI
 //! (`PerformanceStatesSupported = FALSE`).
 //!
 //! IRQL: `PASSIVE_LEVEL` up to `HIGH_LEVEL`, interrupts possibly disabled. Nothing here
@@ -20,16 +23,18 @@ use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use crate::abi::{
-    FALSE, PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
+    FALSE, PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
+    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
+    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
+    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
     PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_PERF_CHECK_COMPLETE,
     PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_PROCESSOR_FEEDBACK_COUNTER, PEPHANDLE, PROCESSOR_DOMAIN_COORDIANTION_SW_ALL,
-    PowerSystemShutdown, PowerSystemWorking, SYSTEM_POWER_STATE,
+    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_QUERY_PLATFORM_STATES, PEP_PPM_QUERY_VETO_REASONS,
+    PEP_PPM_RESUME_FROM_SYSTEM_STATE, PEP_PROCESSOR_FEEDBACK_COUNTER, PEPHANDLE,
+    PROCESSOR_DOMAIN_COORDIANTION_SW_ALL, PowerSystemShutdown, PowerSystemWorking,
+    SYSTEM_POWER_STATE,
 };
 use crate::counters::{CounterSource, read_and_accumulate};
 use crate::pep::Pep;
@@ -100,6 +105,16 @@ unsafe fn dispatch_other<P: Platform>(
             system_state::<P, PEP_PPM_RESUME_FROM_SYSTEM_STATE>(pep, handle, data, true)
         },
         PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE => perf_check_complete(pep, handle, data),
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES => unsafe {
+            zero_count::<P, PEP_PPM_QUERY_PLATFORM_STATES>(pep, handle, data)
+        },
+        // SAFETY: the caller's contract for `data` is passed on unchanged.
+        PEP_NOTIFY_PPM_QUERY_VETO_REASONS => unsafe {
+            zero_count::<P, PEP_PPM_QUERY_VETO_REASONS>(pep, handle, data)
+        },
+        // No payload: nothing is read or written.
+        PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES => handle_acceptable(pep, handle),
         _ => false,
     }
 }
@@ -230,6 +245,40 @@ unsafe fn query_perf_capabilities<P: Platform>(
     };
     // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_PERF_CAPABILITIES.
     unsafe { data.as_ptr().write(answer) };
+    true
+}
+
+/// The payloads that are one count the PEP answers with 0 (nothing to report).
+trait ZeroCount {
+    /// The answer: the structure with its count 0.
+    const ZERO: Self;
+}
+
+impl ZeroCount for PEP_PPM_QUERY_PLATFORM_STATES {
+    const ZERO: Self = Self { PlatformStateCount: 0 };
+}
+
+impl ZeroCount for PEP_PPM_QUERY_VETO_REASONS {
+    const ZERO: Self = Self { VetoReasonCount: 0 };
+}
+
+/// `QUERY_PLATFORM_STATES` / `QUERY_VETO_REASONS`: `PASSIVE_LEVEL`, once at boot. This PEP has
+/// no platform idle state (`IdleStateCount` is 0) and vetoes nothing: the count is 0, the
+/// documented way to say so.
+///
+/// # Safety
+/// `data` is NULL or points to a `T`.
+unsafe fn zero_count<P: Platform, T: ZeroCount>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: *mut c_void,
+) -> bool {
+    let Some(data) = typed::<T>(data) else { return false };
+    if !handle_acceptable(pep, handle) {
+        return false;
+    }
+    // SAFETY: `data` is non-NULL, aligned and, per the caller, a `T` (four bytes, out).
+    unsafe { data.as_ptr().write(T::ZERO) };
     true
 }
 

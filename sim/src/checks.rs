@@ -28,7 +28,7 @@ pub const ACCURACY_TOLERANCE: f64 = 0.001;
 pub const SPIKE_TOLERANCE: f64 = 0.01;
 
 /// The checks, in report order.
-pub const CHECK_IDS: [&str; 33] = [
+pub const CHECK_IDS: [&str; 34] = [
     "registration.version_size",
     "boot.status",
     "boot.unwind",
@@ -44,6 +44,7 @@ pub const CHECK_IDS: [&str; 33] = [
     "ppm.null_data_refused",
     "ppm.forged_handle_refused",
     "ppm.system_state",
+    "ppm.boot_queries",
     "capabilities.consistent",
     "feedback.descriptors",
     "perf.ordering",
@@ -524,6 +525,7 @@ pub fn evaluate(
             "forged-handle calls",
         ),
         context.system_state(),
+        context.boot_queries(),
         context.capabilities_consistent(),
         context.descriptors(),
         context.perf_ordering(),
@@ -575,6 +577,35 @@ struct Context<'a> {
 impl Context<'_> {
     fn expected_counters(&self) -> u32 {
         self.scenario.expected_counter_count()
+    }
+
+    /// `ppm.boot_queries`: the boot queries whose documented "nothing to report" is an answer
+    /// are answered — `QUERY_PLATFORM_STATES` and `QUERY_VETO_REASONS` with TRUE and 0 (this
+    /// PEP has no platform idle state and vetoes nothing), `ENUMERATE_BOOT_VETOES`
+    /// acknowledged.
+    fn boot_queries(&self) -> CheckResult {
+        let id = "ppm.boot_queries";
+        let queries = &self.observations.boot_queries;
+        if queries.is_empty() {
+            return CheckResult::new(id, false, "the boot queries were not sent");
+        }
+        let failures: Vec<String> = queries
+            .iter()
+            .filter_map(|query| match (query.returned, query.count, query.name) {
+                (true, Some(0), _) | (true, None, "ENUMERATE_BOOT_VETOES") => None,
+                (false, _, name) => {
+                    Some(format!("{name}: FALSE (a count of 0 is the documented answer)"))
+                }
+                (true, count, name) => {
+                    Some(format!("{name}: TRUE with count {count:?}, expected 0"))
+                }
+            })
+            .collect();
+        CheckResult::from_failures(
+            id,
+            &failures,
+            "QUERY_PLATFORM_STATES and QUERY_VETO_REASONS answered 0, ENUMERATE_BOOT_VETOES acknowledged",
+        )
     }
 
     fn processors_accepted(&self) -> CheckResult {

@@ -19,15 +19,17 @@ use ppm_engine::Pep;
 use ppm_engine::abi::{
     BOOLEAN, FALSE, NTSTATUS, PEP_DEVICE_REGISTER_V2, PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED,
     PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION,
-    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_PPM_FEEDBACK_READ, PEP_PPM_FEEDBACK_READ__bindgen_ty_1,
-    PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_QUERY_CAPABILITIES,
-    PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE,
-    PEP_PROCESSOR_FEEDBACK_COUNTER, PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEPHANDLE,
-    PEPHANDLE__, POHANDLE__, PVOID, PepDeviceAccepted, ULONG, UNICODE_STRING,
+    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
+    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
+    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
+    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
+    PEP_PPM_FEEDBACK_READ__bindgen_ty_1, PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1,
+    PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_PERF_CAPABILITIES,
+    PEP_PREPARE_DEVICE, PEP_PROCESSOR_FEEDBACK_COUNTER, PEP_REGISTER_DEVICE_V2,
+    PEP_UNREGISTER_DEVICE, PEPHANDLE, PEPHANDLE__, POHANDLE__, PVOID, PepDeviceAccepted, ULONG,
+    UNICODE_STRING,
 };
 
 use crate::boot::{BootRecord, BootSabotage, SimKernel};
@@ -389,6 +391,21 @@ pub struct Observations {
     pub sleeps: Vec<SleepRecord>,
     /// The processor threads the runtime used (0: one thread did everything).
     pub processor_threads: u32,
+    /// The boot queries sent once all processors registered, in order.
+    pub boot_queries: Vec<BootQuery>,
+}
+
+/// One boot-time PPM query (NULL handle) and what the PEP answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BootQuery {
+    /// The notification.
+    pub notification: ULONG,
+    /// Its name.
+    pub name: &'static str,
+    /// The callback's return value.
+    pub returned: bool,
+    /// The count the PEP wrote (`None`: no payload, or the sentinel left untouched).
+    pub count: Option<u32>,
 }
 
 /// MSR reads taken note of, per thread, merged into the [`Observations`] afterwards.
@@ -462,6 +479,25 @@ impl Payload for PEP_PPM_QUERY_PERF_CAPABILITIES {
 impl Payload for PEP_PPM_QUERY_DOMAIN_INFO {
     const DPM: &'static [ULONG] = &[];
     const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO];
+}
+/// The one-count payloads (`PEP_PPM_QUERY_PLATFORM_STATES`, `PEP_PPM_QUERY_VETO_REASONS`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CountPayload {
+    /// The count.
+    pub count: u32,
+}
+const _: () = assert!(
+    size_of::<CountPayload>() == size_of::<ppm_engine::abi::PEP_PPM_QUERY_PLATFORM_STATES>()
+        && size_of::<CountPayload>() == size_of::<ppm_engine::abi::PEP_PPM_QUERY_VETO_REASONS>()
+);
+impl Payload for CountPayload {
+    const DPM: &'static [ULONG] = &[];
+    const PPM: &'static [ULONG] = &[
+        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
+        PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
+        PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
+    ];
 }
 impl Payload for Sentinel {
     const DPM: &'static [ULONG] = &UNDEFINED_DPM_NOTIFICATIONS;
@@ -711,6 +747,7 @@ impl<'a> Emulator<'a> {
             devices: Vec::new(),
             processors: Vec::new(),
             probes: Vec::new(),
+            boot_queries: Vec::new(),
             unregistered: None,
             msr_reads: 0,
             unannounced_msr_reads: Vec::new(),
@@ -762,6 +799,7 @@ impl<'a> Emulator<'a> {
         if let Some(engine) = self.engine.take() {
             self.offer_devices(&engine);
             self.initialise_processors(&engine);
+            self.boot_queries(&engine);
             self.start_devices(&engine);
             self.runtime(&engine);
             self.unregister_last(&engine);
@@ -858,6 +896,38 @@ impl<'a> Emulator<'a> {
             }
         }
         tally.merge_into(&mut self.observations);
+    }
+
+    /// The queries PoFx documents once all processors registered, before their devices
+    /// start, with a NULL handle: `QUERY_PLATFORM_STATES` ("sent once upon boot"),
+    /// `QUERY_VETO_REASONS` (at processor initialisation) and `ENUMERATE_BOOT_VETOES` (no
+    /// payload; before the first idle entry). Count buffers start at a sentinel, so an
+    /// untouched one shows.
+    fn boot_queries(&mut self, engine: &Engine) {
+        let mut count = |notification, name| {
+            let mut answer = CountPayload { count: u32::from_ne_bytes([SENTINEL_BYTE; 4]) };
+            let (returned, trace) = engine.ppm(0, 0, notification, Some(&mut answer));
+            self.observations.absorb(&trace);
+            let written =
+                (answer.count != u32::from_ne_bytes([SENTINEL_BYTE; 4])).then_some(answer.count);
+            self.observations.boot_queries.push(BootQuery {
+                notification,
+                name,
+                returned,
+                count: written,
+            });
+        };
+        count(PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, "QUERY_PLATFORM_STATES");
+        count(PEP_NOTIFY_PPM_QUERY_VETO_REASONS, "QUERY_VETO_REASONS");
+        let (returned, trace) =
+            engine.ppm::<CountPayload>(0, 0, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES, None);
+        self.observations.absorb(&trace);
+        self.observations.boot_queries.push(BootQuery {
+            notification: PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
+            name: "ENUMERATE_BOOT_VETOES",
+            returned,
+            count: None,
+        });
     }
 
     /// `DEVICE_STARTED` for every registered device.
