@@ -10,8 +10,11 @@
        whose firmware declares the PEP's ACPI device, use -SkipDeviceNode.
     2. pnputil /add-driver <package>\ppm_pep.inf /install: stages the package in the driver
        store and installs it on the matching device.
-    3. Asks for a reboot: a PEP registers with the power framework once, from DriverEntry, when
-       the boot loader starts it. Installing or updating a PEP takes effect only after a reboot;
+    3. Before step 2 it creates the volatile key Parameters\InstallPending: pnputil starts the
+       service at once, and that DriverEntry loads inert (State\RegistrationSkipped =
+       install-pending) instead of registering with PoFx mid-session; the key is gone at the
+       next boot. Then it asks for a reboot: a PEP registers with the power framework once, from
+       DriverEntry, when the boot loader starts it. Installing or updating a PEP takes effect only after a reboot;
        an updated package replaces the old one on the next boot (the old image is never unloaded).
 
     The VM must be prepared first (Prepare-TestVm.ps1: test signing, certificate).
@@ -172,6 +175,21 @@ if (-not $SkipDeviceNode) {
         New-RootDeviceNode -Id $HardwareId
     }
 }
+
+# pnputil starts the service at once, mid-session, and PoFxRegisterPluginEx is documented for
+# boot only: a volatile Parameters\InstallPending key (gone at the next boot) makes this
+# session's DriverEntry load inert; the PEP registers when the boot loader starts it.
+$parametersPath = "SYSTEM\CurrentControlSet\Services\$PpmPepService\Parameters"
+$parameters = [Microsoft.Win32.Registry]::LocalMachine.CreateSubKey($parametersPath)
+try {
+    $pending = $parameters.CreateSubKey('InstallPending',
+        [Microsoft.Win32.RegistryKeyPermissionCheck]::ReadWriteSubTree,
+        [Microsoft.Win32.RegistryOptions]::Volatile)
+    $pending.Dispose()
+} finally {
+    $parameters.Dispose()
+}
+Write-Host "Marked HKLM\$parametersPath\InstallPending (volatile): the driver loads now without registering with PoFx; the PEP registers at the next boot."
 
 Write-Host "Installing $inf (pnputil /add-driver /install)"
 # 0: done; 3010: done, reboot required; 259: staged, no device needed an update.

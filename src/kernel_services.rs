@@ -22,6 +22,10 @@ use crate::{affinity, log, pofx, storage};
 /// The pool tag of the driver's blocks (`PpmP` in pool tools).
 pub const POOL_TAG: u32 = u32::from_le_bytes(*b"PpmP");
 
+/// The volatile subkey of `Parameters` that `Install-PpmPep.ps1` creates before installing: it
+/// exists only in the session of the install.
+const INSTALL_PENDING_KEY: &str = "InstallPending";
+
 /// The architecture the driver was built for, as the `State` key names it.
 const ARCHITECTURE: &str = if cfg!(target_arch = "x86_64") { "x64" } else { "arm64" };
 
@@ -68,6 +72,10 @@ impl KernelServices for Kernel {
 
     fn open_parameters(&self) -> Result<Parameters, NTSTATUS> {
         Parameters::open(self.driver)
+    }
+
+    fn install_pending(&self) -> bool {
+        crate::registry::parameters_subkey_exists(self.driver, INSTALL_PENDING_KEY)
     }
 
     fn create_state_key(&self) -> Result<State, NTSTATUS> {

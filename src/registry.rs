@@ -78,6 +78,29 @@ fn unicode_string(name: &str, units: &mut [u16; MAX_NAME_UNITS]) -> Option<UNICO
     Some(UNICODE_STRING { Length: bytes, MaximumLength: bytes, Buffer: units.as_mut_ptr() })
 }
 
+/// Whether `Parameters` has a subkey `name` (the installer's volatile `InstallPending`).
+/// `PASSIVE_LEVEL`.
+pub fn parameters_subkey_exists(driver: WDFDRIVER, name: &str) -> bool {
+    let Ok(parameters) = Key::open_parameters(driver, KEY_READ) else { return false };
+    let mut units = [0u16; MAX_NAME_UNITS];
+    let Some(name) = unicode_string(name, &mut units) else { return false };
+    let mut key: WDFKEY = core::ptr::null_mut();
+    // SAFETY: PASSIVE_LEVEL; the parent is open; `name` points into `units`, alive for the
+    // call; no object attributes; `key` is a valid WDFKEY to write.
+    let status = unsafe {
+        call_unsafe_wdf_function_binding!(
+            WdfRegistryOpenKey,
+            parameters.0,
+            &raw const name,
+            KEY_READ,
+            WDF_NO_OBJECT_ATTRIBUTES,
+            &raw mut key,
+        )
+    };
+    // Opened: it exists (the key is closed again when the `Key` drops).
+    Key::opened(status, key).is_ok()
+}
+
 /// The open `Parameters` key and the static value buffer.
 pub struct Parameters {
     key: Key,

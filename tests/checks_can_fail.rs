@@ -1089,6 +1089,18 @@ fn lost_state_strings_fail_boot_state() {
 }
 
 #[test]
+fn a_driver_that_registers_mid_session_after_an_install_fails_boot_inert() {
+    let sabotage = BootSabotage { ignore_install_pending: true, ..BootSabotage::default() };
+    let report = assert_fails(
+        &builtin("boot-install-pending"),
+        &with_boot_sabotage(sabotage),
+        &["boot.inert", "boot.state"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "boot.inert").unwrap();
+    assert!(check.detail.contains("PoFxRegisterPluginEx was called"), "{}", check.detail);
+}
+
+#[test]
 fn a_driver_that_ignores_skip_registration_fails_boot_inert() {
     let sabotage = BootSabotage { ignore_skip_registration: true, ..BootSabotage::default() };
     let report = assert_fails(

@@ -76,6 +76,8 @@ pub struct BootSabotage {
     pub drop_state_strings: bool,
     /// The `Parameters` key hides `SkipRegistration` (a driver that ignores the switch).
     pub ignore_skip_registration: bool,
+    /// `install_pending` answers false (a driver that registers mid-session after an install).
+    pub ignore_install_pending: bool,
 }
 
 /// One `State` value as written.
@@ -369,6 +371,10 @@ impl KernelServices for SimKernel<'_> {
             return Err(*status);
         }
         Ok(SimParameters { kernel: shorten(self), buffer: Vec::with_capacity(VALUE_BUFFER_BYTES) })
+    }
+
+    fn install_pending(&self) -> bool {
+        self.scenario.boot.install_pending && !self.sabotage.ignore_install_pending
     }
 
     fn create_state_key(&self) -> Result<SimState<'_>, NTSTATUS> {

@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 pub const DEFAULT: &str = "default";
 
 /// Every built-in scenario: (name, TOML source), in suite order.
-pub const SOURCES: [(&str, &str); 45] = [
+pub const SOURCES: [(&str, &str); 46] = [
     ("default", include_str!("../scenarios/default.toml")),
     ("single", include_str!("../scenarios/single.toml")),
     ("steady-8", include_str!("../scenarios/steady-8.toml")),
@@ -44,6 +44,7 @@ pub const SOURCES: [(&str, &str); 45] = [
     ("intel-sockets-130", include_str!("../scenarios/intel-sockets-130.toml")),
     ("qemu-65", include_str!("../scenarios/qemu-65.toml")),
     ("boot-skip-registration", include_str!("../scenarios/boot-skip-registration.toml")),
+    ("boot-install-pending", include_str!("../scenarios/boot-install-pending.toml")),
     ("boot-register-refused", include_str!("../scenarios/boot-register-refused.toml")),
     ("boot-register-error", include_str!("../scenarios/boot-register-error.toml")),
     ("boot-table-refused", include_str!("../scenarios/boot-table-refused.toml")),

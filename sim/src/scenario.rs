@@ -53,6 +53,8 @@
 //! [registry]                           # raw Parameters values (see `boot`): integer =
 //! SkipRegistration = 1                 # REG_DWORD, string = REG_SZ, list = REG_MULTI_SZ,
 //!                                      # { type = "REG_…", bytes = […] } = raw
+//! [install]                            # the DriverEntry of a fresh install, mid-session:
+//! pending = true                       # a volatile Parameters\InstallPending key exists
 //! [[fault]]                            # one kernel service fails in DriverEntry (see `boot`)
 //! step = "register-plugin"
 //! status = "STATUS_INVALID_PEP_INFO_VERSION"
@@ -693,6 +695,7 @@ impl Scenario {
                 "config",
                 "registry",
                 "fault",
+                "install",
                 "phase",
                 "event",
             ],
@@ -757,6 +760,11 @@ impl Scenario {
             config_table,
             processors,
         )?;
+        let mut boot = boot;
+        if let Some(install) = top.optional_table("install")? {
+            let install = Reader::new("install".to_owned(), install, &["pending"])?;
+            boot.install_pending = install.bool("pending", false)?;
+        }
         // What the driver will read: `[config]` plus the raw values it accepts.
         let config = boot::effective_config(&boot);
 

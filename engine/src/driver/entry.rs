@@ -3,8 +3,10 @@
 //! In order, at `PASSIVE_LEVEL`, once per boot:
 //!
 //! 1. reads the configuration from the service's `Parameters` key (every value optional); if
-//!    `SkipRegistration` is set, stops here: nothing is allocated or registered, `State` says
-//!    why, and `DriverEntry` succeeds, so the service loads inert (boot safety);
+//!    `SkipRegistration` is set (boot safety), or a volatile `Parameters\InstallPending` key
+//!    says the package was installed in this session (the PEP registers when the boot loader
+//!    starts it, not mid-session), stops here: nothing is allocated or registered, `State`
+//!    says why, and `DriverEntry` succeeds, so the service loads inert;
 //! 2. allocates the processor table for `KeQueryMaximumProcessorCountEx(ALL_PROCESSOR_GROUPS)`
 //!    processors from non-paged pool;
 //! 3. where the configuration may use the architectural fixed counters and CPUID offers them
@@ -60,13 +62,35 @@ pub struct Failure {
     pub status: NTSTATUS,
 }
 
+/// Why `DriverEntry` left the PEP unregistered on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// `Parameters\SkipRegistration` is set (boot safety).
+    SkipRegistration,
+    /// The package was installed in this session (a volatile `Parameters\InstallPending` key
+    /// exists): the PEP registers at the next boot, when the boot loader starts it, not
+    /// mid-session.
+    InstallPending,
+}
+
+impl SkipReason {
+    /// The reason, as `State\RegistrationSkipped` records it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::SkipRegistration => "skip-registration",
+            Self::InstallPending => "install-pending",
+        }
+    }
+}
+
 /// How `DriverEntry` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// The PEP is registered.
     Registered,
-    /// `SkipRegistration` was set: the driver loads inert.
-    Skipped,
+    /// The driver loads inert, for this reason.
+    Skipped(SkipReason),
     /// A step failed; everything was undone.
     Failed(Failure),
 }
@@ -76,7 +100,7 @@ impl Outcome {
     #[must_use]
     pub const fn status(self) -> NTSTATUS {
         match self {
-            Self::Registered | Self::Skipped => STATUS_SUCCESS,
+            Self::Registered | Self::Skipped(_) => STATUS_SUCCESS,
             Self::Failed(failure) => failure.status,
         }
     }
@@ -98,16 +122,28 @@ struct Registered<'a, P: crate::Platform> {
 /// ([`Outcome::status`] is what `DriverEntry` returns).
 pub fn driver_entry<K: KernelServices>(kernel: &K) -> Outcome {
     let (config, issues, skip) = read_configuration(kernel);
-    if skip {
+    let skipped = if skip {
+        Some(SkipReason::SkipRegistration)
+    } else if kernel.install_pending() {
+        Some(SkipReason::InstallPending)
+    } else {
+        None
+    };
+    if let Some(reason) = skipped {
         kernel.log(
             LogLevel::Info,
             format_args!(
-                "Parameters\\SkipRegistration is set: the PEP is not registered and the driver \
-                 loads inert"
+                "the PEP is not registered and the driver loads inert ({}){}",
+                reason.name(),
+                if reason == SkipReason::InstallPending {
+                    ": installed in this session, it registers at the next boot"
+                } else {
+                    ""
+                }
             ),
         );
-        report_skipped(kernel, issues);
-        return Outcome::Skipped;
+        report_skipped(kernel, issues, reason);
+        return Outcome::Skipped(reason);
     }
     match initialize(kernel, &config) {
         Ok(registered) => {
@@ -287,10 +323,10 @@ fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
 }
 
 /// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`.
-fn report_skipped<K: KernelServices>(kernel: &K, issues: u32) {
+fn report_skipped<K: KernelServices>(kernel: &K, issues: u32, reason: SkipReason) {
     if let Some(mut record) = open_state(kernel) {
         let _ = record.dword(state::REGISTERED, 0);
-        let _ = record.string(state::REGISTRATION_SKIPPED, "skip-registration");
+        let _ = record.string(state::REGISTRATION_SKIPPED, reason.name());
         let _ = record.dword(state::CONFIGURATION_ISSUES, issues);
         let _ = record.string(state::ARCHITECTURE, kernel.architecture());
     }

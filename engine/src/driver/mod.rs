@@ -19,5 +19,5 @@ pub mod processor_table;
 pub mod registry;
 pub mod services;
 
-pub use entry::{Failure, Outcome, Step, driver_entry};
+pub use entry::{Failure, Outcome, SkipReason, Step, driver_entry};
 pub use services::{KernelServices, LogLevel, PoolBlock, StateKey};

@@ -79,6 +79,11 @@ pub trait KernelServices {
     /// The `NTSTATUS` of the failed open.
     fn open_parameters(&self) -> Result<Self::Parameters<'_>, NTSTATUS>;
 
+    /// Whether a volatile `Parameters\InstallPending` key exists: the installer created it
+    /// just before installing the package, so this `DriverEntry` runs in the session of the
+    /// install, not at boot.
+    fn install_pending(&self) -> bool;
+
     /// Creates (or opens) the `State` key for writing, emptied of a previous boot's values.
     ///
     /// # Errors

@@ -11,7 +11,7 @@ use ppm_engine::abi::{
     NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_SUCCESS, STATUS_UNSUCCESSFUL,
 };
 use ppm_engine::driver::registry::{REG_DWORD, names, state};
-use ppm_engine::driver::{LogLevel, PoolBlock};
+use ppm_engine::driver::{LogLevel, PoolBlock, SkipReason};
 
 use crate::boot::BootRecord;
 use crate::pofx::Observations;
@@ -24,8 +24,9 @@ use super::CheckResult;
 pub enum ExpectedBoot {
     /// It registers the PEP.
     Registers,
-    /// `SkipRegistration` makes it load inert.
-    Skips,
+    /// It loads inert, for this reason (`State\RegistrationSkipped`: `skip-registration`,
+    /// `install-pending`).
+    Skips(SkipReason),
     /// Step `step` fails with `status`; everything is undone.
     Fails {
         /// `State\FailedStep`.
@@ -49,7 +50,10 @@ impl ExpectedBoot {
             .value(names::SKIP_REGISTRATION)
             .map(|value| value.value_type != REG_DWORD || value.data != [0, 0, 0, 0]);
         if parameters_readable && (skip_read_fails || skip_value == Some(true)) {
-            return Self::Skips;
+            return Self::Skips(SkipReason::SkipRegistration);
+        }
+        if boot.install_pending {
+            return Self::Skips(SkipReason::InstallPending);
         }
         if boot.fault("processor-count").is_some() {
             return Self::Fails {
@@ -77,7 +81,7 @@ impl ExpectedBoot {
     #[must_use]
     pub const fn status(self) -> NTSTATUS {
         match self {
-            Self::Registers | Self::Skips => STATUS_SUCCESS,
+            Self::Registers | Self::Skips(_) => STATUS_SUCCESS,
             Self::Fails { status, .. } => status,
         }
     }
@@ -93,7 +97,7 @@ impl ExpectedBoot {
     pub fn describe(self) -> String {
         match self {
             Self::Registers => "registers the PEP".to_owned(),
-            Self::Skips => "loads inert (SkipRegistration)".to_owned(),
+            Self::Skips(reason) => format!("loads inert ({})", reason.name()),
             Self::Fails { step, status } => format!("fails at {step} with {status:#010X}"),
         }
     }
@@ -160,7 +164,7 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
                 failures.push("registered but no PEP published".to_owned());
             }
         }
-        ExpectedBoot::Fails { .. } | ExpectedBoot::Skips => {
+        ExpectedBoot::Fails { .. } | ExpectedBoot::Skips(_) => {
             if !record.outstanding.is_empty() {
                 failures.push(format!("pool blocks leaked: {:?}", record.outstanding));
             }
@@ -182,7 +186,7 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
             }
         }
     }
-    if expected == ExpectedBoot::Skips
+    if matches!(expected, ExpectedBoot::Skips(_))
         && (!record.allocations.is_empty()
             || record.reservation_requested
             || record.registration.is_some())
@@ -235,7 +239,7 @@ fn state_key(
     let wanted: BTreeSet<&str> = match expected {
         ExpectedBoot::Registers => state::REGISTERED_VALUES.into_iter().collect(),
         ExpectedBoot::Fails { .. } => state::FAILED_VALUES.into_iter().collect(),
-        ExpectedBoot::Skips => state::SKIPPED_VALUES.into_iter().collect(),
+        ExpectedBoot::Skips(_) => state::SKIPPED_VALUES.into_iter().collect(),
     };
     let mut failures = Vec::new();
     if names != wanted {
@@ -274,9 +278,9 @@ fn state_key(
             expect(state::FAILED_STEP, step.to_owned());
             expect(state::FAILURE_STATUS, status.cast_unsigned().to_string());
         }
-        ExpectedBoot::Skips => {
+        ExpectedBoot::Skips(reason) => {
             expect(state::REGISTERED, "0".to_owned());
-            expect(state::REGISTRATION_SKIPPED, "skip-registration".to_owned());
+            expect(state::REGISTRATION_SKIPPED, reason.name().to_owned());
             expect(state::CONFIGURATION_ISSUES, issues.to_string());
         }
     }
@@ -285,12 +289,16 @@ fn state_key(
     CheckResult::from_failures(id, &failures, summary)
 }
 
-/// `boot.inert`: with `SkipRegistration` set, no callback is reachable and `State` says why.
+/// `boot.inert`: with `SkipRegistration` set, or in the session of a fresh install, no
+/// callback is reachable and `State` says why.
 fn inert(observations: &Observations, record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
     let id = "boot.inert";
-    if expected != ExpectedBoot::Skips {
-        return CheckResult::not_applicable(id, "SkipRegistration is not set");
-    }
+    let ExpectedBoot::Skips(reason) = expected else {
+        return CheckResult::not_applicable(
+            id,
+            "SkipRegistration is not set and no install is pending",
+        );
+    };
     let mut failures = Vec::new();
     if record.registration.is_some() {
         failures.push("PoFxRegisterPluginEx was called".to_owned());
@@ -305,12 +313,15 @@ fn inert(observations: &Observations, record: &BootRecord, expected: ExpectedBoo
     if record.status != STATUS_SUCCESS {
         failures.push(format!("DriverEntry returned {} instead of success", hex(record.status)));
     }
-    if record.state_value(state::REGISTRATION_SKIPPED).as_deref() != Some("skip-registration") {
+    if record.state_value(state::REGISTRATION_SKIPPED).as_deref() != Some(reason.name()) {
         failures.push("State does not say why the PEP is not registered".to_owned());
     }
     CheckResult::from_failures(
         id,
         &failures,
-        "the service loads inert: nothing registered, no callback reachable, State\\RegistrationSkipped = skip-registration",
+        format!(
+            "the service loads inert: nothing registered, no callback reachable, State\\RegistrationSkipped = {}",
+            reason.name()
+        ),
     )
 }

@@ -174,6 +174,9 @@ pub struct BootSpec {
     pub registry: Vec<(String, RegistryValue)>,
     /// The injected faults, in file order.
     pub faults: Vec<BootFault>,
+    /// `[install] pending`: the package was installed in this session (a volatile
+    /// `Parameters\InstallPending` key exists), so `DriverEntry` runs mid-session.
+    pub install_pending: bool,
 }
 
 impl BootSpec {
@@ -400,7 +403,7 @@ pub(super) fn read_boot(
         }
         boot_faults.push(fault);
     }
-    Ok(BootSpec { registry: values, faults: boot_faults })
+    Ok(BootSpec { registry: values, faults: boot_faults, install_pending: false })
 }
 
 /// One `[registry]` value: an integer, a string, a list of strings, or `{ type, … }`.

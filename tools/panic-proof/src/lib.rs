@@ -262,6 +262,10 @@ impl KernelServices for ProofKernel {
         if answer & 1 == 0 { Ok(ProofValues) } else { Err(status(answer)) }
     }
 
+    fn install_pending(&self) -> bool {
+        choice(8) & 1 != 0
+    }
+
     fn create_state_key(&self) -> Result<ProofState, NTSTATUS> {
         let answer = choice(2);
         if answer & 1 == 0 { Ok(ProofState) } else { Err(status(answer)) }

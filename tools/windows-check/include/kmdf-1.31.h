@@ -110,6 +110,7 @@ typedef enum _WDFFUNCENUM {
     WdfDeviceSetStaticStopRemoveTableIndex = 76,
     WdfDriverCreateTableIndex = 116,
     WdfDriverOpenParametersRegistryKeyTableIndex = 119,
+    WdfRegistryOpenKeyTableIndex = 229,
     WdfRegistryCreateKeyTableIndex = 230,
     WdfRegistryCloseTableIndex = 231,
     WdfRegistryQueryValueTableIndex = 235,
@@ -134,6 +135,9 @@ typedef VOID (NTAPI *PFN_WDFDEVICESETSTATICSTOPREMOVE)(PWDF_DRIVER_GLOBALS Drive
     WDFDEVICE Device, BOOLEAN Stoppable);
 typedef NTSTATUS (NTAPI *PFN_WDFDRIVEROPENPARAMETERSREGISTRYKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
     WDFDRIVER Driver, ACCESS_MASK DesiredAccess, PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
+typedef NTSTATUS (NTAPI *PFN_WDFREGISTRYOPENKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
+    WDFKEY ParentKey, PCUNICODE_STRING KeyName, ACCESS_MASK DesiredAccess,
+    PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
 typedef NTSTATUS (NTAPI *PFN_WDFREGISTRYCREATEKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
     WDFKEY ParentKey, PCUNICODE_STRING KeyName, ACCESS_MASK DesiredAccess, ULONG CreateOptions,
     PULONG CreateDisposition, PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
