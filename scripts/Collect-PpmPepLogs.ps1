@@ -4,7 +4,7 @@
 
 .DESCRIPTION
     Gathers, into -OutputDirectory (and <OutputDirectory>.zip):
-      * registry exports of the service key (with Parameters and the volatile Parameters\State);
+      * registry exports of the service key (with Parameters and the driver's volatile state key);
       * setupapi.dev.log (driver installation log);
       * minidumps (%SystemRoot%\Minidump) and, with -IncludeMemoryDump, %SystemRoot%\MEMORY.DMP;
       * verifier /querysettings and verifier /query;

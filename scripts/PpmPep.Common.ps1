@@ -21,7 +21,22 @@ $script:PpmPepInfName = 'ppm_pep.inf'
 $script:PpmPepTestHardwareId = 'Root\PpmPep'
 $script:PpmPepServiceKey = "HKLM:\SYSTEM\CurrentControlSet\Services\$script:PpmPepService"
 $script:PpmPepParametersKey = "$script:PpmPepServiceKey\Parameters"
-$script:PpmPepStateKey = "$script:PpmPepParametersKey\State"
+# The driver writes its volatile state key `Boot` under its persistent-state key
+# (WdfDriverOpenPersistentStateRegistryKey), whose place in the registry Microsoft does not
+# document; Get-PpmPepStateKey finds it under the service key.
+
+function Get-PpmPepStateKey {
+    <#
+    .SYNOPSIS
+        The registry path of the driver's volatile state key (a subkey `Boot` holding
+        `Registered`) under the service key, or $null when DriverEntry wrote none this boot.
+    #>
+    if (-not (Test-Path -LiteralPath $script:PpmPepServiceKey)) { return $null }
+    $candidates = @(Get-ChildItem -LiteralPath $script:PpmPepServiceKey -Recurse -ErrorAction SilentlyContinue |
+            Where-Object { $_.PSChildName -eq 'Boot' -and $null -ne $_.GetValue('Registered') })
+    if ($candidates.Count -eq 0) { return $null }
+    return $candidates[0].PSPath
+}
 
 function Invoke-PpmPepNative {
     <#

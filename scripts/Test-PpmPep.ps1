@@ -11,7 +11,8 @@
                       "Core Platform Extensions".
       driver          Win32_SystemDriver ppm_pep is Running.
       device          a present device node with -HardwareId, status OK.
-      registration    the volatile key Parameters\State (written by DriverEntry this boot) says
+      registration    the volatile state key Boot (under the service key; written by DriverEntry
+                      this boot) says
                       Registered = 1; if 0, FailedStep and FailureStatus say why. The key is
                       volatile, so a missing key means DriverEntry did not run this boot.
       counters        FeedbackCounterCount >= 1 (a WARN without -ExpectCounters: a VM without
@@ -139,8 +140,9 @@ if ($devices.Count -eq 0) {
 
 # --- registration (volatile State key) ------------------------------------------------------
 $state = [ordered]@{}
-if (Test-Path -LiteralPath $PpmPepStateKey) {
-    $item = Get-ItemProperty -LiteralPath $PpmPepStateKey
+$stateKey = Get-PpmPepStateKey
+if ($null -ne $stateKey) {
+    $item = Get-ItemProperty -LiteralPath $stateKey
     foreach ($property in $item.PSObject.Properties) {
         if ($property.Name -notlike 'PS*') { $state[$property.Name] = $property.Value }
     }
@@ -148,9 +150,16 @@ if (Test-Path -LiteralPath $PpmPepStateKey) {
 $state | ConvertTo-Json | Set-Content -LiteralPath (Join-Path $OutputDirectory 'state.json') -Encoding UTF8
 
 if ($state.Count -eq 0) {
-    Add-Result 'registration' 'FAIL' 'Parameters\State does not exist: DriverEntry did not run this boot (the key is volatile)'
+    Add-Result 'registration' 'FAIL' 'no volatile state key (Boot) under the service key: DriverEntry did not run this boot'
 } elseif ($state['Registered'] -eq 1) {
     Add-Result 'registration' 'PASS' "PoFxRegisterPluginEx succeeded ($($state['Architecture']))"
+} elseif ($state.Contains('RegistrationSkipped')) {
+    $why = switch ($state['RegistrationSkipped']) {
+        'install-pending' { 'installed in this session: reboot, and the PEP registers at boot' }
+        'skip-registration' { 'Parameters\SkipRegistration is set (boot safety): clear it and reboot' }
+        default { $state['RegistrationSkipped'] }
+    }
+    Add-Result 'registration' 'FAIL' "not registered on purpose: $why"
 } else {
     Add-Result 'registration' 'FAIL' ("not registered: {0} failed with 0x{1:X8}" -f $state['FailedStep'], (ConvertTo-UInt32 $state['FailureStatus']))
 }

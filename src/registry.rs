@@ -1,5 +1,7 @@
-//! The service's registry keys through KMDF: raw values of `Parameters`, and the volatile
-//! `Parameters\State` key. `PASSIVE_LEVEL`, in `DriverEntry`.
+//! The service's registry keys through KMDF: raw values of `Parameters` (settings, read only),
+//! and the volatile state key `Boot` under the driver's persistent-state key
+//! (`WdfDriverOpenPersistentStateRegistryKey`: driver-isolation rules keep run-time writes out of
+//! `Parameters`). `PASSIVE_LEVEL`, in `DriverEntry`.
 //!
 //! `WdfDriverOpenParametersRegistryKey` opens
 //! `HKLM\SYSTEM\CurrentControlSet\Services\ppm_pep\Parameters`; `WdfRegistryQueryValue` returns
@@ -45,6 +47,24 @@ impl Key {
             (true, true) => Err(STATUS_UNSUCCESSFUL),
             (true, false) => Ok(Self(key)),
         }
+    }
+
+    /// Opens the driver's persistent-state key (KMDF 1.25+) with `access`: where a driver keeps
+    /// what it writes at run time (`Parameters` is for the INF's settings).
+    fn open_persistent_state(driver: WDFDRIVER, access: ACCESS_MASK) -> Result<Self, NTSTATUS> {
+        let mut key: WDFKEY = core::ptr::null_mut();
+        // SAFETY: PASSIVE_LEVEL; `driver` is the WDFDRIVER WdfDriverCreate returned; no object
+        // attributes; `key` is a valid WDFKEY to write.
+        let status = unsafe {
+            call_unsafe_wdf_function_binding!(
+                WdfDriverOpenPersistentStateRegistryKey,
+                driver,
+                access,
+                WDF_NO_OBJECT_ATTRIBUTES,
+                &raw mut key,
+            )
+        };
+        Self::opened(status, key)
     }
 
     /// Opens the driver's `Parameters` key with `access`.
@@ -167,16 +187,16 @@ impl ValueSource for Parameters {
     }
 }
 
-/// The volatile `Parameters\State` key.
+/// The volatile state key: subkey `Boot` of the driver's persistent-state key.
 pub struct State(Key);
 
 impl State {
-    /// Creates (or opens) `Parameters\State` as a volatile key.
+    /// Creates (or opens) the volatile state key.
     ///
     /// # Errors
     /// The `NTSTATUS` of the failed open or create.
     pub fn create(driver: WDFDRIVER) -> Result<Self, NTSTATUS> {
-        let parameters = Key::open_parameters(driver, KEY_WRITE)?;
+        let parameters = Key::open_persistent_state(driver, KEY_WRITE)?;
         let mut units = [0u16; MAX_NAME_UNITS];
         let name = unicode_string(state::KEY, &mut units).ok_or(STATUS_INVALID_PARAMETER)?;
         let mut key: WDFKEY = core::ptr::null_mut();

@@ -1,6 +1,6 @@
 //! Host tests of the driver's registry rules (`ppm_engine::driver::registry`), which the
 //! driver's kernel services feed with raw values: `REG_DWORD` checks, the all-four-or-none perf values,
-//! `REG_MULTI_SZ` parsing, defaults, and the names written to `Parameters\State`.
+//! `REG_MULTI_SZ` parsing, defaults, and the names written to the state key.
 
 use ppm_engine::driver::registry as config_values;
 

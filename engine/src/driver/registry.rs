@@ -1,7 +1,7 @@
 //! The driver's registry values, as pure data and functions.
 //!
 //! What the driver reads from its service's `Parameters` key (names, types, documented defaults,
-//! ranges and the validation rules) and what it writes to the volatile `Parameters\State` key
+//! ranges and the validation rules) and what it writes to its volatile state key (`Boot`, under the persistent-state key)
 //! after registering. Nothing here calls the kernel: the driver's kernel services read raw values
 //! (type and bytes) and [`super::entry`] hands them to [`read_config`]. The host integration
 //! test `tests/registry_values.rs` checks every rule; the emulator feeds it a scenario's raw
@@ -91,10 +91,11 @@ pub mod names {
     ];
 }
 
-/// The names the driver writes under the volatile `Parameters\State` key.
+/// The names the driver writes under its volatile state key.
 pub mod state {
-    /// The subkey of `Parameters`.
-    pub const KEY: &str = "State";
+    /// The volatile subkey of the driver's persistent-state key
+    /// (`WdfDriverOpenPersistentStateRegistryKey`; `Parameters` is for settings only).
+    pub const KEY: &str = "Boot";
     /// `REG_DWORD`: 1 after `PoFxRegisterPluginEx` succeeded, 0 when initialisation failed.
     pub const REGISTERED: &str = "Registered";
     /// `REG_SZ`: the initialisation step that failed (only when `Registered` is 0).

@@ -122,6 +122,7 @@ typedef enum _WDFFUNCENUM {
     WdfTimerCreateTableIndex = 318,
     WdfTimerStartTableIndex = 319,
     WdfTimerStopTableIndex = 320,
+    WdfDriverOpenPersistentStateRegistryKeyTableIndex = 451,
     WdfFunctionTableNumEntries = 458,
 } WDFFUNCENUM;
 
@@ -135,6 +136,9 @@ typedef VOID (NTAPI *PFN_WDFDEVICESETSTATICSTOPREMOVE)(PWDF_DRIVER_GLOBALS Drive
     WDFDEVICE Device, BOOLEAN Stoppable);
 typedef NTSTATUS (NTAPI *PFN_WDFDRIVEROPENPARAMETERSREGISTRYKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
     WDFDRIVER Driver, ACCESS_MASK DesiredAccess, PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
+typedef NTSTATUS (NTAPI *PFN_WDFDRIVEROPENPERSISTENTSTATEREGISTRYKEY)(
+    PWDF_DRIVER_GLOBALS DriverGlobals, WDFDRIVER Driver, ACCESS_MASK DesiredAccess,
+    PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
 typedef NTSTATUS (NTAPI *PFN_WDFREGISTRYOPENKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
     WDFKEY ParentKey, PCUNICODE_STRING KeyName, ACCESS_MASK DesiredAccess,
     PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
