@@ -536,6 +536,23 @@ fn not_using_the_amd_read_only_copies_fails_counter_msrs() {
     assert_fails(&amd, &with_faults(faults), &["feedback.counter_msrs"]);
 }
 
+#[test]
+fn ignoring_the_fixed_counters_on_an_intel_machine_fails_counter_msrs() {
+    // The engine does not see the PMU (CPUID leaf 0Ah zeroed) and reads APERF/MPERF, where a
+    // correct PEP configured prefer-fixed-pmc reads the fixed counters.
+    let hide = |_: u32, leaf: u32, _: u32, answer: CpuidResult| {
+        if leaf == 0x0A { CpuidResult { eax: 0, ebx: 0, ecx: 0, edx: 0 } } else { answer }
+    };
+    let faults = PlatformFaults { cpuid: Some(Arc::new(hide)), ..PlatformFaults::default() };
+    let report = assert_fails(
+        &builtin("intel-prefer-fixed"),
+        &with_faults(faults),
+        &["feedback.counter_msrs"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "feedback.counter_msrs").unwrap();
+    assert!(check.detail.contains("expected 0x30a/0x30b"), "{}", check.detail);
+}
+
 unsafe extern "C" fn serve_failed_reads(
     handle: PEPHANDLE,
     notification: ULONG,

@@ -1249,7 +1249,7 @@ impl Context<'_> {
         let cpu = self.machine.cpu();
         let read_only =
             cpu.kind == crate::scenario::CpuKind::AmdCppc && cpu.counter_source.announced();
-        let fixed = self.machine.fixed_counter_width().is_some();
+        let fixed = self.scenario.uses_fixed_counters();
         let expected = if read_only {
             (msr::AMD_APERF_READ_ONLY, msr::AMD_MPERF_READ_ONLY)
         } else if fixed {

@@ -14,8 +14,11 @@
 //!                                      # | aperf-mperf-faulting | fixed-pmc (Intel only:
 //!                                      # no APERF/MPERF; CPUID.0AH announces PMU version 4,
 //!                                      # 8 general and 3 fixed counters)
-//! pmc_width = 48                       # fixed-pmc only: fixed-counter width, 32..=64
-//! pmu_busy = false                     # fixed-pmc only: another owner holds the PMU, so
+//! pmu = true                           # Intel: CPUID.0AH announces the architectural PMU
+//!                                      # (default on Intel unless counter_source = none;
+//!                                      # false: a hypervisor hides it)
+//! pmc_width = 48                       # with the PMU: fixed-counter width, 32..=64
+//! pmu_busy = false                     # with the PMU: another owner holds it, so
 //!                                      # HalAllocateHardwareCounters refuses the reservation
 //! nominal_mhz = 2000                   # required: MPERF's rate in C0 (Intel: a multiple of 100)
 //! hypervisor = false                   # CPUID.1:ECX[31]
@@ -1013,11 +1016,13 @@ impl Scenario {
     /// serves (a sample interval plus the longest bounded `msr-fault`), which no PEP could
     /// tell from once.
     fn check_pmu(&self) -> Result<(), ScenarioError> {
-        let width = self.platform.pmc_width;
+        // The fixed counters matter only where the PEP reads them.
+        let width = self.platform.pmc_width.filter(|_| self.uses_fixed_counters());
+        let no_aperf = self.platform.counter_source == CounterSourceKind::FixedPmc;
         for (number, event) in self.events.iter().enumerate() {
             let field = |key: &str| format!("event[{number}].{key}");
             match (event.kind, width) {
-                (EventKind::CounterReset, Some(_)) => {
+                (EventKind::CounterReset, _) if no_aperf => {
                     return Err(ScenarioError::field(
                         field("kind"),
                         "counter-reset zeroes APERF/MPERF, which a fixed-pmc platform does not have; use pmu-reprogrammed".to_owned(),
@@ -1026,7 +1031,7 @@ impl Scenario {
                 (EventKind::PmuReprogrammed { .. }, None) => {
                     return Err(ScenarioError::field(
                         field("kind"),
-                        "pmu-reprogrammed needs platform.counter_source = \"fixed-pmc\"".to_owned(),
+                        "pmu-reprogrammed needs a PEP on the fixed counters (platform.counter_source = \"fixed-pmc\", or config.counter_source = \"fixed-pmc\" / \"prefer-fixed-pmc\" with the PMU)".to_owned(),
                     ));
                 }
                 (EventKind::PmuReprogrammed { values, .. }, Some(width))
@@ -1074,37 +1079,77 @@ impl Scenario {
         Ok(())
     }
 
-    /// How many feedback counters a correct PEP describes per processor on this machine with
-    /// this configuration: 0 without usable counters or with the policy off, else 1 (2 with
-    /// the performance view). The fixed counters are usable only where the configured source
-    /// order allows them and the PMU reservation succeeds (not `pmu_busy`).
+    /// The counter source a correct PEP selects on this machine with this configuration, as
+    /// the engine's documented order has it: the configured preference over APERF/MPERF (or
+    /// AMD's read-only copies) where CPUID announces them — usable only if they count — and the
+    /// architectural fixed counters where CPUID announces the PMU and the driver's reservation
+    /// succeeds (wanted for `fixed-pmc` / `prefer-fixed-pmc`, and for `auto` only without
+    /// APERF/MPERF; refused while another owner holds the PMU or when a `[[fault]]` breaks the
+    /// setup).
     #[must_use]
-    pub fn expected_counter_count(&self) -> u32 {
+    pub fn expected_source(&self) -> ExpectedSource {
         use CounterSourcePreference as Preference;
-        let preference = self.config.counter_source;
-        let allowed = match self.platform.counter_source {
-            CounterSourceKind::FixedPmc => {
-                !self.platform.pmu_busy
-                    && !self.boot.pmu_setup_fails()
-                    && matches!(
-                        preference,
-                        Preference::Auto | Preference::FixedPmc | Preference::PreferFixedPmc
-                    )
-            }
-            _ => matches!(
-                preference,
-                Preference::Auto | Preference::AperfMperf | Preference::PreferFixedPmc
-            ),
+        if self.config.feedback_counters == FeedbackCounterPolicy::Disabled {
+            return ExpectedSource::None;
+        }
+        let announced = self.platform.counter_source.announced();
+        let aperf = if self.platform.counter_source == CounterSourceKind::AperfMperf {
+            ExpectedSource::AperfMperf
+        } else {
+            ExpectedSource::None
         };
-        let usable = self.platform.counter_source.usable()
-            && self.config.feedback_counters == FeedbackCounterPolicy::Enabled
-            && allowed;
-        match (usable, self.config.performance_counter_view) {
-            (false, _) => 0,
-            (true, false) => 1,
-            (true, true) => 2,
+        let preference = self.config.counter_source;
+        let wanted = match preference {
+            Preference::FixedPmc | Preference::PreferFixedPmc => true,
+            Preference::Auto => !announced,
+            Preference::AperfMperf | Preference::None => false,
+        };
+        let fixed = wanted
+            && self.platform.pmc_width.is_some()
+            && !self.platform.pmu_busy
+            && !self.boot.pmu_setup_fails();
+        if fixed {
+            // `wanted` is false for `none` and `aperf-mperf`, and for `auto` where APERF exists.
+            return ExpectedSource::FixedPmc;
+        }
+        match preference {
+            Preference::AperfMperf => aperf,
+            Preference::Auto | Preference::PreferFixedPmc if announced => aperf,
+            Preference::None
+            | Preference::FixedPmc
+            | Preference::Auto
+            | Preference::PreferFixedPmc => ExpectedSource::None,
         }
     }
+
+    /// Whether a correct PEP reads the architectural fixed counters here.
+    #[must_use]
+    pub fn uses_fixed_counters(&self) -> bool {
+        self.expected_source() == ExpectedSource::FixedPmc
+    }
+
+    /// How many feedback counters a correct PEP describes per processor on this machine with
+    /// this configuration: 0 without a source ([`Self::expected_source`]), else 1 (2 with the
+    /// performance view).
+    #[must_use]
+    pub fn expected_counter_count(&self) -> u32 {
+        match (self.expected_source(), self.config.performance_counter_view) {
+            (ExpectedSource::None, _) => 0,
+            (_, false) => 1,
+            (_, true) => 2,
+        }
+    }
+}
+
+/// The counter source a correct PEP selects (see [`Scenario::expected_source`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpectedSource {
+    /// No counters.
+    None,
+    /// APERF/MPERF (AMD: the read-only copies).
+    AperfMperf,
+    /// The architectural fixed counters.
+    FixedPmc,
 }
 
 /// `[platform]`; the perf levels are `None` unless `[platform.perf]` gives them (the default
@@ -1123,6 +1168,7 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
             "device_id_style",
             "other_devices",
             "perf",
+            "pmu",
             "pmc_width",
             "pmu_busy",
         ],
@@ -1209,16 +1255,8 @@ fn read_pmu_fields(
     cpu: CpuKind,
     counter_source: CounterSourceKind,
 ) -> Result<(Option<u32>, bool), ScenarioError> {
-    if counter_source != CounterSourceKind::FixedPmc {
-        for key in ["pmc_width", "pmu_busy"] {
-            if platform.get(key).is_some() {
-                return Err(platform
-                    .error(key, "is only valid with platform.counter_source = \"fixed-pmc\""));
-            }
-        }
-        return Ok((None, false));
-    }
-    if !cpu.is_intel() {
+    let fixed = counter_source == CounterSourceKind::FixedPmc;
+    if fixed && !cpu.is_intel() {
         return Err(platform.error(
             "counter_source",
             &format!(
@@ -1226,6 +1264,29 @@ fn read_pmu_fields(
                 cpu.name()
             ),
         ));
+    }
+    // Intel CPUs announce the architectural PMU (CPUID leaf 0Ah) beside APERF/MPERF, as real
+    // ones do; a hypervisor may hide it (`pmu = false`). `fixed-pmc` is the PMU without
+    // APERF/MPERF; `none` has no counter of either kind unless `pmu = true`.
+    let pmu = platform.bool("pmu", cpu.is_intel() && counter_source != CounterSourceKind::None)?;
+    if pmu && !cpu.is_intel() {
+        return Err(platform.error("pmu", "the architectural PMU is modelled for Intel CPUs only"));
+    }
+    if fixed && !pmu {
+        return Err(
+            platform.error("pmu", "counter_source = \"fixed-pmc\" is the PMU's fixed counters")
+        );
+    }
+    if !pmu {
+        for key in ["pmc_width", "pmu_busy"] {
+            if platform.get(key).is_some() {
+                return Err(platform.error(
+                    key,
+                    "is only valid with the architectural PMU (an Intel CPU, pmu = true)",
+                ));
+            }
+        }
+        return Ok((None, false));
     }
     let width = platform
         .optional_u32("pmc_width", MIN_PMC_WIDTH..=MAX_PMC_WIDTH)?
@@ -2241,9 +2302,39 @@ mod tests {
             error_of(&fixed.replace("nominal_mhz", "pmc_width = 31\nnominal_mhz")),
             "field `platform.pmc_width`: expected an integer in 32..=64, found 31"
         );
+        // Intel CPUs with APERF/MPERF announce the PMU too, as real ones do: every
+        // CounterSource takes the path it takes on hardware.
+        let intel =
+            Scenario::from_toml_str(&MINIMAL.replace("nominal_mhz", "pmc_width = 40\nnominal_mhz"))
+                .expect("valid");
+        assert_eq!(intel.platform.pmc_width, Some(40));
+        assert_eq!(intel.expected_source(), ExpectedSource::AperfMperf);
+        let with_config = |value: &str| {
+            Scenario::from_toml_str(&format!("{MINIMAL}[config]\ncounter_source = \"{value}\"\n"))
+                .expect("valid")
+                .expected_source()
+        };
+        assert_eq!(with_config("fixed-pmc"), ExpectedSource::FixedPmc);
+        assert_eq!(with_config("prefer-fixed-pmc"), ExpectedSource::FixedPmc);
+        assert_eq!(with_config("aperf-mperf"), ExpectedSource::AperfMperf);
+        assert_eq!(with_config("none"), ExpectedSource::None);
+        let hidden = MINIMAL.replace("nominal_mhz", "pmu = false\nnominal_mhz");
+        let hidden = Scenario::from_toml_str(&format!(
+            "{hidden}[config]\ncounter_source = \"prefer-fixed-pmc\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(hidden.expected_source(), ExpectedSource::AperfMperf, "falls back to APERF");
         assert_eq!(
-            error_of(&MINIMAL.replace("nominal_mhz", "pmc_width = 40\nnominal_mhz")),
-            "field `platform.pmc_width`: is only valid with platform.counter_source = \"fixed-pmc\""
+            error_of(&MINIMAL.replace("nominal_mhz", "pmu = false\npmc_width = 40\nnominal_mhz")),
+            "field `platform.pmc_width`: is only valid with the architectural PMU (an Intel CPU, pmu = true)"
+        );
+        assert!(
+            error_of(
+                &MINIMAL.replace("nominal_mhz", "cpu = \"amd-cppc\"\npmu = true\nnominal_mhz")
+            )
+            .starts_with(
+                "field `platform.pmu`: the architectural PMU is modelled for Intel CPUs only"
+            )
         );
         assert!(
             error_of(&fixed.replace("nominal_mhz", "cpu = \"amd-cppc\"\nnominal_mhz"))

@@ -231,7 +231,7 @@ impl Context<'_> {
                     failures.extend(problem.map(|problem| format!("{name}: {problem}")));
                 }
             }
-            if self.machine.fixed_counter_width().is_none() {
+            if !self.scenario.uses_fixed_counters() {
                 failures.extend(self.exactness(record));
             }
         }

@@ -567,7 +567,7 @@ impl Emulator<'_> {
                     // Before the first read: the counters start the runtime just below 2^64
                     // (the fixed counters, on a fixed-pmc machine, just below 2^width).
                     for index in event.processors.indexes(self.processor_count()) {
-                        if self.machine.fixed_counter_width().is_some() {
+                        if self.scenario.uses_fixed_counters() {
                             let _ = self.machine.set_fixed_near_wrap(index, at);
                         } else {
                             let _ = self.machine.set_near_wrap(index, at);
