@@ -1,21 +1,25 @@
-//! The `ppm-sim` command line (see `design.md`):
+//! The `ppm-sim` command line (see `design.md`), parsed with `clap`:
 //!
 //! - `ppm-sim` — the built-in default scenario, as a table and the checks.
-//! - `ppm-sim run FILE.toml [--json]` — a scenario file.
-//! - `ppm-sim validate [--json]` — every built-in scenario.
+//! - `ppm-sim run FILE.toml [--json]` — a scenario file (`-`: standard input).
+//! - `ppm-sim validate [NAME] [--json] [--list]` — every built-in scenario, one, or the list.
 //! - `ppm-sim bench [--iterations N] [--processors P] [--notification NAME]` — PPM
 //!   notifications through the C ABI (`FEEDBACK_READ` by default), round robin over `P`
 //!   registered processors.
-//! - `ppm-sim --help`.
+//! - `ppm-sim --help`, `ppm-sim COMMAND --help`, `ppm-sim --version`.
 //!
 //! Exit status: 0 every check passed, 1 a check failed, 2 unusable input (one line on stderr
 //! naming the file, the field and what was expected; nothing on stdout).
 
 use std::ffi::OsString;
-use std::io::Write;
-use std::path::Path;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 
-use crate::report::Report;
+use clap::error::ErrorKind;
+use clap::{Arg, ArgAction, Command};
+
+use crate::report::{SuiteReport, plural};
 use crate::scenario::Scenario;
 use crate::{bench, builtin};
 
@@ -29,29 +33,172 @@ pub const EXIT_USAGE: u8 = 2;
 /// The default `bench` iteration count.
 pub const DEFAULT_ITERATIONS: u64 = 1_000_000;
 
-const USAGE: &str = "\
-ppm-sim: PoFx emulator and conformance checks for the ppm-pep processor PEP
+/// The most `bench` iterations one run takes.
+pub const MAX_ITERATIONS: u64 = 10_000_000_000;
 
-usage:
-  ppm-sim                          run the built-in default scenario (8 processors)
-  ppm-sim run FILE.toml [--json]   run a scenario file
-  ppm-sim validate [--json]        run every built-in scenario (the conformance suite)
-  ppm-sim bench [--iterations N] [--processors P] [--notification NAME]
-                                   time N calls through the C ABI (default 1000000), round
-                                   robin over P registered processors (1..=2048, default 1);
-                                   NAME: feedback-read (default), query-capabilities,
-                                   query-feedback-counters, query-perf-capabilities,
-                                   query-domain-info, platform-counter-read (the baseline:
-                                   only the platform's two counter reads)
-  ppm-sim --help                   this text
+/// The largest scenario file `ppm-sim run` reads (4 MiB: some 40 000 phases).
+pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 
-exit status: 0 every check passed, 1 a check failed, 2 unusable input
-";
+const EXIT_STATUS_HELP: &str =
+    "Exit status: 0 every check passed, 1 a check failed, 2 unusable input.";
+
+/// The parsed command line.
+#[derive(Debug)]
+enum Invocation {
+    /// No command: the built-in default scenario.
+    Default,
+    /// `run FILE [--json]`.
+    Run { file: PathBuf, json: bool },
+    /// `validate [NAME] [--list] [--json]`.
+    Validate { name: Option<String>, list: bool, json: bool },
+    /// `bench [--iterations N] [--processors P] [--notification NAME]`.
+    Bench { iterations: u64, processors: u32, notification: bench::Notification },
+}
+
+/// The `clap` command (the builder API: the derive macros emit `allow` attributes that the
+/// workspace's `forbid` lints refuse).
+fn command() -> Command {
+    let json =
+        |what: &'static str| Arg::new("json").long("json").action(ArgAction::SetTrue).help(what);
+    Command::new("ppm-sim")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("PoFx emulator and conformance checks for the ppm-pep processor PEP")
+        .long_about(
+            "PoFx emulator and conformance checks for the ppm-pep processor PEP.\n\n\
+             Without a command, runs the built-in default scenario (8 processors).",
+        )
+        .after_help(EXIT_STATUS_HELP)
+        .subcommand(
+            Command::new("run")
+                .about("Run a scenario file: the PEP against the emulated PoFx, then the checks")
+                .arg(
+                    Arg::new("file")
+                        .value_name("FILE.toml")
+                        .required(true)
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("The scenario file (TOML, at most 4 MiB); `-` reads standard input"),
+                )
+                .arg(json("Print the report as JSON"))
+                .after_help(EXIT_STATUS_HELP),
+        )
+        .subcommand(
+            Command::new("validate")
+                .about("Run the built-in scenarios (the conformance suite), one of them, or list them")
+                .arg(
+                    Arg::new("name")
+                        .value_name("NAME")
+                        .help("Run only this built-in scenario and print its full report"),
+                )
+                .arg(
+                    Arg::new("list")
+                        .long("list")
+                        .action(ArgAction::SetTrue)
+                        .conflicts_with("name")
+                        .help("List the built-in scenarios with their descriptions instead"),
+                )
+                .arg(json("Print the suite report (or the list) as JSON"))
+                .after_help(EXIT_STATUS_HELP),
+        )
+        .subcommand(
+            Command::new("bench")
+                .about("Time PPM notifications through the C ABI, round robin over registered processors")
+                .arg(
+                    Arg::new("iterations")
+                        .long("iterations")
+                        .value_name("N")
+                        .value_parser(parse_iterations)
+                        .help("Calls to time (1..=10000000000) [default: 1000000]"),
+                )
+                .arg(
+                    Arg::new("processors")
+                        .long("processors")
+                        .value_name("P")
+                        .value_parser(parse_processors)
+                        .help("Processors registered and called round robin (1..=2048) [default: 1]"),
+                )
+                .arg(
+                    Arg::new("notification")
+                        .long("notification")
+                        .value_name("NAME")
+                        .value_parser(parse_notification)
+                        .help(
+                            "feedback-read (default), query-capabilities, \
+                             query-feedback-counters, query-perf-capabilities, \
+                             query-domain-info, or platform-counter-read (the baseline: only \
+                             the platform's two counter reads)",
+                        ),
+                )
+                .after_help("Exit status: 0 every call served, 1 a call refused, 2 unusable input."),
+        )
+}
+
+fn parse_iterations(value: &str) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|count| (1..=MAX_ITERATIONS).contains(count))
+        .ok_or_else(|| format!("expected an integer in 1..={MAX_ITERATIONS}"))
+}
+
+fn parse_processors(value: &str) -> Result<u32, String> {
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|count| (1..=bench::MAX_PROCESSORS).contains(count))
+        .ok_or_else(|| format!("expected an integer in 1..={}", bench::MAX_PROCESSORS))
+}
+
+fn parse_notification(value: &str) -> Result<bench::Notification, String> {
+    bench::Notification::from_name(value).ok_or_else(|| {
+        let names: Vec<&str> = bench::Notification::CHOICES.iter().map(|(name, _)| *name).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
+/// What `matches` asks for.
+fn invocation(matches: &clap::ArgMatches) -> Invocation {
+    match matches.subcommand() {
+        Some(("run", run)) => Invocation::Run {
+            file: run.get_one::<PathBuf>("file").cloned().unwrap_or_default(),
+            json: run.get_flag("json"),
+        },
+        Some(("validate", validate)) => Invocation::Validate {
+            name: validate.get_one::<String>("name").cloned(),
+            list: validate.get_flag("list"),
+            json: validate.get_flag("json"),
+        },
+        Some(("bench", bench)) => Invocation::Bench {
+            iterations: bench.get_one::<u64>("iterations").copied().unwrap_or(DEFAULT_ITERATIONS),
+            processors: bench.get_one::<u32>("processors").copied().unwrap_or(1),
+            notification: bench
+                .get_one::<bench::Notification>("notification")
+                .copied()
+                .unwrap_or(bench::Notification::FeedbackRead),
+        },
+        _ => Invocation::Default,
+    }
+}
 
 /// Runs the command line `args` (without the program name), writing to `out` and `err`;
 /// returns the exit status.
 pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    match dispatch(args, out) {
+    let program_and_args = std::iter::once(OsString::from("ppm-sim")).chain(args.iter().cloned());
+    let matches = match command().try_get_matches_from(program_and_args) {
+        Ok(matches) => matches,
+        Err(error) => {
+            return match error.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = write!(out, "{}", error.render());
+                    EXIT_PASSED
+                }
+                _ => {
+                    let _ = writeln!(err, "ppm-sim: {}", one_line(&error, args));
+                    EXIT_USAGE
+                }
+            };
+        }
+    };
+    match dispatch(invocation(&matches), out) {
         Ok(code) => code,
         Err(message) => {
             let _ = writeln!(err, "ppm-sim: {message}");
@@ -60,180 +207,173 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
 }
 
+/// A `clap` error as the one line every usage error is: the message without clap's usage
+/// block, then where the help is.
+fn one_line(error: &clap::Error, args: &[OsString]) -> String {
+    let rendered = error.render().to_string();
+    let message = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .filter(|line| !line.is_empty())
+        .fold(String::new(), |mut message, line| {
+            if !message.is_empty() {
+                message.push_str(if line.starts_with("tip:") { "; " } else { " " });
+            }
+            message.push_str(line);
+            message
+        });
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let command = args
+        .first()
+        .and_then(|first| first.to_str())
+        .filter(|first| matches!(*first, "run" | "validate" | "bench"));
+    command.map_or_else(
+        || format!("{message}; see `ppm-sim --help`"),
+        |command| format!("{command}: {message}; see `ppm-sim {command} --help`"),
+    )
+}
+
 const fn verdict(passed: bool) -> u8 {
     if passed { EXIT_PASSED } else { EXIT_FAILED }
 }
 
-fn dispatch(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
-    let Some(command) = args.first() else {
-        let scenario = builtin::get(builtin::DEFAULT).ok_or("the default scenario is missing")?;
-        let report = crate::run(&scenario);
-        let _ = out.write_all(report.to_text().as_bytes());
-        return Ok(verdict(report.passed));
-    };
-    let rest = &args[1..];
-    match command.to_str() {
-        Some("--help" | "-h" | "help") => {
-            let _ = out.write_all(USAGE.as_bytes());
-            Ok(EXIT_PASSED)
+fn dispatch(invocation: Invocation, out: &mut dyn Write) -> Result<u8, String> {
+    match invocation {
+        Invocation::Default => {
+            let scenario =
+                builtin::get(builtin::DEFAULT).ok_or("the default scenario is missing")?;
+            let report = crate::run(&scenario);
+            let _ = out.write_all(report.to_text().as_bytes());
+            Ok(verdict(report.passed))
         }
-        Some("--version" | "-V") => {
-            let _ = writeln!(out, "ppm-sim {}", env!("CARGO_PKG_VERSION"));
-            Ok(EXIT_PASSED)
+        Invocation::Run { file, json } => run_file(&file, json, out),
+        Invocation::Validate { name, list, json } => validate(name.as_deref(), list, json, out),
+        Invocation::Bench { iterations, processors, notification } => {
+            run_bench(iterations, processors, notification, out)
         }
-        Some("run") => run_file(rest, out),
-        Some("validate") => validate(rest, out),
-        Some("bench") => run_bench(rest, out),
-        _ => Err(format!("unknown command `{}`; try `ppm-sim --help`", command.to_string_lossy())),
     }
 }
 
-fn run_file(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
-    let mut json = false;
-    let mut file: Option<&OsString> = None;
-    for arg in args {
-        match arg.to_str() {
-            Some("--json") => json = true,
-            Some(option) if option.starts_with('-') && option.len() > 1 => {
-                return Err(format!(
-                    "run: unknown option `{option}`; usage: ppm-sim run FILE.toml [--json]"
-                ));
-            }
-            _ if file.is_none() => file = Some(arg),
-            _ => {
-                return Err(format!(
-                    "run: unexpected argument `{}`; usage: ppm-sim run FILE.toml [--json]",
-                    arg.to_string_lossy()
-                ));
-            }
-        }
-    }
-    let file = file.ok_or("run: missing scenario file; usage: ppm-sim run FILE.toml [--json]")?;
-    let scenario = load(Path::new(file))?;
+fn run_file(file: &Path, json: bool, out: &mut dyn Write) -> Result<u8, String> {
+    let scenario = if file.as_os_str() == "-" {
+        let stdin = std::io::stdin();
+        read_scenario(stdin.lock(), "<stdin>")?
+    } else {
+        load(file)?
+    };
     let report = crate::run(&scenario);
-    write_report(&report, json, out)?;
+    write_output(&report, json, || report.to_text(), out)?;
     Ok(verdict(report.passed))
 }
-
-/// The largest scenario file `ppm-sim run` reads (4 MiB: some 40 000 phases).
-pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Reads and validates a scenario file; errors name the file.
 ///
 /// # Errors
 /// A one-line message: `FILE: cannot read: …` or `FILE: field `…`: expected …`.
 pub fn load(path: &Path) -> Result<Scenario, String> {
-    use std::io::Read as _;
     let file = std::fs::File::open(path)
         .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+    read_scenario(file, &path.display().to_string())
+}
+
+/// Reads at most [`MAX_SCENARIO_BYTES`] from `source` (named `name` in errors) and parses it.
+fn read_scenario(source: impl Read, name: &str) -> Result<Scenario, String> {
     let mut bytes = Vec::new();
     // At most one byte past the limit is read: a device or a huge file is refused, not slurped.
-    file.take(MAX_SCENARIO_BYTES + 1)
+    source
+        .take(MAX_SCENARIO_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
+        .map_err(|error| format!("{name}: cannot read: {error}"))?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_SCENARIO_BYTES {
         return Err(format!(
-            "{}: larger than {MAX_SCENARIO_BYTES} bytes, the limit of a scenario file",
-            path.display()
+            "{name}: larger than {MAX_SCENARIO_BYTES} bytes, the limit of a scenario file"
         ));
     }
     let text = String::from_utf8(bytes)
-        .map_err(|_| format!("{}: not UTF-8 text (TOML files are UTF-8)", path.display()))?;
-    Scenario::from_toml_str(&text).map_err(|error| format!("{}: {error}", path.display()))
+        .map_err(|_| format!("{name}: not UTF-8 text (TOML files are UTF-8)"))?;
+    Scenario::from_toml_str(&text).map_err(|error| format!("{name}: {error}"))
 }
 
-fn write_report(report: &Report, json: bool, out: &mut dyn Write) -> Result<(), String> {
+/// Writes `value` as pretty JSON, or `text()` as is.
+fn write_output<T: serde::Serialize>(
+    value: &T,
+    json: bool,
+    text: impl FnOnce() -> String,
+    out: &mut dyn Write,
+) -> Result<(), String> {
     if json {
-        let text = serde_json::to_string_pretty(report)
+        let encoded = serde_json::to_string_pretty(value)
             .map_err(|error| format!("cannot encode the report: {error}"))?;
-        let _ = writeln!(out, "{text}");
+        let _ = writeln!(out, "{encoded}");
     } else {
-        let _ = out.write_all(report.to_text().as_bytes());
+        let _ = out.write_all(text().as_bytes());
     }
     Ok(())
 }
 
-fn validate(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
-    let mut json = false;
-    for arg in args {
-        match arg.to_str() {
-            Some("--json") => json = true,
-            _ => {
-                return Err(format!(
-                    "validate: unexpected argument `{}`; usage: ppm-sim validate [--json]",
-                    arg.to_string_lossy()
-                ));
+/// One entry of `validate --list`.
+#[derive(Debug, serde::Serialize)]
+struct ListedScenario {
+    name: &'static str,
+    processors: u32,
+    description: String,
+}
+
+fn validate(name: Option<&str>, list: bool, json: bool, out: &mut dyn Write) -> Result<u8, String> {
+    if list {
+        let listed: Vec<ListedScenario> = builtin::all()
+            .into_iter()
+            .map(|(name, scenario)| ListedScenario {
+                name,
+                processors: scenario.platform.processors,
+                description: scenario.description.unwrap_or_default(),
+            })
+            .collect();
+        let text = || {
+            let width = listed.iter().map(|entry| entry.name.len()).max().unwrap_or(0);
+            let mut text = String::new();
+            for entry in &listed {
+                let _ = writeln!(
+                    text,
+                    "{:<width$}  {:>4} processor{:<1}  {}",
+                    entry.name,
+                    entry.processors,
+                    plural(entry.processors),
+                    entry.description
+                );
             }
+            text
+        };
+        write_output(&listed, json, text, out)?;
+        return Ok(EXIT_PASSED);
+    }
+    let suite = match name {
+        Some(name) => {
+            let scenario = builtin::get(name).ok_or_else(|| {
+                format!(
+                    "validate: no built-in scenario `{name}`; `ppm-sim validate --list` lists them"
+                )
+            })?;
+            SuiteReport::new(vec![crate::run(&scenario)])
         }
-    }
-    let suite = crate::validate();
-    if json {
-        let text = serde_json::to_string_pretty(&suite)
-            .map_err(|error| format!("cannot encode the report: {error}"))?;
-        let _ = writeln!(out, "{text}");
-    } else {
-        let _ = out.write_all(suite.to_text().as_bytes());
-    }
+        None => crate::validate(),
+    };
+    // One scenario prints its full report; the whole suite prints a line per scenario.
+    let text = || match (name, suite.scenarios.first()) {
+        (Some(_), Some(report)) => report.to_text(),
+        _ => suite.to_text(),
+    };
+    write_output(&suite, json, text, out)?;
     Ok(verdict(suite.passed))
 }
 
-fn run_bench(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
-    const BENCH_USAGE: &str =
-        "usage: ppm-sim bench [--iterations N] [--processors P] [--notification NAME]";
-    let mut iterations = DEFAULT_ITERATIONS;
-    let mut processors = 1;
-    let mut notification = bench::Notification::FeedbackRead;
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let arg = arg.to_string_lossy();
-        let (option, inline) = match arg.split_once('=') {
-            Some((option, value)) => (option, Some(value.to_owned())),
-            None => (arg.as_ref(), None),
-        };
-        if !matches!(option, "--iterations" | "--processors" | "--notification") {
-            return Err(format!("bench: unexpected argument `{arg}`; {BENCH_USAGE}"));
-        }
-        let value = match inline {
-            Some(value) => value,
-            None => args
-                .next()
-                .map(|value| value.to_string_lossy().into_owned())
-                .ok_or_else(|| format!("bench: {option} needs a value; {BENCH_USAGE}"))?,
-        };
-        match option {
-            "--iterations" => {
-                iterations = value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|count| (1..=10_000_000_000).contains(count))
-                    .ok_or_else(|| {
-                        format!("bench: --iterations: expected an integer in 1..=10000000000, found `{value}`")
-                    })?;
-            }
-            "--processors" => {
-                processors = value
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|count| (1..=bench::MAX_PROCESSORS).contains(count))
-                    .ok_or_else(|| {
-                        format!(
-                            "bench: --processors: expected an integer in 1..={}, found `{value}`",
-                            bench::MAX_PROCESSORS
-                        )
-                    })?;
-            }
-            _ => {
-                notification = bench::Notification::from_name(&value).ok_or_else(|| {
-                    let names: Vec<&str> =
-                        bench::Notification::CHOICES.iter().map(|(name, _)| *name).collect();
-                    format!(
-                        "bench: --notification: expected one of {}, found `{value}`",
-                        names.join(", ")
-                    )
-                })?;
-            }
-        }
-    }
+fn run_bench(
+    iterations: u64,
+    processors: u32,
+    notification: bench::Notification,
+    out: &mut dyn Write,
+) -> Result<u8, String> {
     let result = bench::run(iterations, processors, notification)
         .map_err(|message| format!("bench: {message}"))?;
     let _ = writeln!(
@@ -242,7 +382,7 @@ fn run_bench(args: &[OsString], out: &mut dyn Write) -> Result<u8, String> {
         result.iterations,
         notification.windows_name(),
         result.processors,
-        if result.processors == 1 { "" } else { "s" },
+        plural(result.processors),
         result.elapsed.as_secs_f64() * 1e3,
         result.nanoseconds_per_call()
     );
@@ -280,6 +420,12 @@ mod tests {
             &["bench", "--notification", "idle-execute"],
             &["bench", "--processors"],
             &["validate", "x"],
+            &["validate", "--list", "single"],
+            &["run", "--json", "--json", "sim/scenarios/single.toml"],
+            &["bench", "--processors", "2", "--processors", "3"],
+            &["run", "a.toml", "b.toml"],
+            &["valdate"],
+            &["--bogus"],
         ] {
             let (code, out, err) = cli(args);
             assert_eq!(code, EXIT_USAGE, "{args:?}");
@@ -289,9 +435,68 @@ mod tests {
                 "{args:?}: {err}"
             );
         }
-        let (code, out, _) = cli(&["--help"]);
+        let (_, _, err) = cli(&["run", "--json", "--json", "x.toml"]);
+        assert_eq!(
+            err,
+            "ppm-sim: run: the argument '--json' cannot be used multiple times; see `ppm-sim run --help`\n"
+        );
+        let (_, _, err) = cli(&["valdate"]);
+        assert!(err.contains("a similar subcommand exists: 'validate'"), "{err}");
+    }
+
+    #[test]
+    fn help_and_version_print_to_stdout_and_exit_0() {
+        for (args, expected) in [
+            (&["--help"][..], "Usage: ppm-sim [COMMAND]"),
+            (&["-h"], "Usage: ppm-sim [COMMAND]"),
+            (&["help", "run"], "Usage: ppm-sim run [OPTIONS] <FILE.toml>"),
+            (&["run", "--help"], "Usage: ppm-sim run [OPTIONS] <FILE.toml>"),
+            (&["validate", "--help"], "Usage: ppm-sim validate [OPTIONS] [NAME]"),
+            (&["bench", "-h"], "Usage: ppm-sim bench [OPTIONS]"),
+            (&["--version"], "ppm-sim 0.1.0"),
+        ] {
+            let (code, out, err) = cli(args);
+            assert_eq!(code, EXIT_PASSED, "{args:?}: {err}");
+            assert!(err.is_empty(), "{args:?}: {err}");
+            assert!(out.contains(expected), "{args:?}: {out}");
+        }
+    }
+
+    #[test]
+    fn validate_runs_one_built_in_or_lists_them() {
+        let (code, out, err) = cli(&["validate", "single"]);
+        assert_eq!(code, EXIT_PASSED, "{err}");
+        assert!(out.starts_with("scenario single: 1 x86-64 processor ("), "{out}");
+        assert!(out.ends_with("single: 27 passed, 7 not applicable (34 checks)\n"), "{out}");
+        let (code, out, _) = cli(&["validate", "single", "--json"]);
         assert_eq!(code, EXIT_PASSED);
-        assert!(out.contains("ppm-sim run FILE.toml"));
+        let suite: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(suite["scenarios"].as_array().map(Vec::len), Some(1));
+        assert_eq!(suite["scenarios"][0]["scenario"], "single");
+        let (code, out, _) = cli(&["validate", "--list"]);
+        assert_eq!(code, EXIT_PASSED);
+        assert_eq!(out.lines().count(), builtin::SOURCES.len());
+        assert!(
+            out.lines().any(|line| line.starts_with("single ")
+                && line.contains(" 1 processor   1 processor at a steady 2400 MHz")),
+            "{out}"
+        );
+        let (_, out, _) = cli(&["validate", "--list", "--json"]);
+        let listed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(listed[0]["name"], builtin::DEFAULT);
+        assert_eq!(listed[0]["processors"], 8);
+    }
+
+    #[test]
+    fn standard_input_is_read_with_the_same_cap_and_errors_name_it() {
+        let text = builtin::source("single").expect("built-in");
+        let scenario = read_scenario(text.as_bytes(), "<stdin>").expect("valid");
+        assert_eq!(scenario.name, "single");
+        let error = read_scenario(&b"name = 1"[..], "<stdin>").expect_err("invalid");
+        assert!(error.starts_with("<stdin>: "), "{error}");
+        let endless = std::io::repeat(b'#');
+        let error = read_scenario(endless, "<stdin>").expect_err("too large");
+        assert_eq!(error, "<stdin>: larger than 4194304 bytes, the limit of a scenario file");
     }
 
     #[test]

@@ -205,9 +205,10 @@ impl Report {
         let engine = &self.engine;
         let _ = writeln!(
             text,
-            "scenario {}: {} x86-64 processors ({}, counters {}, nominal {} MHz{}), {} ms, OS reads every {} ms",
+            "scenario {}: {} x86-64 processor{} ({}, counters {}, nominal {} MHz{}), {} ms, OS reads every {} ms",
             self.scenario,
             platform.processors,
+            plural(platform.processors),
             platform.cpu,
             platform.counter_source,
             platform.nominal_mhz,
@@ -331,10 +332,11 @@ impl SuiteReport {
         for report in &self.scenarios {
             let _ = writeln!(
                 text,
-                "{} {:<27} {:>5} processors  {}",
+                "{} {:<27} {:>5} processor{:<1}  {}",
                 if report.passed { "PASS" } else { "FAIL" },
                 report.scenario,
                 report.platform.processors,
+                plural(report.platform.processors),
                 report.tally()
             );
             for check in report.failures() {
@@ -345,4 +347,10 @@ impl SuiteReport {
         let _ = writeln!(text, "validate: {passed} of {} scenarios passed", self.scenarios.len());
         text
     }
+}
+
+/// `"s"` unless `count` is one: "1 processor", "2 processors".
+#[must_use]
+pub const fn plural(count: u32) -> &'static str {
+    if count == 1 { "" } else { "s" }
 }

@@ -1686,7 +1686,18 @@ impl ScenarioError {
             .filter(|line| !line.is_empty())
             .collect::<Vec<_>>()
             .join("; ");
-        Self { field: None, location, message: format!("invalid TOML: {message}") }
+        // The parser says "duplicate key" without the key; its span covers the key itself.
+        let key = error.span().and_then(|span| text.get(span)).map(str::trim).filter(|key| {
+            !key.is_empty()
+                && key.len() <= 64
+                && !key.contains('\n')
+                && message.contains("duplicate key")
+        });
+        let message = key.map_or_else(
+            || format!("invalid TOML: {message}"),
+            |key| format!("invalid TOML: {message} `{key}`"),
+        );
+        Self { field: None, location, message }
     }
 }
 
@@ -2017,6 +2028,18 @@ mod tests {
         assert_eq!(scenario.platform.perf.nominal, 20);
         assert_eq!(scenario.expected_counter_count(), 1);
         assert!(scenario.phases.is_empty());
+    }
+
+    #[test]
+    fn a_duplicate_key_is_named() {
+        assert_eq!(
+            error_of(&format!("{MINIMAL}[platform]\n")),
+            "line 7, column 2: invalid TOML: duplicate key `platform`"
+        );
+        assert_eq!(
+            error_of("name = \"a\"\n[platform]\nprocessors = 1\nprocessors = 2\n"),
+            "line 4, column 1: invalid TOML: duplicate key `processors`"
+        );
     }
 
     #[test]
