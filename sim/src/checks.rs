@@ -15,12 +15,15 @@ use serde::Serialize;
 
 use crate::cpu::{is_pmu_msr, msr};
 use crate::machine::pmu::{AccessContext, MsrAccess};
-use crate::machine::{Activity, DiscontinuityKind, Machine};
-use crate::pofx::{Observations, PairAccess, ProbeKind, ProcessorRecord, ReadRecord};
+use crate::machine::{Activity, Machine};
+use crate::pofx::{Observations, ProbeKind, ProcessorRecord};
 use crate::scenario::Scenario;
 
 pub mod boot;
 mod lifecycle;
+pub mod reads;
+
+pub use reads::{Findings, ReadDigest};
 
 /// The largest relative error `feedback.accuracy` accepts: 0.1 %.
 pub const ACCURACY_TOLERANCE: f64 = 0.001;
@@ -113,6 +116,19 @@ impl CheckResult {
     }
 
     /// Passes when `failures` is empty (detail `ok`), else fails listing the first three.
+    /// Passed with `ok` when there are no `findings`, else failed naming the first ones.
+    fn from_findings(id: &str, findings: &Findings, ok: impl Into<String>) -> Self {
+        if findings.is_empty() {
+            return Self::new(id, true, ok);
+        }
+        let mut detail = findings.kept().join("; ");
+        let more = findings.len() - findings.kept().len();
+        if more > 0 {
+            let _ = write!(detail, "; and {more} more");
+        }
+        Self::new(id, false, detail)
+    }
+
     fn from_failures(id: &str, failures: &[String], ok: impl Into<String>) -> Self {
         if failures.is_empty() {
             return Self::new(id, true, ok);
@@ -144,16 +160,33 @@ pub struct CounterMetrics {
     /// discontinuity (the intervals a correct PEP accounts).
     pub expected: Activity,
     /// Intervals whose rate was outside the true frequency range (descriptions).
-    pub spikes: Vec<String>,
+    pub spikes: Findings,
     /// Intervals without a counter discontinuity whose `ΔNominal` is not the nominal counts
     /// the processor made (descriptions): an interval dropped (a wrap taken for a reset) or
     /// counts invented.
-    pub dropped: Vec<String>,
+    pub dropped: Findings,
     /// Intervals touching a counter discontinuity (a correct PEP may lose them).
     pub exempt: usize,
 }
 
 impl CounterMetrics {
+    /// No intervals yet.
+    #[must_use]
+    pub const fn new(counter_index: u32, nominal_rate: u32) -> Self {
+        Self {
+            counter_index,
+            nominal_rate,
+            served: 0,
+            monotonic: true,
+            delta_nominal: 0,
+            delta_actual: 0,
+            expected: Activity { c0: 0, cycles: 0 },
+            spikes: Findings::new(),
+            dropped: Findings::new(),
+            exempt: 0,
+        }
+    }
+
     /// `NominalRate × ΣΔActual / ΣΔNominal`, as Windows computes it (`None` when `ΣΔNominal` is
     /// not positive).
     #[must_use]
@@ -198,177 +231,18 @@ impl ProcessorMetrics {
     }
 }
 
-/// A closed range of clock time, ns.
-type Window = (u64, u64);
-
-/// Where processor `index`'s counters jumped, as closed clock-time ranges — every discontinuity
-/// but a near-wrap set before the first read: an interval touching one may be lost by a
-/// correct PEP (a fixed counter's wrap modulo its width is no discontinuity) — and, among them,
-/// the windows in which the counters read zero (`counters-zero`): nothing can be measured then,
-/// so there is no expectation for that time, and no counts may be reported for it.
-fn breaks(machine: &Machine, index: u32) -> (Vec<Window>, Vec<Window>) {
-    let jumps = machine.discontinuities(index);
-    let zero_windows: Vec<Window> = jumps
-        .iter()
-        .enumerate()
-        .filter(|(_, jump)| jump.kind == DiscontinuityKind::Zeroed)
-        .map(|(position, jump)| {
-            let exposed = jumps[position..]
-                .iter()
-                .find(|later| later.kind == DiscontinuityKind::Exposed)
-                .map_or(u64::MAX, |later| later.at_ns);
-            (jump.at_ns, exposed)
-        })
-        .collect();
-    let breaks = jumps
-        .iter()
-        .filter(|jump| {
-            !matches!(jump.kind, DiscontinuityKind::NearWrap | DiscontinuityKind::Zeroed)
-        })
-        .map(|jump| match jump.kind {
-            DiscontinuityKind::PmuStopped { until_ns } => (jump.at_ns, until_ns),
-            _ => (jump.at_ns, jump.at_ns),
-        })
-        .chain(zero_windows.iter().copied())
-        .collect();
-    (breaks, zero_windows)
-}
-
-/// Computes a processor's measurements from its reads and the machine's truth.
+/// Computes a processor's measurements from its digested reads (folded to the end).
 #[must_use]
-pub fn processor_metrics(record: &ProcessorRecord, machine: &Machine) -> ProcessorMetrics {
-    let (breaks, zero_windows) = breaks(machine, record.index);
-    let nominal_mhz = f64::from(machine.nominal_mhz());
-    let counters = record
-        .described_counters()
-        .iter()
-        .enumerate()
-        .map(|(position, descriptor)| {
-            let counter_index = u32::try_from(position).unwrap_or(u32::MAX);
-            let served: Vec<&ReadRecord> = record
-                .reads
-                .iter()
-                .filter(|read| read.counter_index == counter_index && read.returned)
-                .collect();
-            let mut metrics = CounterMetrics {
-                counter_index,
-                nominal_rate: descriptor.NominalRate,
-                served: served.len(),
-                monotonic: true,
-                delta_nominal: 0,
-                delta_actual: 0,
-                expected: Activity::default(),
-                spikes: Vec::new(),
-                dropped: Vec::new(),
-                exempt: 0,
-            };
-            for pair in served.windows(2) {
-                let [before, after] = pair else { continue };
-                // A processor registered again (hot-added after a hot-remove) is a new device
-                // with new counters: the OS does not difference across handles.
-                if before.handle != after.handle {
-                    continue;
-                }
-                let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
-                let delta_actual = i128::from(after.actual) - i128::from(before.actual);
-                metrics.delta_nominal += delta_nominal;
-                metrics.delta_actual += delta_actual;
-                if delta_nominal < 0 || delta_actual < 0 {
-                    metrics.monotonic = false;
-                    continue;
-                }
-                if breaks.iter().any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to) {
-                    metrics.exempt += 1;
-                    let activity = machine.activity(record.index, before.at_ns, after.at_ns);
-                    if let Some(excess) =
-                        excess(machine, after, (delta_nominal, delta_actual), activity, nominal_mhz)
-                    {
-                        metrics.spikes.push(excess);
-                    }
-                } else {
-                    let activity = machine.activity(record.index, before.at_ns, after.at_ns);
-                    metrics.expected.add(activity);
-                    if let Some(dropped) =
-                        dropped(machine, before, after, delta_nominal, activity, nominal_mhz)
-                    {
-                        metrics.dropped.push(dropped);
-                    }
-                }
-                if let Some(spike) = spike(
-                    machine,
-                    record.index,
-                    before,
-                    after,
-                    delta_nominal,
-                    delta_actual,
-                    nominal_mhz,
-                ) {
-                    metrics.spikes.push(spike);
-                } else if zero_windows.iter().any(|(from, to)| *from <= before.at_ns && after.at_ns <= *to)
-                    && (delta_nominal, delta_actual) != (0, 0)
-                {
-                    let at_ms = machine.runtime_ns(after.at_ns) / 1_000_000;
-                    metrics.spikes.push(format!(
-                        "{at_ms} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} reported after the counters stopped (they read 0)"
-                    ));
-                }
-            }
-            metrics
-        })
-        .collect();
+pub fn processor_metrics(record: &ProcessorRecord) -> ProcessorMetrics {
+    let described = record.described_counters().iter().enumerate().map(|(position, descriptor)| {
+        (u32::try_from(position).unwrap_or(u32::MAX), descriptor.NominalRate)
+    });
     ProcessorMetrics {
         index: record.index,
-        reads: record.reads.len(),
-        refused: record.reads.iter().filter(|read| !read.returned).count(),
-        counters,
+        reads: record.digest.reads,
+        refused: record.digest.refused,
+        counters: record.digest.metrics(described),
     }
-}
-
-/// Whether an interval across a counter discontinuity (which a PEP may lose) reports more
-/// counts than the processor can have made in it (within 2 counts and 0.1 %): a reset, a
-/// wrap or counters that came back turned into a huge delta. The true activity is an upper
-/// bound (a sleeping or stopped processor counts less).
-#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
-fn excess(
-    machine: &Machine,
-    after: &ReadRecord,
-    (delta_nominal, delta_actual): (i128, i128),
-    activity: Activity,
-    nominal_mhz: f64,
-) -> Option<String> {
-    // Counts = MHz × busy % × ns / 100 000.
-    let nominal = nominal_mhz * activity.c0 as f64 / 100_000.0;
-    let actual = activity.cycles as f64 / 100_000.0;
-    let over =
-        |reported: i128, made: f64| reported as f64 > made.mul_add(1.0 + ACCURACY_TOLERANCE, 2.0);
-    (over(delta_nominal, nominal) || over(delta_actual, actual)).then(|| {
-        let at_ms = machine.runtime_ns(after.at_ns) as f64 / 1e6;
-        format!(
-            "{at_ms} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} across a counter discontinuity, more than the {nominal:.0}/{actual:.0} counts the processor made"
-        )
-    })
-}
-
-/// Whether an interval without a counter discontinuity reports other nominal counts than the
-/// processor made (within 2 counts and 0.1 %, for the counts' integer rounding and the time the
-/// read itself takes): an interval a PEP dropped, or counts it invented.
-#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
-fn dropped(
-    machine: &Machine,
-    before: &ReadRecord,
-    after: &ReadRecord,
-    delta_nominal: i128,
-    activity: Activity,
-    nominal_mhz: f64,
-) -> Option<String> {
-    // Nominal counts = MHz × busy % × ns / 100 000.
-    let made = nominal_mhz * activity.c0 as f64 / 100_000.0;
-    let reported = delta_nominal as f64;
-    ((reported - made).abs() > 2.0 + made * ACCURACY_TOLERANCE).then(|| {
-        let from = machine.runtime_ns(before.at_ns) as f64 / 1e6;
-        let to = machine.runtime_ns(after.at_ns) as f64 / 1e6;
-        format!("{from}..{to} ms: ΔNominal {delta_nominal}, but the processor made {made:.0} nominal counts and its counters did not jump")
-    })
 }
 
 const fn context_name(context: AccessContext) -> &'static str {
@@ -412,37 +286,6 @@ fn write_problem(write: &MsrAccess) -> Option<String> {
         "not a control register of fixed counters 1 and 2".to_owned()
     };
     Some(format!("{what} {problem}"))
-}
-
-/// Whether one interval's rate is implausible: outside the slowest..fastest C0 frequency of the
-/// interval (±1 %), activity reported while the processor never left idle, or actual counts
-/// with no nominal counts.
-#[allow(clippy::cast_precision_loss)] // Ratios of counts; f64 keeps 15 digits.
-fn spike(
-    machine: &Machine,
-    index: u32,
-    before: &ReadRecord,
-    after: &ReadRecord,
-    delta_nominal: i128,
-    delta_actual: i128,
-    nominal_mhz: f64,
-) -> Option<String> {
-    let at_ms = machine.runtime_ns(after.at_ns) as f64 / 1e6;
-    if delta_nominal == 0 {
-        return (delta_actual > 0)
-            .then(|| format!("{at_ms} ms: ΔActual {delta_actual} with ΔNominal 0"));
-    }
-    let rate = nominal_mhz * delta_actual as f64 / delta_nominal as f64;
-    match machine.frequency_range(index, before.at_ns, after.at_ns) {
-        None => Some(format!("{at_ms} ms: {rate:.1} MHz reported while the processor was idle")),
-        Some((slowest, fastest)) => {
-            let low = f64::from(slowest) * (1.0 - SPIKE_TOLERANCE);
-            let high = f64::from(fastest) * (1.0 + SPIKE_TOLERANCE);
-            (!(low..=high).contains(&rate)).then(|| {
-                format!("{at_ms} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz")
-            })
-        }
-    }
 }
 
 /// Evaluates every check.
@@ -1032,34 +875,18 @@ impl Context<'_> {
         )
     }
 
-    fn runtime_reads(&self) -> impl Iterator<Item = (&ProcessorRecord, &ReadRecord)> {
-        self.observations
-            .processors
-            .iter()
-            .flat_map(|record| record.reads.iter().map(move |read| (record, read)))
-    }
-
     fn reads_served(&self) -> CheckResult {
         let id = "feedback.reads_served";
         let mut total = 0;
-        let failures: Vec<String> = self
-            .runtime_reads()
-            .filter(|(_, read)| !read.faulted)
-            .inspect(|_| total += 1)
-            .filter(|(_, read)| !read.returned)
-            .map(|(record, read)| {
-                format!(
-                    "processor {} counter {} at {} ms: refused on its own processor with working counters",
-                    record.index,
-                    read.counter_index,
-                    self.machine.runtime_ns(read.at_ns) / 1_000_000
-                )
-            })
-            .collect();
+        let mut failures = Findings::new();
+        for record in &self.observations.processors {
+            total += record.digest.working;
+            failures.absorb(&record.digest.refused_working, str::to_owned);
+        }
         if total == 0 {
             return CheckResult::not_applicable(id, "no counter reads on working counters");
         }
-        CheckResult::from_failures(
+        CheckResult::from_findings(
             id,
             &failures,
             format!("{total} reads on working counters all served"),
@@ -1149,17 +976,17 @@ impl Context<'_> {
     fn no_dropped_interval(&self) -> CheckResult {
         let id = "feedback.no_dropped_interval";
         let (mut intervals, mut exempt) = (0, 0);
-        let mut failures = Vec::new();
+        let mut failures = Findings::new();
         for metrics in self.metrics {
             for counter in &metrics.counters {
                 intervals += counter.served.saturating_sub(1);
                 exempt += counter.exempt;
-                failures.extend(counter.dropped.iter().map(|dropped| {
+                failures.absorb(&counter.dropped, |dropped| {
                     format!(
                         "processor {} counter {}: {dropped}",
                         metrics.index, counter.counter_index
                     )
-                }));
+                });
             }
         }
         if intervals == 0 {
@@ -1176,7 +1003,7 @@ impl Context<'_> {
         if exempt > 0 {
             let _ = write!(across, " ({exempt} touching a counter discontinuity exempt)");
         }
-        CheckResult::from_failures(
+        CheckResult::from_findings(
             id,
             &failures,
             format!(
@@ -1188,22 +1015,22 @@ impl Context<'_> {
     fn no_spike(&self) -> CheckResult {
         let id = "feedback.no_spike";
         let mut intervals = 0;
-        let mut failures = Vec::new();
+        let mut failures = Findings::new();
         for metrics in self.metrics {
             for counter in &metrics.counters {
                 intervals += counter.served.saturating_sub(1);
-                failures.extend(counter.spikes.iter().map(|spike| {
+                failures.absorb(&counter.spikes, |spike| {
                     format!(
                         "processor {} counter {}: {spike}",
                         metrics.index, counter.counter_index
                     )
-                }));
+                });
             }
         }
         if intervals == 0 {
             return CheckResult::not_applicable(id, "no intervals between served reads");
         }
-        CheckResult::from_failures(
+        CheckResult::from_findings(
             id,
             &failures,
             format!(
@@ -1216,26 +1043,15 @@ impl Context<'_> {
     fn read_masked(&self) -> CheckResult {
         let id = "feedback.read_masked";
         let mut served = 0;
-        let failures: Vec<String> = self
-            .runtime_reads()
-            .filter(|(_, read)| read.returned)
-            .inspect(|_| served += 1)
-            .filter_map(|(record, read)| match &read.access {
-                PairAccess::BackToBackMasked { .. } => None,
-                PairAccess::Problem(problem) => Some(format!(
-                    "processor {} counter {}: {problem}",
-                    record.index, read.counter_index
-                )),
-                PairAccess::NoRead => Some(format!(
-                    "processor {} counter {}: served without reading the counters",
-                    record.index, read.counter_index
-                )),
-            })
-            .collect();
+        let mut failures = Findings::new();
+        for record in &self.observations.processors {
+            served += record.digest.served;
+            failures.absorb(&record.digest.access_problems, str::to_owned);
+        }
         if served == 0 {
             return CheckResult::not_applicable(id, "no read was served");
         }
-        CheckResult::from_failures(
+        CheckResult::from_findings(
             id,
             &failures,
             format!(
@@ -1258,18 +1074,21 @@ impl Context<'_> {
             (msr::IA32_APERF, msr::IA32_MPERF)
         };
         let mut served = 0;
-        let failures: Vec<String> = self
-            .runtime_reads()
-            .filter_map(|(record, read)| match read.access {
-                PairAccess::BackToBackMasked { actual_msr, nominal_msr } if read.returned => {
-                    served += 1;
-                    ((actual_msr, nominal_msr) != expected).then(|| {
-                        format!("processor {}: read {actual_msr:#x}/{nominal_msr:#x}, expected {:#x}/{:#x}", record.index, expected.0, expected.1)
-                    })
+        let mut failures = Findings::new();
+        for record in &self.observations.processors {
+            for ((actual_msr, nominal_msr), count) in &record.digest.msr_pairs {
+                served += count;
+                if (*actual_msr, *nominal_msr) != expected {
+                    failures.push_many(
+                        &format!(
+                            "processor {}: read {actual_msr:#x}/{nominal_msr:#x}, expected {:#x}/{:#x}",
+                            record.index, expected.0, expected.1
+                        ),
+                        *count,
+                    );
                 }
-                _ => None,
-            })
-            .collect();
+            }
+        }
         if served == 0 {
             return CheckResult::not_applicable(id, "no read was served");
         }
@@ -1280,7 +1099,7 @@ impl Context<'_> {
         } else {
             "IA32_APERF/IA32_MPERF"
         };
-        CheckResult::from_failures(
+        CheckResult::from_findings(
             id,
             &failures,
             format!("{served} served reads used {which} ({:#x}/{:#x})", expected.0, expected.1),
@@ -1290,22 +1109,15 @@ impl Context<'_> {
     fn fault_refused(&self) -> CheckResult {
         let id = "feedback.fault_refused";
         let mut faulted = 0;
-        let failures: Vec<String> = self
-            .runtime_reads()
-            .filter(|(_, read)| read.faulted)
-            .inspect(|_| faulted += 1)
-            .filter(|(_, read)| read.returned)
-            .map(|(record, read)| {
-                format!(
-                    "processor {} counter {}: an MSR read faulted but the read returned TRUE",
-                    record.index, read.counter_index
-                )
-            })
-            .collect();
+        let mut failures = Findings::new();
+        for record in &self.observations.processors {
+            faulted += record.digest.faulted;
+            failures.absorb(&record.digest.faulted_served, str::to_owned);
+        }
         if faulted == 0 {
             return CheckResult::not_applicable(id, "no counter read faulted");
         }
-        CheckResult::from_failures(
+        CheckResult::from_findings(
             id,
             &failures,
             format!("{faulted} reads whose MSR read faulted were refused"),

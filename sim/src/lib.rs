@@ -74,12 +74,12 @@ pub struct RunOutput {
 /// Runs `scenario` and returns the report with the raw observations.
 #[must_use]
 pub fn run_detailed(scenario: &Scenario, options: &RunOptions) -> RunOutput {
-    let (observations, machine) = pofx::Emulator::new(scenario, options).run();
-    let metrics: Vec<checks::ProcessorMetrics> = observations
-        .processors
-        .iter()
-        .map(|record| checks::processor_metrics(record, &machine))
-        .collect();
+    let (mut observations, machine) = pofx::Emulator::new(scenario, options).run();
+    for record in &mut observations.processors {
+        record.fold_reads(&machine);
+    }
+    let metrics: Vec<checks::ProcessorMetrics> =
+        observations.processors.iter().map(checks::processor_metrics).collect();
     let results = checks::evaluate(scenario, &observations, &machine, &metrics);
     let report = Report::new(scenario, &observations, &metrics, results);
     RunOutput { report, observations, machine }

@@ -33,6 +33,7 @@ use ppm_engine::abi::{
 };
 
 use crate::boot::{BootRecord, BootSabotage, SimKernel};
+use crate::checks::ReadDigest;
 use crate::cpu::msr;
 use crate::machine::Machine;
 use crate::platform::{self, MsrRead, OnProcessor, PlatformFaults, PlatformOp, SimPlatform};
@@ -261,8 +262,8 @@ pub struct ProcessorRecord {
     pub perf: Option<(bool, PEP_PPM_QUERY_PERF_CAPABILITIES)>,
     /// `QUERY_DOMAIN_INFO` for the domain `QUERY_PERF_CAPABILITIES` named: returned, answer.
     pub domain: Option<(bool, PEP_PPM_QUERY_DOMAIN_INFO)>,
-    /// The runtime loop's reads.
-    pub reads: Vec<ReadRecord>,
+    /// The runtime loop's reads, digested as they are made (see [`ReadDigest`]).
+    pub digest: ReadDigest,
     /// Every handle the PEP issued for the processor, in order (a processor hot-added again
     /// gets a new one).
     pub issued_handles: Vec<usize>,
@@ -271,6 +272,14 @@ pub struct ProcessorRecord {
 }
 
 impl ProcessorRecord {
+    /// Folds the reads added to the digest so far (see [`ReadDigest::fold`]).
+    pub fn fold_reads(&mut self, machine: &Machine) {
+        let capabilities = self
+            .capabilities
+            .map(|(_, answer)| (answer.FeedbackCounterCount, answer.IdleStateCount));
+        self.digest.fold(machine, self.index, capabilities);
+    }
+
     /// The feedback counters the OS uses: those `QUERY_FEEDBACK_COUNTERS` described.
     #[must_use]
     pub fn described_counters(&self) -> &[PEP_PROCESSOR_FEEDBACK_COUNTER] {
@@ -847,7 +856,7 @@ impl<'a> Emulator<'a> {
                 counters: None,
                 perf: None,
                 domain: None,
-                reads: Vec::new(),
+                digest: ReadDigest::new(self.scenario),
                 issued_handles: Vec::new(),
                 removed: false,
             })
@@ -951,7 +960,9 @@ impl<'a> Emulator<'a> {
     fn runtime(&mut self, engine: &Engine) {
         self.machine.start_runtime();
         let origin = self.machine.now_ns();
-        let schedule = self.schedule();
+        let mut schedule = self.schedule();
+        // Time, then action: the order `runtime::items` expands it in.
+        schedule.sort();
         let last_sample = schedule
             .iter()
             .rev()
@@ -960,8 +971,7 @@ impl<'a> Emulator<'a> {
         self.observations.runtime_ns = (origin, origin + last_sample);
         self.observations.processor_threads =
             self.scenario.pofx.threads.processor_threads(self.processor_count());
-        let items = runtime::items(self.scenario, &schedule);
-        self.run_items(engine, origin, items);
+        self.run_items(engine, origin, &schedule);
     }
 
     fn probe(

@@ -131,8 +131,9 @@ pub const PROCESSORS_PER_GROUP: u32 = 64;
 pub const MAX_FREQUENCY_MHZ: u32 = 10_000;
 /// The longest run, in milliseconds (one hour of simulated time).
 pub const MAX_DURATION_MS: u32 = 3_600_000;
-/// The most counter reads a run may make (processors × samples), to bound memory and time.
-pub const MAX_READS: u64 = 5_000_000;
+/// The most counter reads a run may make (processors × samples), to bound its time (memory no
+/// longer grows with reads: they are digested as they are made).
+pub const MAX_READS: u64 = 50_000_000;
 /// The shortest `sleep`, in milliseconds.
 pub const MIN_SLEEP_MS: u32 = 10;
 /// The default `pofx.sample_interval_ms`.

@@ -269,7 +269,7 @@ impl Worker<'_> {
     /// Runs the worker's items in key order. Its progress is published when the time moves
     /// on, before every item that waits (so that a waiting worker never holds others up) and
     /// at the end: others may see it a little late, never ahead of the truth.
-    fn run_all(&mut self, items: &[Item]) {
+    fn run_all(&mut self, items: impl Iterator<Item = Item>) {
         let _fail = FailOnPanic(self.run.coordinator);
         let worker = self.number;
         let mut published = None;
@@ -278,7 +278,7 @@ impl Worker<'_> {
                 self.run.coordinator.publish(|progress| progress.worker_next[worker] = item.key);
                 published = Some(item.key.at_ns);
             }
-            self.run_item(*item);
+            self.run_item(item);
         }
         self.run.coordinator.publish(|progress| progress.worker_next[worker] = Key::END);
     }
@@ -295,8 +295,10 @@ impl Worker<'_> {
                     if item.key.at_ns == 0 { NestingSetup { foreign: None } } else { setup }
                 });
                 if let Some(record) = self.record(index) {
+                    // The previous sample's reads are settled now (see `ReadDigest`).
+                    record.fold_reads(run.machine);
                     let (reads, trace) = sample_processor(run.engine, run.machine, record, nesting);
-                    record.reads.extend(reads);
+                    record.digest.add(reads);
                     self.tally.absorb(&trace);
                 }
             }
@@ -452,19 +454,70 @@ struct DeviceSide {
     tally: Tally,
 }
 
-/// Expands the schedule into items, in key order.
-pub(super) fn items(scenario: &Scenario, schedule: &[(u64, Action)]) -> Vec<Item> {
+/// Which items a consumer takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Share {
+    /// Every item (the single-threaded run).
+    All,
+    /// The device side's.
+    Device,
+    /// Processor worker `number`'s (of `workers`): the processor-side items of the processors
+    /// `i` with `i % workers == number`.
+    Worker { number: usize, workers: usize },
+}
+
+impl Share {
+    /// Whether this share takes `work` on `processor`.
+    fn takes(self, processor: u32, work: Work) -> bool {
+        match self {
+            Self::All => true,
+            Self::Device => work.device_side(),
+            Self::Worker { number, workers } => {
+                !work.device_side() && processor as usize % workers.max(1) == number
+            }
+        }
+    }
+
+    /// The processors whose processor-side work on every processor this share takes.
+    fn processors(self, processors: u32) -> std::iter::StepBy<std::ops::Range<u32>> {
+        let (first, step) = match self {
+            Self::All => (0, 1),
+            Self::Device => (processors, 1),
+            Self::Worker { number, workers } => {
+                (u32::try_from(number).unwrap_or(u32::MAX), workers.max(1))
+            }
+        };
+        (first.min(processors)..processors).step_by(step)
+    }
+}
+
+/// The items `share` takes, in key order, expanded from `schedule` (sorted by time, then
+/// action, with one entry per time and action) one entry at a time: a run holds one sample's
+/// items, not the whole run's.
+pub(super) fn items<'s>(
+    scenario: &'s Scenario,
+    schedule: &'s [(u64, Action)],
+    share: Share,
+) -> impl Iterator<Item = Item> + 's {
+    schedule.iter().flat_map(move |&(at_ns, action)| entry_items(scenario, at_ns, action, share))
+}
+
+/// The items of one schedule entry that `share` takes, in key order.
+fn entry_items(scenario: &Scenario, at_ns: u64, action: Action, share: Share) -> Vec<Item> {
     let processors = scenario.platform.processors;
     let mut items = Vec::new();
-    for &(at_ns, action) in schedule {
+    {
         let mut push = |step: u32, processor: u32, work: Work| {
-            items.push(Item { key: Key { at_ns, action, step, processor }, work });
+            if share.takes(processor, work) {
+                items.push(Item { key: Key { at_ns, action, step, processor }, work });
+            }
         };
+        let every = share.processors(processors);
         match action {
-            Action::Sample => (0..processors).for_each(|index| push(0, index, Work::Sample)),
+            Action::Sample => every.for_each(|index| push(0, index, Work::Sample)),
             Action::Probes => {
                 push(0, 0, Work::Probes);
-                (0..processors).for_each(|index| push(1, index, Work::Barrier));
+                every.for_each(|index| push(1, index, Work::Barrier));
             }
             Action::Event(number) => {
                 let event = &scenario.events[number];
@@ -510,7 +563,7 @@ pub(super) fn items(scenario: &Scenario, schedule: &[(u64, Action)]) -> Vec<Item
                         }
                     }
                     EventKind::Sleep { .. } => {
-                        (0..processors).for_each(|index| push(0, index, Work::Enter(number)));
+                        every.for_each(|index| push(0, index, Work::Enter(number)));
                     }
                 }
             }
@@ -525,10 +578,10 @@ pub(super) fn items(scenario: &Scenario, schedule: &[(u64, Action)]) -> Vec<Item
                 }
             }
             Action::PowerOn(number) => {
-                (0..processors).for_each(|index| push(0, index, Work::PowerOn(number)));
+                every.for_each(|index| push(0, index, Work::PowerOn(number)));
             }
             Action::Resume(number) => {
-                (0..processors).for_each(|index| push(0, index, Work::Resume(number)));
+                every.for_each(|index| push(0, index, Work::Resume(number)));
             }
         }
     }
@@ -610,7 +663,7 @@ impl Emulator<'_> {
 
     /// Runs the items, on this thread or on processor threads with this thread as the device
     /// side, and merges what every thread observed into the observations.
-    pub(super) fn run_items(&mut self, engine: &Engine, origin: u64, items: Vec<Item>) {
+    pub(super) fn run_items(&mut self, engine: &Engine, origin: u64, schedule: &[(u64, Action)]) {
         let scenario = self.scenario;
         let machine = Arc::clone(&self.machine);
         let processors = self.processor_count();
@@ -670,7 +723,7 @@ impl Emulator<'_> {
             owners[record.index as usize % workers].records.push(record);
         }
         if threads == 0 {
-            for item in items {
+            for item in items(scenario, schedule, Share::All) {
                 if item.work.device_side() {
                     self.device_item(&run, &mut device, item);
                 } else {
@@ -678,23 +731,23 @@ impl Emulator<'_> {
                 }
             }
         } else {
-            let (device_items, processor_items): (Vec<Item>, Vec<Item>) =
-                items.into_iter().partition(|item| item.work.device_side());
-            let mut per_worker: Vec<Vec<Item>> = vec![Vec::new(); workers];
-            for item in processor_items {
-                per_worker[item.key.processor as usize % workers].push(item);
-            }
+            let device_items: Vec<Item> = items(scenario, schedule, Share::Device).collect();
+            let shares: Vec<Share> =
+                (0..workers).map(|number| Share::Worker { number, workers }).collect();
             coordinator.publish(|progress| {
                 progress.device_next = device_items.first().map_or(Key::END, |item| item.key);
-                for (next, items) in progress.worker_next.iter_mut().zip(&per_worker) {
-                    *next = items.first().map_or(Key::END, |item| item.key);
+                for (next, share) in progress.worker_next.iter_mut().zip(&shares) {
+                    *next =
+                        items(scenario, schedule, *share).next().map_or(Key::END, |item| item.key);
                 }
             });
             std::thread::scope(|scope| {
-                for (owner, items) in owners.iter_mut().zip(&per_worker) {
+                for (owner, share) in owners.iter_mut().zip(shares) {
                     let _ = std::thread::Builder::new()
                         .name(format!("ppm-sim processor worker {}", owner.number))
-                        .spawn_scoped(scope, move || owner.run_all(items))
+                        .spawn_scoped(scope, move || {
+                            owner.run_all(items(scenario, schedule, share));
+                        })
                         .inspect_err(|_| coordinator.publish(|progress| progress.failed = true))
                         .expect("a processor worker thread");
                 }

@@ -1,0 +1,763 @@
+//! The runtime's reads, digested as they are made.
+//!
+//! The digest keeps what `feedback.*`, `dpm.hotplug`, `ppm.system_state` and
+//! `feedback.reentrancy` need of the reads, so that a run's memory is bounded by its processor
+//! count, not by its read count (2048 processors for 60 s make 8 million reads).
+//!
+//! A sample's reads are folded into the digest one sample later — at the processor's next
+//! sample, after its clock was advanced there, or at the end of the run — never at once: by
+//! then every counter discontinuity at or before them has been recorded (a processor's hardware
+//! events run in time order on the processor's own worker, and an overflow is recorded when the
+//! clock passes it), and a discontinuity recorded later lies after them, so each verdict is the
+//! one the complete list of reads gives. A window still open (counters reading zero) is open
+//! past every folded read, which is all the checks ask of it.
+
+use crate::machine::{Activity, Discontinuity, DiscontinuityKind, Machine, NS_PER_MS};
+use crate::pofx::{NestedNotification, PairAccess, RawRead, ReadRecord};
+use crate::scenario::Scenario;
+
+use super::{ACCURACY_TOLERANCE, CounterMetrics, SPIKE_TOLERANCE};
+
+/// Findings of one kind: the first [`Findings::KEPT`] as text, in order, the rest counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    kept: Vec<String>,
+    total: usize,
+}
+
+impl Findings {
+    /// How many findings are kept as text (a check's detail names three).
+    pub const KEPT: usize = 3;
+
+    /// None.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { kept: Vec::new(), total: 0 }
+    }
+
+    /// Adds a finding; `describe` runs only for the first [`Self::KEPT`].
+    pub fn push_with(&mut self, describe: impl FnOnce() -> String) {
+        if self.kept.len() < Self::KEPT {
+            self.kept.push(describe());
+        }
+        self.total += 1;
+    }
+
+    /// Adds `count` findings described alike.
+    pub fn push_many(&mut self, finding: &str, count: usize) {
+        for _ in 0..count.min(Self::KEPT.saturating_sub(self.kept.len())) {
+            self.kept.push(finding.to_owned());
+        }
+        self.total += count;
+    }
+
+    /// Adds a finding.
+    pub fn push(&mut self, finding: String) {
+        self.push_with(|| finding);
+    }
+
+    /// Adds `other`'s findings after these, each kept one rewritten by `describe`.
+    pub fn absorb(&mut self, other: &Self, describe: impl Fn(&str) -> String) {
+        for finding in &other.kept {
+            if self.kept.len() < Self::KEPT {
+                self.kept.push(describe(finding));
+            }
+        }
+        self.total += other.total;
+    }
+
+    /// Whether there is none.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// How many there are.
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.total
+    }
+
+    /// The first ones, as text.
+    #[must_use]
+    pub fn kept(&self) -> &[String] {
+        &self.kept
+    }
+}
+
+/// The most counters per processor the OS reads (`QUERY_FEEDBACK_COUNTERS` describes at most
+/// 64); reads of a higher index are counted, not measured.
+const MAX_COUNTERS: usize = 64;
+
+/// One processor's reads, digested.
+#[derive(Clone, Debug, Default)]
+pub struct ReadDigest {
+    /// The latest sample's reads, folded at the next one.
+    pending: Vec<ReadRecord>,
+    /// Runtime reads issued.
+    pub reads: usize,
+    /// Runtime reads refused (FALSE).
+    pub refused: usize,
+    /// Reads on working counters (no MSR read faulted during the call).
+    pub working: usize,
+    /// Reads refused although the counters worked.
+    pub refused_working: Findings,
+    /// Reads served (TRUE).
+    pub served: usize,
+    /// Served reads that did not read the counter pair back to back with interrupts masked.
+    pub access_problems: Findings,
+    /// Served reads of a pair back to back, masked: (actual MSR, nominal MSR), how many.
+    pub msr_pairs: Vec<((u32, u32), usize)>,
+    /// Reads during which an MSR read faulted.
+    pub faulted: usize,
+    /// Reads served although an MSR read faulted.
+    pub faulted_served: Findings,
+    /// Every handle with a served read.
+    served_handles: Vec<usize>,
+    /// Per counter index: the measurements over consecutive served reads.
+    counters: Vec<CounterDigest>,
+    /// Per `sleep` of the scenario, in order.
+    pub sleeps: Vec<SleepDigest>,
+    /// `feedback.reentrancy`, when nested notifications are modelled.
+    pub nested: Option<NestedDigest>,
+}
+
+/// A counter's measurements and its latest served read.
+#[derive(Clone, Debug)]
+struct CounterDigest {
+    last: Option<ReadRecord>,
+    metrics: CounterMetrics,
+}
+
+/// What one processor's reads showed of one `sleep`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SleepDigest {
+    /// The sleep's start and its resume, runtime ns.
+    window_ns: (u64, u64),
+    /// A read after the resume found working counters.
+    pub working_after: bool,
+    /// A read after the resume was served.
+    pub served_after: bool,
+    /// Intervals from before the sleep to after the resume.
+    pub across: usize,
+    /// Intervals across the sleep that counted more than the processor made since its reset.
+    pub failures: Findings,
+}
+
+/// What `feedback.reentrancy` needs of one processor's reads.
+#[derive(Clone, Debug, Default)]
+pub struct NestedDigest {
+    /// Outer reads served.
+    pub outer: usize,
+    /// Nested notifications delivered.
+    pub calls: usize,
+    /// Nested reads of the interrupted read's own counter (injection points).
+    pub points: usize,
+    /// Nested reads served.
+    pub nested: usize,
+    /// Nested notifications answered wrongly.
+    pub failures: Findings,
+    /// Nested notifications delivered inside a masked section.
+    pub masked: Findings,
+    /// Per handle, whether its totals track the hardware exactly (`None`: not checked, as
+    /// with the fixed counters).
+    exactness: Option<Vec<HandleExactness>>,
+}
+
+/// One served read of a handle's counters, outer or nested.
+#[derive(Clone, Copy, Debug)]
+struct Served {
+    raw: RawRead,
+    nominal: u64,
+    actual: u64,
+    what: &'static str,
+}
+
+/// A handle's run of served reads, for `feedback.reentrancy`'s exactness.
+#[derive(Clone, Debug)]
+struct HandleExactness {
+    handle: usize,
+    previous: Option<Served>,
+    /// The read that began the current run without a discontinuity.
+    base: Option<Served>,
+    /// The first problem.
+    problem: Option<String>,
+    /// A problem after which the handle's reads say nothing more.
+    stopped: bool,
+}
+
+/// A closed range of clock time, ns.
+type Window = (u64, u64);
+
+/// The machine's facts a fold needs about one processor.
+struct Facts<'m> {
+    machine: &'m Machine,
+    index: u32,
+    nominal_mhz: f64,
+    /// Where the counters jumped: closed clock-time windows, every discontinuity but a
+    /// near-wrap set before the first read.
+    breaks: Vec<Window>,
+    /// Among them, where the counters read zero.
+    zero_windows: Vec<Window>,
+    /// Every discontinuity but a near-wrap, clock ns.
+    jumps: Vec<u64>,
+}
+
+impl Facts<'_> {
+    fn runtime_ms(&self, at_ns: u64) -> u64 {
+        self.machine.runtime_ns(at_ns) / NS_PER_MS
+    }
+}
+
+/// Where the counters jumped, as closed clock-time ranges — every discontinuity but a
+/// near-wrap set before the first read: an interval touching one may be lost by a correct PEP
+/// (a fixed counter's wrap modulo its width is no discontinuity) — and, among them, the windows
+/// in which the counters read zero (`counters-zero`, open until the counters are exposed):
+/// nothing can be measured then, so there is no expectation for that time, and no counts may
+/// be reported for it.
+fn windows(jumps: &[Discontinuity]) -> (Vec<Window>, Vec<Window>) {
+    let zero_windows: Vec<Window> = jumps
+        .iter()
+        .enumerate()
+        .filter(|(_, jump)| jump.kind == DiscontinuityKind::Zeroed)
+        .map(|(position, jump)| {
+            let exposed = jumps[position..]
+                .iter()
+                .find(|later| later.kind == DiscontinuityKind::Exposed)
+                .map_or(u64::MAX, |later| later.at_ns);
+            (jump.at_ns, exposed)
+        })
+        .collect();
+    let breaks = jumps
+        .iter()
+        .filter(|jump| {
+            !matches!(jump.kind, DiscontinuityKind::NearWrap | DiscontinuityKind::Zeroed)
+        })
+        .map(|jump| match jump.kind {
+            DiscontinuityKind::PmuStopped { until_ns } => (jump.at_ns, until_ns),
+            _ => (jump.at_ns, jump.at_ns),
+        })
+        .chain(zero_windows.iter().copied())
+        .collect();
+    (breaks, zero_windows)
+}
+
+impl ReadDigest {
+    /// An empty digest for a processor of `scenario`.
+    #[must_use]
+    pub fn new(scenario: &Scenario) -> Self {
+        let nested = scenario.pofx.nested_notifications.then(|| NestedDigest {
+            exactness: (!scenario.uses_fixed_counters()).then(Vec::new),
+            ..NestedDigest::default()
+        });
+        Self {
+            sleeps: scenario
+                .sleeps()
+                .into_iter()
+                .map(|(_, start_ms, resume_ms)| SleepDigest {
+                    window_ns: (u64::from(start_ms) * NS_PER_MS, u64::from(resume_ms) * NS_PER_MS),
+                    ..SleepDigest::default()
+                })
+                .collect(),
+            nested,
+            ..Self::default()
+        }
+    }
+
+    /// Adds a sample's reads; they are folded at the next [`Self::fold`].
+    pub fn add(&mut self, reads: impl IntoIterator<Item = ReadRecord>) {
+        self.pending.extend(reads);
+    }
+
+    /// Folds the reads added so far, of processor `index` whose `QUERY_CAPABILITIES` answered
+    /// `capabilities` (`FeedbackCounterCount`, `IdleStateCount`): call it at the processor's
+    /// next sample, after its clock was advanced there, and at the end of the run.
+    pub fn fold(&mut self, machine: &Machine, index: u32, capabilities: Option<(u32, u32)>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let discontinuities = machine.discontinuities(index);
+        let (breaks, zero_windows) = windows(&discontinuities);
+        let facts = Facts {
+            machine,
+            index,
+            nominal_mhz: f64::from(machine.nominal_mhz()),
+            breaks,
+            zero_windows,
+            jumps: discontinuities
+                .iter()
+                .filter(|jump| jump.kind != DiscontinuityKind::NearWrap)
+                .map(|jump| jump.at_ns)
+                .collect(),
+        };
+        let pending = std::mem::take(&mut self.pending);
+        for read in pending {
+            self.fold_read(&facts, capabilities, read);
+        }
+    }
+
+    fn fold_read(&mut self, facts: &Facts<'_>, capabilities: Option<(u32, u32)>, read: ReadRecord) {
+        self.reads += 1;
+        self.refused += usize::from(!read.returned);
+        if !read.faulted {
+            self.working += 1;
+            if !read.returned {
+                self.refused_working.push_with(|| {
+                    format!(
+                        "processor {} counter {} at {} ms: refused on its own processor with working counters",
+                        facts.index,
+                        read.counter_index,
+                        facts.runtime_ms(read.at_ns)
+                    )
+                });
+            }
+        }
+        if read.faulted {
+            self.faulted += 1;
+            if read.returned {
+                self.faulted_served.push_with(|| {
+                    format!(
+                        "processor {} counter {}: an MSR read faulted but the read returned TRUE",
+                        facts.index, read.counter_index
+                    )
+                });
+            }
+        }
+        if read.returned {
+            self.served += 1;
+            match &read.access {
+                PairAccess::BackToBackMasked { actual_msr, nominal_msr } => {
+                    let pair = (*actual_msr, *nominal_msr);
+                    match self.msr_pairs.iter_mut().find(|(seen, _)| *seen == pair) {
+                        Some((_, count)) => *count += 1,
+                        None => self.msr_pairs.push((pair, 1)),
+                    }
+                }
+                PairAccess::Problem(problem) => self.access_problems.push_with(|| {
+                    format!("processor {} counter {}: {problem}", facts.index, read.counter_index)
+                }),
+                PairAccess::NoRead => self.access_problems.push_with(|| {
+                    format!(
+                        "processor {} counter {}: served without reading the counters",
+                        facts.index, read.counter_index
+                    )
+                }),
+            }
+            if !self.served_handles.contains(&read.handle) {
+                self.served_handles.push(read.handle);
+            }
+        }
+        let runtime_ns = facts.machine.runtime_ns(read.at_ns);
+        for sleep in &mut self.sleeps {
+            if runtime_ns >= sleep.window_ns.1 {
+                sleep.working_after |= !read.faulted;
+                sleep.served_after |= read.returned;
+            }
+        }
+        if let Some(nested) = &mut self.nested {
+            nested.fold(facts, capabilities, &read);
+        }
+        let Ok(slot) = usize::try_from(read.counter_index) else { return };
+        if !read.returned || slot >= MAX_COUNTERS {
+            return;
+        }
+        while self.counters.len() <= slot {
+            let counter_index = u32::try_from(self.counters.len()).unwrap_or(u32::MAX);
+            self.counters
+                .push(CounterDigest { last: None, metrics: CounterMetrics::new(counter_index, 0) });
+        }
+        let Some(counter) = self.counters.get_mut(slot) else { return };
+        counter.metrics.served += 1;
+        let mut after = read;
+        after.nested = Vec::new();
+        if let Some(before) = counter.last.take() {
+            // A processor registered again (hot-added after a hot-remove) is a new device with
+            // new counters: the OS does not difference across handles.
+            if before.handle == after.handle {
+                interval(facts, &mut counter.metrics, &before, &after);
+                for sleep in &mut self.sleeps {
+                    sleep.interval(facts, after.counter_index, &before, &after);
+                }
+            }
+        }
+        counter.last = Some(after);
+    }
+
+    /// How many reads the digest holds in full: the latest sample's and each counter's latest
+    /// served read — never more than that, however long the run.
+    #[must_use]
+    pub fn held_reads(&self) -> usize {
+        self.pending.len() + self.counters.iter().filter(|counter| counter.last.is_some()).count()
+    }
+
+    /// Whether a read of `handle` was served.
+    #[must_use]
+    pub fn served(&self, handle: usize) -> bool {
+        self.served_handles.contains(&handle)
+    }
+
+    /// The measurements of each counter `described` (index, `NominalRate`), after the last
+    /// [`Self::fold`].
+    #[must_use]
+    pub fn metrics(&self, described: impl Iterator<Item = (u32, u32)>) -> Vec<CounterMetrics> {
+        described
+            .map(|(counter_index, nominal_rate)| {
+                let mut metrics = usize::try_from(counter_index)
+                    .ok()
+                    .and_then(|slot| self.counters.get(slot))
+                    .map_or_else(
+                        || CounterMetrics::new(counter_index, nominal_rate),
+                        |counter| counter.metrics.clone(),
+                    );
+                metrics.nominal_rate = nominal_rate;
+                metrics
+            })
+            .collect()
+    }
+
+    /// The first exactness problem of `feedback.reentrancy` among `handles` (in that order).
+    #[must_use]
+    pub fn exactness_problem(&self, handles: &[usize]) -> Option<String> {
+        let states = self.nested.as_ref()?.exactness.as_ref()?;
+        handles
+            .iter()
+            .find_map(|handle| states.iter().find(|state| state.handle == *handle)?.problem.clone())
+    }
+}
+
+/// One interval between consecutive served reads of a counter on one handle.
+#[allow(clippy::cast_precision_loss)] // Times in milliseconds, for the messages.
+fn interval(
+    facts: &Facts<'_>,
+    metrics: &mut CounterMetrics,
+    before: &ReadRecord,
+    after: &ReadRecord,
+) {
+    let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
+    let delta_actual = i128::from(after.actual) - i128::from(before.actual);
+    metrics.delta_nominal += delta_nominal;
+    metrics.delta_actual += delta_actual;
+    if delta_nominal < 0 || delta_actual < 0 {
+        metrics.monotonic = false;
+        return;
+    }
+    let activity = facts.machine.activity(facts.index, before.at_ns, after.at_ns);
+    if facts.breaks.iter().any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to) {
+        metrics.exempt += 1;
+        if excessive(facts, (delta_nominal, delta_actual), activity) {
+            metrics.spikes.push_with(|| {
+                excess_message(facts, after, (delta_nominal, delta_actual), activity)
+            });
+        }
+    } else {
+        metrics.expected.add(activity);
+        if let Some(made) = dropped(facts, delta_nominal, activity) {
+            metrics.dropped.push_with(|| {
+                let from = facts.machine.runtime_ns(before.at_ns) as f64 / 1e6;
+                let to = facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
+                format!("{from}..{to} ms: ΔNominal {delta_nominal}, but the processor made {made:.0} nominal counts and its counters did not jump")
+            });
+        }
+    }
+    if let Some(spike) = spike(facts, before, after, delta_nominal, delta_actual) {
+        metrics.spikes.push(spike);
+    } else if facts
+        .zero_windows
+        .iter()
+        .any(|(from, to)| *from <= before.at_ns && after.at_ns <= *to)
+        && (delta_nominal, delta_actual) != (0, 0)
+    {
+        metrics.spikes.push_with(|| {
+            format!(
+                "{} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} reported after the counters stopped (they read 0)",
+                facts.runtime_ms(after.at_ns)
+            )
+        });
+    }
+}
+
+/// Whether an interval across a counter discontinuity (which a PEP may lose) reports more
+/// counts than the processor can have made in it (within 2 counts and 0.1 %): a reset, a wrap
+/// or counters that came back turned into a huge delta. The true activity is an upper bound (a
+/// sleeping or stopped processor counts less).
+#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
+fn excessive(
+    facts: &Facts<'_>,
+    (delta_nominal, delta_actual): (i128, i128),
+    activity: Activity,
+) -> bool {
+    // Counts = MHz × busy % × ns / 100 000.
+    let nominal = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
+    let actual = activity.cycles as f64 / 100_000.0;
+    let over =
+        |reported: i128, made: f64| reported as f64 > made.mul_add(1.0 + ACCURACY_TOLERANCE, 2.0);
+    over(delta_nominal, nominal) || over(delta_actual, actual)
+}
+
+#[allow(clippy::cast_precision_loss)] // A time and counts, for the message.
+fn excess_message(
+    facts: &Facts<'_>,
+    after: &ReadRecord,
+    (delta_nominal, delta_actual): (i128, i128),
+    activity: Activity,
+) -> String {
+    let nominal = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
+    let actual = activity.cycles as f64 / 100_000.0;
+    let at_ms = facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
+    format!(
+        "{at_ms} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} across a counter discontinuity, more than the {nominal:.0}/{actual:.0} counts the processor made"
+    )
+}
+
+/// The nominal counts the processor made, when an interval without a counter discontinuity
+/// reports other nominal counts (within 2 counts and 0.1 %, for the counts' integer rounding
+/// and the time the read itself takes): an interval a PEP dropped, or counts it invented.
+#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
+fn dropped(facts: &Facts<'_>, delta_nominal: i128, activity: Activity) -> Option<f64> {
+    // Nominal counts = MHz × busy % × ns / 100 000.
+    let made = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
+    let reported = delta_nominal as f64;
+    ((reported - made).abs() > 2.0 + made * ACCURACY_TOLERANCE).then_some(made)
+}
+
+/// Whether one interval's rate is implausible: outside the slowest..fastest C0 frequency of the
+/// interval (±1 %), activity reported while the processor never left idle, or actual counts
+/// with no nominal counts.
+#[allow(clippy::cast_precision_loss)] // Ratios of counts; f64 keeps 15 digits.
+fn spike(
+    facts: &Facts<'_>,
+    before: &ReadRecord,
+    after: &ReadRecord,
+    delta_nominal: i128,
+    delta_actual: i128,
+) -> Option<String> {
+    let at_ms = || facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
+    if delta_nominal == 0 {
+        return (delta_actual > 0)
+            .then(|| format!("{} ms: ΔActual {delta_actual} with ΔNominal 0", at_ms()));
+    }
+    let rate = facts.nominal_mhz * delta_actual as f64 / delta_nominal as f64;
+    match facts.machine.frequency_range(facts.index, before.at_ns, after.at_ns) {
+        None => {
+            Some(format!("{} ms: {rate:.1} MHz reported while the processor was idle", at_ms()))
+        }
+        Some((slowest, fastest)) => {
+            let low = f64::from(slowest) * (1.0 - SPIKE_TOLERANCE);
+            let high = f64::from(fastest) * (1.0 + SPIKE_TOLERANCE);
+            (!(low..=high).contains(&rate)).then(|| {
+                format!("{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz", at_ms())
+            })
+        }
+    }
+}
+
+impl SleepDigest {
+    /// An interval between served reads of `counter` on one handle: when it spans the sleep
+    /// (from before its start to after the resume), it must not report more than the counts
+    /// the processor made since it was powered on again (the raw values the second read saw).
+    fn interval(
+        &mut self,
+        facts: &Facts<'_>,
+        counter: u32,
+        first: &ReadRecord,
+        second: &ReadRecord,
+    ) {
+        let (start_ns, resume_ns) = self.window_ns;
+        if facts.machine.runtime_ns(first.at_ns) > start_ns
+            || facts.machine.runtime_ns(second.at_ns) < resume_ns
+        {
+            return;
+        }
+        self.across += 1;
+        let since = second.raw.map_or((0, 0), |raw| (raw.nominal, raw.actual));
+        let delta =
+            (second.nominal.wrapping_sub(first.nominal), second.actual.wrapping_sub(first.actual));
+        if delta.0 > since.0 || delta.1 > since.1 {
+            self.failures.push_with(|| {
+                format!(
+                    "processor {} counter {counter}: ΔNominal {}, ΔActual {} across the sleep, more than the {}/{} counts since the processor was powered on again",
+                    facts.index, delta.0, delta.1, since.0, since.1
+                )
+            });
+        }
+    }
+}
+
+impl NestedDigest {
+    fn fold(&mut self, facts: &Facts<'_>, capabilities: Option<(u32, u32)>, read: &ReadRecord) {
+        self.outer += usize::from(read.returned);
+        for call in &read.nested {
+            self.calls += 1;
+            let name = || {
+                format!(
+                    "processor {} at {} ms, nested {:?} at {:?}",
+                    facts.index,
+                    facts.runtime_ms(read.at_ns),
+                    call.notification,
+                    call.point
+                )
+            };
+            if call.masked {
+                self.masked.push_with(|| format!("{}: delivered inside a masked section", name()));
+            }
+            let problem = match call.notification {
+                NestedNotification::OwnRead => {
+                    self.points += 1;
+                    self.nested += usize::from(call.returned);
+                    (!call.returned && !call.faulted).then_some("refused with working counters")
+                }
+                NestedNotification::ForeignRead => (call.returned || !call.untouched)
+                    .then_some("a handle bound to another processor was served"),
+                NestedNotification::QueryCapabilities => (!call.returned
+                    || call.capabilities != capabilities)
+                    .then_some("answered other than at initialisation"),
+                NestedNotification::PerfCheckComplete => (!call.returned).then_some("refused"),
+            };
+            if let Some(problem) = problem {
+                self.failures.push_with(|| format!("{}: {problem}", name()));
+            }
+        }
+        let Some(states) = &mut self.exactness else { return };
+        // The call's own read and its nested reads of the same counters, in the order they
+        // accumulated (every call's reads lie between the previous call's and the next's).
+        let mut served: Vec<Served> = Vec::new();
+        if let (true, Some(raw)) = (read.returned, read.raw) {
+            served.push(Served { raw, nominal: read.nominal, actual: read.actual, what: "read" });
+        }
+        for call in &read.nested {
+            if let (NestedNotification::OwnRead, true, Some(raw)) =
+                (call.notification, call.returned, call.raw)
+            {
+                served.push(Served {
+                    raw,
+                    nominal: call.nominal,
+                    actual: call.actual,
+                    what: "nested read",
+                });
+            }
+        }
+        if served.is_empty() {
+            return;
+        }
+        served.sort_by_key(|read| read.raw.at_ns);
+        let position =
+            states.iter().position(|state| state.handle == read.handle).unwrap_or_else(|| {
+                states.push(HandleExactness {
+                    handle: read.handle,
+                    previous: None,
+                    base: None,
+                    problem: None,
+                    stopped: false,
+                });
+                states.len() - 1
+            });
+        let Some(state) = states.get_mut(position) else { return };
+        for current in served {
+            state.next(facts, current);
+        }
+    }
+}
+
+impl HandleExactness {
+    /// Every served read of a handle, in the order they accumulated, must not go backwards,
+    /// and within a run of reads without a discontinuity of the processor's counters the
+    /// totals must have grown by exactly what the raw counters did since the run's first read.
+    #[allow(clippy::cast_precision_loss)] // A time in milliseconds, for the message.
+    fn next(&mut self, facts: &Facts<'_>, current: Served) {
+        if self.stopped {
+            return;
+        }
+        let Some(previous) = self.previous.replace(current) else { return };
+        let handle = self.handle;
+        let name = || {
+            let at_ms = facts.machine.runtime_ns(current.raw.at_ns) as f64 / 1e6;
+            format!("processor {} handle {handle:#x}, {} at {at_ms} ms", facts.index, current.what)
+        };
+        if current.nominal < previous.nominal || current.actual < previous.actual {
+            self.problem.get_or_insert_with(|| format!("{}: went backwards", name()));
+            self.stopped = true;
+            return;
+        }
+        let jumped =
+            facts.jumps.iter().any(|at| previous.raw.at_ns < *at && *at <= current.raw.at_ns);
+        if jumped {
+            self.base = Some(current);
+            return;
+        }
+        let start = *self.base.get_or_insert(previous);
+        if current.raw.actual < previous.raw.actual || current.raw.nominal < previous.raw.nominal {
+            self.problem.get_or_insert_with(|| {
+                format!(
+                    "{}: the raw counters went backwards ({}/{} after {}/{}) with no reset between: a read was torn",
+                    name(),
+                    current.raw.actual,
+                    current.raw.nominal,
+                    previous.raw.actual,
+                    previous.raw.nominal
+                )
+            });
+        }
+        let hardware = (
+            current.raw.nominal.wrapping_sub(start.raw.nominal),
+            current.raw.actual.wrapping_sub(start.raw.actual),
+        );
+        let reported = (
+            current.nominal.wrapping_sub(start.nominal),
+            current.actual.wrapping_sub(start.actual),
+        );
+        if hardware != reported {
+            self.problem.get_or_insert_with(|| {
+                format!(
+                    "{}: ΔNominal/ΔActual {}/{} since the run began, but the hardware counted {}/{}",
+                    name(),
+                    reported.0,
+                    reported.1,
+                    hardware.0,
+                    hardware.1
+                )
+            });
+            self.stopped = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_keep_the_first_three_in_order_and_count_the_rest() {
+        let mut first = Findings::new();
+        first.push("a".to_owned());
+        first.push_many("b", 4);
+        assert_eq!(first.kept(), ["a", "b", "b"]);
+        assert_eq!(first.len(), 5);
+        let mut described = 0;
+        first.push_with(|| {
+            described += 1;
+            "c".to_owned()
+        });
+        assert_eq!(described, 0, "a finding past the first three is counted, not described");
+        let mut all = Findings::new();
+        all.push("x".to_owned());
+        all.absorb(&first, |finding| format!("1: {finding}"));
+        assert_eq!(all.kept(), ["x", "1: a", "1: b"]);
+        assert_eq!(all.len(), 7);
+        assert!(!all.is_empty() && Findings::new().is_empty());
+    }
+
+    #[test]
+    fn a_long_run_holds_one_sample_of_reads_per_processor() {
+        let text = "name = \"long\"\n[platform]\nprocessors = 3\nnominal_mhz = 2000\n[config]\nperformance_counter_view = true\n[pofx]\nduration_ms = 20000\nsample_interval_ms = 10\n[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 2600\nbusy_percent = 70\n";
+        let scenario = Scenario::from_toml_str(text).expect("valid");
+        let output = crate::run_detailed(&scenario, &crate::RunOptions::default());
+        assert!(output.report.passed);
+        for record in &output.observations.processors {
+            let counters = record.described_counters().len();
+            assert_eq!(counters, 2);
+            // 2001 samples of two counters, all digested; two reads held.
+            assert_eq!(record.digest.reads, 2001 * counters);
+            assert_eq!(record.digest.held_reads(), counters, "processor {}", record.index);
+        }
+    }
+}
