@@ -208,19 +208,43 @@ impl Timeline {
         (load, change)
     }
 
+    /// The spans of constant load within runtime times `[from_ns, to_ns)`: (start, end,
+    /// load), in order — one search, then a walk along the segments.
+    #[must_use]
+    pub fn spans(&self, from_ns: u64, to_ns: u64) -> Spans<'_> {
+        self.spans_near(from_ns, to_ns, usize::MAX)
+    }
+
+    /// [`Self::spans`], looking for `from_ns` first just after segment index `hint` (where an
+    /// earlier walk ended: time moves forward), searching only when it is not there.
+    #[must_use]
+    pub fn spans_near(&self, from_ns: u64, to_ns: u64, hint: usize) -> Spans<'_> {
+        let starts_at_or_before = |index: usize| {
+            self.segments.get(index).is_some_and(|segment| segment.start_ns <= from_ns)
+        };
+        let mut next = hint;
+        let hint_usable =
+            hint <= self.segments.len() && (hint == 0 || starts_at_or_before(hint - 1));
+        let mut steps = 0;
+        while hint_usable && steps < 8 && starts_at_or_before(next) {
+            next += 1;
+            steps += 1;
+        }
+        if !hint_usable || starts_at_or_before(next) {
+            next = self.segments.partition_point(|segment| segment.start_ns <= from_ns);
+        }
+        Spans { segments: &self.segments, next, at: from_ns, to_ns }
+    }
+
     /// The true activity over runtime times `[from_ns, to_ns)`.
     #[must_use]
     pub fn activity(&self, from_ns: u64, to_ns: u64) -> Activity {
         let mut activity = Activity::default();
-        let mut at = from_ns;
-        while at < to_ns {
-            let (load, change) = self.load_at(at);
-            let end = change.min(to_ns);
-            let dt = u128::from(end - at);
+        for (start, end, load) in self.spans(from_ns, to_ns) {
+            let dt = u128::from(end - start);
             let busy = u128::from(load.busy_percent);
             activity.c0 += busy * dt;
             activity.cycles += u128::from(load.frequency_mhz) * busy * dt;
-            at = end;
         }
         activity
     }
@@ -229,17 +253,53 @@ impl Timeline {
     /// `[from_ns, to_ns)`, or `None` when it never is.
     #[must_use]
     pub fn frequency_range(&self, from_ns: u64, to_ns: u64) -> Option<(u32, u32)> {
-        let mut range: Option<(u32, u32)> = None;
-        let mut at = from_ns;
-        while at < to_ns {
-            let (load, change) = self.load_at(at);
-            if load.busy_percent > 0 {
-                let f = load.frequency_mhz;
-                range = Some(range.map_or((f, f), |(low, high)| (low.min(f), high.max(f))));
-            }
-            at = change.min(to_ns);
+        self.spans(from_ns, to_ns)
+            .filter(|(_, _, load)| load.busy_percent > 0)
+            .map(|(_, _, load)| load.frequency_mhz)
+            .fold(None, |range, f| {
+                Some(range.map_or((f, f), |(low, high): (u32, u32)| (low.min(f), high.max(f))))
+            })
+    }
+}
+
+/// The spans of constant load of a timeline over an interval (see [`Timeline::spans`]).
+#[derive(Clone, Debug)]
+pub struct Spans<'t> {
+    segments: &'t [Segment],
+    /// The first segment starting after `at`.
+    next: usize,
+    at: u64,
+    to_ns: u64,
+}
+
+impl Spans<'_> {
+    /// The index of the first segment starting after the walk's position: a hint for the
+    /// next walk.
+    #[must_use]
+    pub const fn position(&self) -> usize {
+        self.next
+    }
+}
+
+impl Iterator for Spans<'_> {
+    type Item = (u64, u64, Load);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.to_ns {
+            return None;
         }
-        range
+        let load = self
+            .next
+            .checked_sub(1)
+            .and_then(|current| self.segments.get(current))
+            .map_or(Load { frequency_mhz: 1, busy_percent: 0 }, |segment| segment.load);
+        let change = self.segments.get(self.next).map_or(u64::MAX, |segment| segment.start_ns);
+        let span = (self.at, change.min(self.to_ns), load);
+        self.at = span.1;
+        while self.segments.get(self.next).is_some_and(|segment| segment.start_ns <= self.at) {
+            self.next += 1;
+        }
+        Some(span)
     }
 }
 
@@ -296,6 +356,8 @@ struct ProcessorState {
     mperf_remainder: u128,
     /// The clock time the counters are up to date for.
     synced_ns: u64,
+    /// Where in the timeline `synced_ns` was last found (a hint: time moves forward).
+    segment_hint: usize,
     discontinuities: Vec<Discontinuity>,
     /// Active MSR-fault windows.
     msr_faults: u32,
@@ -424,6 +486,7 @@ impl Machine {
                     aperf_remainder: 0,
                     mperf_remainder: 0,
                     synced_ns: 0,
+                    segment_hint: 0,
                     discontinuities: Vec::new(),
                     msr_faults: 0,
                     core_cycles: 0,
@@ -555,9 +618,24 @@ impl Machine {
             return;
         }
         while state.synced_ns < to_ns {
-            let (load, change) = self.load_at(index, state.synced_ns);
+            let at = state.synced_ns;
+            if let (Some(timeline), Some(origin)) = (self.timelines.get(index), self.origin_ns())
+                && at >= origin
+            {
+                // In the runtime: a walk along the timeline from where the last one ended.
+                let mut spans =
+                    timeline.spans_near(at - origin, to_ns - origin, state.segment_hint);
+                for (start, end, load) in &mut spans {
+                    state.run(start + origin, end - start, load, self.nominal_mhz);
+                    state.synced_ns = end + origin;
+                }
+                state.segment_hint = spans.position();
+                state.synced_ns = to_ns;
+                continue;
+            }
+            let (load, change) = self.load_at(index, at);
             let end = change.min(to_ns);
-            state.run(state.synced_ns, end - state.synced_ns, load, self.nominal_mhz);
+            state.run(at, end - at, load, self.nominal_mhz);
             state.synced_ns = end;
         }
     }
@@ -739,6 +817,35 @@ impl Machine {
     pub fn frequency_range(&self, index: u32, from_ns: u64, to_ns: u64) -> Option<(u32, u32)> {
         self.timeline(index)?.frequency_range(self.runtime_ns(from_ns), self.runtime_ns(to_ns))
     }
+
+    /// [`Self::activity`] and [`Self::frequency_range`] in one walk of the timeline, starting
+    /// near segment `hint` (updated to where the walk ended: intervals move forward).
+    #[must_use]
+    pub fn interval_truth(
+        &self,
+        index: u32,
+        from_ns: u64,
+        to_ns: u64,
+        hint: &mut usize,
+    ) -> (Activity, Option<(u32, u32)>) {
+        let mut activity = Activity::default();
+        let mut range: Option<(u32, u32)> = None;
+        let Some(timeline) = self.timeline(index) else { return (activity, range) };
+        let mut spans =
+            timeline.spans_near(self.runtime_ns(from_ns), self.runtime_ns(to_ns), *hint);
+        for (start, end, load) in &mut spans {
+            let dt = u128::from(end - start);
+            let busy = u128::from(load.busy_percent);
+            activity.c0 += busy * dt;
+            activity.cycles += u128::from(load.frequency_mhz) * busy * dt;
+            if load.busy_percent > 0 {
+                let f = load.frequency_mhz;
+                range = Some(range.map_or((f, f), |(low, high)| (low.min(f), high.max(f))));
+            }
+        }
+        *hint = spans.position();
+        (activity, range)
+    }
 }
 
 #[cfg(test)]
@@ -862,6 +969,50 @@ mod tests {
                     },
                 );
                 assert_eq!(timeline.load_at(at).0, expected, "processor {index} at {ms} ms");
+            }
+        }
+    }
+
+    /// A walk started from any hint gives the spans `load_at` gives, instant by instant.
+    #[test]
+    fn spans_from_any_hint_follow_load_at() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        let mut text = String::new();
+        for _ in 0..60 {
+            let start = u32::try_from(next(70)).expect("small") * 10;
+            let busy = u8::try_from(next(101)).expect("small");
+            let mhz = 500 + u32::try_from(next(30)).expect("small") * 100;
+            text.push_str(&phase(start, None, "\"all\"", mhz, busy.into()));
+        }
+        let scenario = scenario(&text);
+        let timeline = Timeline::for_processor(&scenario, 0);
+        let segments = timeline.segments.len();
+        for _ in 0..2000 {
+            let from = next(800) * NS_PER_MS + next(NS_PER_MS);
+            let to = from + next(120 * NS_PER_MS);
+            let hint =
+                usize::try_from(next(u64::try_from(segments).expect("small") + 3)).expect("small");
+            let mut spans = timeline.spans_near(from, to, hint);
+            let mut at = from;
+            for (start, end, load) in &mut spans {
+                assert_eq!(start, at, "spans are contiguous");
+                assert!(start < end && end <= to);
+                let (expected, change) = timeline.load_at(start);
+                assert_eq!(load, expected, "at {start} from hint {hint}");
+                assert_eq!(end, change.min(to), "at {start} from hint {hint}");
+                at = end;
+            }
+            assert_eq!(at, to.max(from), "the walk covers the interval");
+            if to > from {
+                // Where the next walk looks first: the first segment after the interval's end.
+                let expected = timeline.segments.partition_point(|segment| segment.start_ns <= to);
+                assert_eq!(spans.position(), expected);
             }
         }
     }

@@ -127,6 +127,9 @@ pub struct ReadDigest {
 struct CounterDigest {
     last: Option<ReadRecord>,
     metrics: CounterMetrics,
+    /// Where in the processor's timeline the counter's last interval ended (see
+    /// [`Machine::interval_truth`]).
+    segment_hint: usize,
 }
 
 /// What one processor's reads showed of one `sleep`.
@@ -363,8 +366,11 @@ impl ReadDigest {
         }
         while self.counters.len() <= slot {
             let counter_index = u32::try_from(self.counters.len()).unwrap_or(u32::MAX);
-            self.counters
-                .push(CounterDigest { last: None, metrics: CounterMetrics::new(counter_index, 0) });
+            self.counters.push(CounterDigest {
+                last: None,
+                metrics: CounterMetrics::new(counter_index, 0),
+                segment_hint: 0,
+            });
         }
         let Some(counter) = self.counters.get_mut(slot) else { return };
         counter.metrics.served += 1;
@@ -374,7 +380,13 @@ impl ReadDigest {
             // A processor registered again (hot-added after a hot-remove) is a new device with
             // new counters: the OS does not difference across handles.
             if before.handle == after.handle {
-                interval(facts, &mut counter.metrics, &before, &after);
+                let truth = facts.machine.interval_truth(
+                    facts.index,
+                    before.at_ns,
+                    after.at_ns,
+                    &mut counter.segment_hint,
+                );
+                interval(facts, &mut counter.metrics, &before, &after, truth);
                 for sleep in &mut self.sleeps {
                     sleep.interval(facts, after.counter_index, &before, &after);
                 }
@@ -432,6 +444,7 @@ fn interval(
     metrics: &mut CounterMetrics,
     before: &ReadRecord,
     after: &ReadRecord,
+    (activity, range): (Activity, Option<(u32, u32)>),
 ) {
     let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
     let delta_actual = i128::from(after.actual) - i128::from(before.actual);
@@ -441,7 +454,6 @@ fn interval(
         metrics.monotonic = false;
         return;
     }
-    let activity = facts.machine.activity(facts.index, before.at_ns, after.at_ns);
     if facts.breaks.iter().any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to) {
         metrics.exempt += 1;
         if excessive(facts, (delta_nominal, delta_actual), activity) {
@@ -459,7 +471,7 @@ fn interval(
             });
         }
     }
-    if let Some(spike) = spike(facts, before, after, delta_nominal, delta_actual) {
+    if let Some(spike) = spike(facts, after, range, delta_nominal, delta_actual) {
         metrics.spikes.push(spike);
     } else if facts
         .zero_windows
@@ -526,8 +538,8 @@ fn dropped(facts: &Facts<'_>, delta_nominal: i128, activity: Activity) -> Option
 #[allow(clippy::cast_precision_loss)] // Ratios of counts; f64 keeps 15 digits.
 fn spike(
     facts: &Facts<'_>,
-    before: &ReadRecord,
     after: &ReadRecord,
+    range: Option<(u32, u32)>,
     delta_nominal: i128,
     delta_actual: i128,
 ) -> Option<String> {
@@ -537,7 +549,7 @@ fn spike(
             .then(|| format!("{} ms: ΔActual {delta_actual} with ΔNominal 0", at_ms()));
     }
     let rate = facts.nominal_mhz * delta_actual as f64 / delta_nominal as f64;
-    match facts.machine.frequency_range(facts.index, before.at_ns, after.at_ns) {
+    match range {
         None => {
             Some(format!("{} ms: {rate:.1} MHz reported while the processor was idle", at_ms()))
         }
