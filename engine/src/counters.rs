@@ -141,6 +141,9 @@ pub struct FeedbackSetup {
     pub modular: bool,
     /// For modular sources: the most actual cycles a reference cycle can explain.
     pub max_actual_per_reference: u64,
+    /// The most time-stamp ticks a counter pair's reads may span before it is read again
+    /// ([`PAIR_BOUND_NS`] at the nominal rate).
+    pub max_pair_ticks: u64,
     /// Counters described per processor (0..=2).
     pub count: u32,
     /// The descriptors, the first `count` valid.
@@ -163,6 +166,8 @@ impl FeedbackSetup {
             mask: u64::MAX,
             modular: false,
             max_actual_per_reference: MIN_ACTUAL_PER_REFERENCE,
+            // `pair_bound_ticks(0)`: the bound at 1000 MHz.
+            max_pair_ticks: PAIR_BOUND_NS,
             count: 0,
             descriptors: [PEP_PROCESSOR_FEEDBACK_COUNTER::new(false, 0, 0, false, 0);
                 MAX_FEEDBACK_COUNTERS],
@@ -216,6 +221,7 @@ impl FeedbackSetup {
         );
         setup.descriptors = [frequency, performance];
         setup.max_actual_per_reference = max_actual_per_reference(&perf);
+        setup.max_pair_ticks = pair_bound_ticks(nominal_mhz);
         setup.count = if config.performance_counter_view { 2 } else { 1 };
         (setup, perf)
     }
@@ -359,6 +365,73 @@ pub(crate) struct Accumulated {
     pub nominal: u64,
 }
 
+/// How long the two reads of a counter pair may take before the pair is read again, ns.
+///
+/// With interrupts masked, nothing the OS does separates the two reads, but the platform can:
+/// an SMI (tens to hundreds of µs in SMM), an NMI, or on a VM the host descheduling the
+/// virtual processor. Counts that accrue between the actual and the nominal read skew that
+/// interval's ratio by the stall over the interval (100 µs in a 15 ms interval: 0.7 %) and the
+/// next interval's the other way. A bare-metal pair takes 0.1–0.3 µs (two `RDMSR`s of 100–300
+/// cycles), a hypervisor-intercepted one 2–4 µs; 10 µs is far above both and below any
+/// stall worth the name. A slower pair is read once more and the pair whose reads were closer
+/// in time is kept: a served pair is wrong by more than [`PAIR_BOUND_NS`] only when both
+/// attempts were interrupted.
+pub const PAIR_BOUND_NS: u64 = 10_000;
+
+/// [`PAIR_BOUND_NS`] in time-stamp ticks: the TSC runs at about the nominal rate (invariant
+/// TSC); with the rate unknown, 1000 MHz (a TSC faster than that only makes the bound shorter,
+/// so a stalled pair is still read again).
+fn pair_bound_ticks(nominal_mhz: u32) -> u64 {
+    let mhz = u64::from(nominal_mhz.max(1_000));
+    PAIR_BOUND_NS.saturating_mul(mhz) / 1_000
+}
+
+/// Reads the actual then the nominal counter, bracketed by time stamps; a pair whose reads
+/// took longer than [`FeedbackSetup::max_pair_ticks`] is read again (see [`PAIR_BOUND_NS`]).
+/// Returns the pair and the time stamp read after it. Interrupts are masked (caller).
+#[inline]
+fn read_pair<P: Platform>(
+    platform: &P,
+    setup: &FeedbackSetup,
+) -> Result<(u64, u64, Option<u64>), MsrFault> {
+    let start = platform.read_timestamp();
+    let actual = platform.read_msr(setup.actual_msr)?;
+    let nominal = platform.read_msr(setup.nominal_msr)?;
+    let end = platform.read_timestamp();
+    if let (Some(start), Some(end)) = (start, end) {
+        let span = end.wrapping_sub(start);
+        if span > setup.max_pair_ticks {
+            return read_pair_again(platform, setup, (actual, nominal, end, span));
+        }
+    }
+    Ok((actual, nominal, end))
+}
+
+/// The second attempt of [`read_pair`], after a first pair (`actual`, `nominal`, time stamp
+/// after it) whose reads spanned `span` ticks: the pair whose reads were closer in time, with
+/// its own time stamp.
+#[cold]
+#[inline(never)]
+fn read_pair_again<P: Platform>(
+    platform: &P,
+    setup: &FeedbackSetup,
+    (first_actual, first_nominal, first_end, first_span): (u64, u64, u64, u64),
+) -> Result<(u64, u64, Option<u64>), MsrFault> {
+    let start = platform.read_timestamp();
+    let actual = platform.read_msr(setup.actual_msr)?;
+    let nominal = platform.read_msr(setup.nominal_msr)?;
+    let end = platform.read_timestamp();
+    let span = match (start, end) {
+        (Some(start), Some(end)) => end.wrapping_sub(start),
+        _ => u64::MAX,
+    };
+    Ok(if span < first_span {
+        (actual, nominal, end)
+    } else {
+        (first_actual, first_nominal, Some(first_end))
+    })
+}
+
 /// Reads the counter pair on the current processor with interrupts masked and accumulates it
 /// into `slot`. Any IRQL; the caller has established that the current processor owns `slot`.
 ///
@@ -374,8 +447,7 @@ pub(crate) fn read_and_accumulate<P: Platform>(
         return read_and_accumulate_modular(platform, setup, slot);
     }
     platform.with_interrupts_masked(|| {
-        let actual = platform.read_msr(setup.actual_msr)?;
-        let nominal = platform.read_msr(setup.nominal_msr)?;
+        let (actual, nominal, _) = read_pair(platform, setup)?;
         if actual | nominal == 0 {
             return Ok(unchanged(slot));
         }
@@ -466,9 +538,8 @@ fn read_and_accumulate_modular<P: Platform>(
     slot: &ProcessorSlot,
 ) -> Result<Accumulated, MsrFault> {
     platform.with_interrupts_masked(|| {
-        let actual = platform.read_msr(setup.actual_msr)? & setup.mask;
-        let nominal = platform.read_msr(setup.nominal_msr)? & setup.mask;
-        let timestamp = platform.read_timestamp();
+        let (actual, nominal, timestamp) = read_pair(platform, setup)?;
+        let (actual, nominal) = (actual & setup.mask, nominal & setup.mask);
         let last_actual = slot.last_actual.load(Ordering::Relaxed);
         let last_nominal = slot.last_nominal.load(Ordering::Relaxed);
         if actual | nominal == 0 {

@@ -48,6 +48,8 @@ struct Scripted {
     reserved: bool,
     /// Offer a time stamp (counting with MPERF).
     timestamp: bool,
+    /// SMIs to land right after the next APERF reads: (µs held in SMM) each.
+    smis: std::cell::RefCell<Vec<u64>>,
     tsc: Cell<u64>,
     writes: std::cell::RefCell<Vec<(u32, u64)>>,
     failing_write: Cell<Option<u32>>,
@@ -68,6 +70,7 @@ impl Scripted {
             fixed: false,
             reserved: false,
             timestamp: false,
+            smis: std::cell::RefCell::new(Vec::new()),
             tsc: Cell::new(0),
             writes: std::cell::RefCell::new(Vec::new()),
             failing_write: Cell::new(None),
@@ -113,6 +116,22 @@ impl Platform for Scripted {
         }
         if counter && MASKED.with(Cell::get) == 0 {
             self.unmasked_counter_reads.set(self.unmasked_counter_reads.get() + 1);
+        }
+        if number == msr::IA32_APERF {
+            let value = self.aperf.get();
+            let smi = {
+                let mut smis = self.smis.borrow_mut();
+                (!smis.is_empty()).then(|| smis.remove(0))
+            };
+            if let Some(us) = smi {
+                // Held in SMM after the read, busy at 3 GHz (MPERF at 2 GHz, TSC at 2 GHz).
+                self.aperf.set(value + us * 3_000);
+                self.mperf.set(self.mperf.get() + us * 2_000);
+                self.tsc.set(self.tsc.get() + us * 2_000);
+            }
+            // Each read takes 0.1 µs of TSC.
+            self.tsc.set(self.tsc.get() + 200);
+            return Ok(value);
         }
         match number {
             msr::IA32_APERF => Ok(self.aperf.get()),
@@ -311,6 +330,40 @@ fn devices_are_accepted_by_pattern_and_capacity() {
     assert_eq!(seen.len(), 5);
     assert_eq!(seen[0], ("\\_SB.PCI0.GFX0".into(), false));
     assert_eq!(seen[2], ("\\_SB.CPU0".into(), true));
+}
+
+#[test]
+fn a_pair_stretched_by_an_smi_is_read_again() {
+    let mut platform = Scripted::new(true);
+    platform.timestamp = true;
+    let harness = Harness::with_platform(&Config::new(), platform, 1);
+    let handle = harness.processor("\\_SB.CPU0");
+    CURRENT.with(|cell| cell.set(0));
+    let platform = harness.pep.platform();
+    assert_eq!(harness.read(handle, 0), Some((0, 0)));
+    // 15 ms busy at 3 GHz (MPERF 2 GHz), then an SMI of 150 µs between APERF and MPERF: read
+    // as it came, the pair would add the SMI's 300 000 reference cycles without its 450 000
+    // actual ones (an interval 1 % slow, the next 1 % fast). The engine reads it again.
+    harness.advance(45_000_000, 30_000_000);
+    platform.smis.borrow_mut().push(150);
+    assert_eq!(harness.read(handle, 0), Some((30_300_000, 45_450_000)), "the second pair");
+    assert!(platform.smis.borrow().is_empty());
+    // Two SMIs in a row (both attempts stretched): the closer pair of the two is kept.
+    harness.advance(45_000_000, 30_000_000);
+    platform.smis.borrow_mut().extend([400, 150]);
+    let (nominal, actual) = harness.read(handle, 0).unwrap();
+    // The second attempt (150 µs): its APERF includes the first SMI's 400 µs.
+    assert_eq!(
+        (nominal, actual),
+        (30_300_000 + 30_000_000 + 800_000 + 300_000, 45_450_000 + 45_000_000 + 1_200_000)
+    );
+    // Without time stamps nothing can be bounded: the skewed pair is served as read.
+    let harness = Harness::new(&Config::new(), true, 1);
+    let handle = harness.processor("\\_SB.CPU0");
+    assert_eq!(harness.read(handle, 0), Some((0, 0)));
+    harness.advance(45_000_000, 30_000_000);
+    harness.pep.platform().smis.borrow_mut().push(150);
+    assert_eq!(harness.read(handle, 0), Some((30_300_000, 45_000_000)), "1 % slow");
 }
 
 #[test]

@@ -58,6 +58,7 @@ thread_local! {
 pub struct BenchPlatform {
     reads: AtomicU64,
     ticks: AtomicU64,
+    timestamp: AtomicU64,
 }
 
 impl Platform for BenchPlatform {
@@ -99,6 +100,14 @@ impl Platform for BenchPlatform {
     #[inline]
     fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
+    }
+
+    #[inline]
+    fn read_timestamp(&self) -> Option<u64> {
+        // A clock that advances a little per read: pairs never look stalled.
+        let now = self.timestamp.load(Ordering::Relaxed).wrapping_add(40);
+        self.timestamp.store(now, Ordering::Relaxed);
+        Some(now)
     }
 
     fn performance_counter(&self) -> PerformanceCounter {
@@ -237,9 +246,14 @@ unsafe extern "C" fn platform_counter_read(
     let Some(pep) = BenchPlatform::instance() else { return FALSE };
     let platform = pep.platform();
     let counts = platform.with_interrupts_masked(|| {
+        // The platform's part of a read: the pair, bracketed by time stamps (what bounds how
+        // far apart its two reads were).
         let [actual_msr, nominal_msr] = &BASELINE_MSRS;
+        let start = platform.read_timestamp();
         let actual = platform.read_msr(actual_msr.load(Ordering::Relaxed)).unwrap_or(0);
         let nominal = platform.read_msr(nominal_msr.load(Ordering::Relaxed)).unwrap_or(0);
+        let end = platform.read_timestamp();
+        black_box((start, end));
         PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1 {
             NominalCount: nominal,
             ActualCount: actual,

@@ -31,7 +31,7 @@ pub const ACCURACY_TOLERANCE: f64 = 0.001;
 pub const SPIKE_TOLERANCE: f64 = 0.01;
 
 /// The checks, in report order.
-pub const CHECK_IDS: [&str; 34] = [
+pub const CHECK_IDS: [&str; 35] = [
     "registration.version_size",
     "boot.status",
     "boot.unwind",
@@ -58,6 +58,7 @@ pub const CHECK_IDS: [&str; 34] = [
     "feedback.reads_served",
     "feedback.monotonic",
     "feedback.accuracy",
+    "feedback.interval_accuracy",
     "feedback.no_dropped_interval",
     "feedback.no_spike",
     "feedback.read_masked",
@@ -167,6 +168,12 @@ pub struct CounterMetrics {
     pub dropped: Findings,
     /// Intervals touching a counter discontinuity (a correct PEP may lose them).
     pub exempt: usize,
+    /// Intervals whose own rate was compared with the truth of that interval.
+    pub intervals_checked: usize,
+    /// Intervals whose rate missed the truth by more than their tolerance (descriptions).
+    pub interval_errors: Findings,
+    /// The interval closest to its tolerance: (error, tolerance), in parts per million.
+    pub worst_interval_ppm: (u64, u64),
 }
 
 impl CounterMetrics {
@@ -184,6 +191,9 @@ impl CounterMetrics {
             spikes: Findings::new(),
             dropped: Findings::new(),
             exempt: 0,
+            intervals_checked: 0,
+            interval_errors: Findings::new(),
+            worst_interval_ppm: (0, 1),
         }
     }
 
@@ -383,6 +393,7 @@ pub fn evaluate(
         context.reads_served(),
         context.monotonic(),
         context.accuracy(),
+        context.interval_accuracy(),
         context.no_dropped_interval(),
         context.no_spike(),
         context.read_masked(),
@@ -969,6 +980,49 @@ impl Context<'_> {
                 "{measured_count} counters within {} % (worst {:.5} %)",
                 ACCURACY_TOLERANCE * 100.0,
                 worst * 100.0
+            ),
+        )
+    }
+
+    /// `feedback.interval_accuracy`: every interval between served reads without a counter
+    /// discontinuity, on its own, gives the true rate of that interval (see
+    /// `reads::interval_accuracy` for the tolerance: the configured `msr_read_ns` and the
+    /// engine's pair bound), so that a pair skewed by an SMI between its two reads is caught
+    /// even where the whole-run average hides it.
+    #[allow(clippy::cast_precision_loss)] // Parts per million, for the detail.
+    fn interval_accuracy(&self) -> CheckResult {
+        let id = "feedback.interval_accuracy";
+        let mut intervals = 0;
+        let mut failures = Findings::new();
+        let mut worst = (0_u64, 1_u64);
+        for metrics in self.metrics {
+            for counter in &metrics.counters {
+                intervals += counter.intervals_checked;
+                failures.absorb(&counter.interval_errors, |error| {
+                    format!(
+                        "processor {} counter {}: {error}",
+                        metrics.index, counter.counter_index
+                    )
+                });
+                let (error, allowed) = counter.worst_interval_ppm;
+                if u128::from(error) * u128::from(worst.1)
+                    > u128::from(worst.0) * u128::from(allowed)
+                {
+                    worst = (error, allowed);
+                }
+            }
+        }
+        if intervals == 0 {
+            return CheckResult::not_applicable(id, "no busy interval between served reads");
+        }
+        CheckResult::from_findings(
+            id,
+            &failures,
+            format!(
+                "{intervals} intervals each within its tolerance of its own truth (closest: {:.4} % off, {:.4} % allowed; pairs read {} ns apart)",
+                worst.0 as f64 / 1e4,
+                worst.1 as f64 / 1e4,
+                self.scenario.platform.msr_read_ns
             ),
         )
     }

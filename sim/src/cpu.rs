@@ -48,6 +48,12 @@ pub mod msr {
     pub const IA32_FIXED_CTR1: u32 = 0x30A;
     /// `IA32_FIXED_CTR2`: unhalted reference cycles.
     pub const IA32_FIXED_CTR2: u32 = 0x30B;
+
+    /// Whether `msr` is the actual-count half of a counter pair (read first).
+    #[must_use]
+    pub const fn is_actual_count(msr: u32) -> bool {
+        matches!(msr, IA32_APERF | AMD_APERF_READ_ONLY | IA32_FIXED_CTR1)
+    }
     /// `IA32_FIXED_CTR_CTRL`.
     pub const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
     /// `IA32_PERF_GLOBAL_STATUS` (read-only).
@@ -125,6 +131,8 @@ pub struct CpuModel {
     /// The fixed counters' width when the CPU announces the architectural PMU in `CPUID.0AH`
     /// (the `fixed-pmc` counter source), else `None`.
     pub pmc_width: Option<u32>,
+    /// How long one `RDMSR` takes, ns.
+    pub msr_read_ns: u32,
 }
 
 impl CpuModel {
@@ -140,6 +148,7 @@ impl CpuModel {
             hwp_enabled: platform.hwp_enabled,
             perf: platform.perf,
             pmc_width: platform.pmc_width,
+            msr_read_ns: platform.msr_read_ns,
         }
     }
 

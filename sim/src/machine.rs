@@ -21,7 +21,7 @@
 //! value that scenario time 0 maps to.
 
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::cpu::CpuModel;
@@ -348,6 +348,17 @@ pub struct CounterPair {
 }
 
 /// One processor's counter state.
+/// A System Management Interrupt waiting for the processor's next actual-count read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Smi {
+    /// Clock time from which the next actual-count read is interrupted, ns.
+    due: u64,
+    /// How long SMM holds the processor, ns.
+    stall: u64,
+    /// An SMI storm: the next one is due this long after the previous was due, ns.
+    period: Option<u64>,
+}
+
 #[derive(Debug)]
 struct ProcessorState {
     counters: CounterPair,
@@ -358,6 +369,8 @@ struct ProcessorState {
     synced_ns: u64,
     /// Where in the timeline `synced_ns` was last found (a hint: time moves forward).
     segment_hint: usize,
+    /// The armed `smi`, if any.
+    smi: Option<Smi>,
     discontinuities: Vec<Discontinuity>,
     /// Active MSR-fault windows.
     msr_faults: u32,
@@ -451,6 +464,8 @@ pub struct Machine {
     origin_ns: AtomicU64,
     /// The architectural PMU's machine-wide state (`fixed-pmc`).
     pmu: pmu::MachinePmu,
+    /// Whether any `smi` was ever armed (reads skip the check otherwise).
+    smi_armed: AtomicBool,
 }
 
 fn lock(state: &Mutex<ProcessorState>) -> MutexGuard<'_, ProcessorState> {
@@ -487,6 +502,7 @@ impl Machine {
                     mperf_remainder: 0,
                     synced_ns: 0,
                     segment_hint: 0,
+                    smi: None,
                     discontinuities: Vec::new(),
                     msr_faults: 0,
                     core_cycles: 0,
@@ -506,6 +522,7 @@ impl Machine {
             clock_ns: AtomicU64::new(0),
             origin_ns: AtomicU64::new(u64::MAX),
             pmu: pmu::MachinePmu::new(pmc_width),
+            smi_armed: AtomicBool::new(false),
         }
     }
 
@@ -567,6 +584,40 @@ impl Machine {
         {
             clock.fetch_max(at_ns, Ordering::AcqRel);
         }
+    }
+
+    /// Arms an `smi` on processor `index`: the first actual-count read from now on is
+    /// interrupted for `duration_ns`, and with `period_ns`, one every `period_ns` after it.
+    pub fn arm_smi(&self, index: u32, duration_ns: u64, period_ns: Option<u64>) {
+        let now = self.processor_now_ns(index);
+        let _ = self.with_state(index, |state| {
+            state.smi = Some(Smi { due: now, stall: duration_ns, period: period_ns });
+        });
+        self.smi_armed.store(true, Ordering::Release);
+    }
+
+    /// The stall of the SMI due on processor `index` now, if one is (it is then spent: a
+    /// periodic one becomes due again one period after it was due, past the stall).
+    pub fn take_smi(&self, index: u32) -> Option<u64> {
+        if !self.smi_armed.load(Ordering::Acquire) {
+            return None;
+        }
+        let now = self.processor_now_ns(index);
+        self.with_state(index, |state| {
+            let smi = state.smi.as_mut().filter(|smi| smi.due <= now)?;
+            let stall = smi.stall;
+            match smi.period {
+                Some(period) => {
+                    let after = now.saturating_add(stall);
+                    while smi.due <= after {
+                        smi.due = smi.due.saturating_add(period.max(1));
+                    }
+                }
+                None => state.smi = None,
+            }
+            Some(stall)
+        })
+        .flatten()
     }
 
     /// Lets `ns` pass on processor `index` alone (the time an instruction or an interrupt

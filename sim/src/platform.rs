@@ -41,6 +41,7 @@ pub type ProcessorHook = Arc<dyn Fn(u32) -> u32 + Send + Sync>;
 /// Deliberate platform faults, to show that the checks catch a broken platform (or a PEP that
 /// trusts one). The default injects nothing.
 #[derive(Clone, Default)]
+#[allow(clippy::struct_excessive_bools, reason = "independent fault switches")]
 pub struct PlatformFaults {
     /// Rewrites `CPUID` answers (e.g. garbage, or features the MSR model does not back).
     pub cpuid: Option<CpuidHook>,
@@ -57,6 +58,9 @@ pub struct PlatformFaults {
     /// every MSR read — as no hardware does: a read torn by a nested read of the same counters
     /// then mis-accumulates even in a correct engine.
     pub nested_in_masked_sections: bool,
+    /// `read_timestamp` reports no time-stamp counter: the engine cannot bound how far apart
+    /// the two reads of a counter pair were (an engine without the skew bound).
+    pub no_timestamp: bool,
 }
 
 impl fmt::Debug for PlatformFaults {
@@ -69,6 +73,7 @@ impl fmt::Debug for PlatformFaults {
             .field("ignore_interrupt_masking", &self.ignore_interrupt_masking)
             .field("claim_fixed_counters_reserved", &self.claim_fixed_counters_reserved)
             .field("nested_in_masked_sections", &self.nested_in_masked_sections)
+            .field("no_timestamp", &self.no_timestamp)
             .finish()
     }
 }
@@ -136,6 +141,13 @@ pub enum PlatformOp {
         /// Whether interrupts were masked (only with
         /// [`PlatformFaults::nested_in_masked_sections`]).
         masked: bool,
+    },
+    /// An `smi` held the processor in SMM here, between two counter reads.
+    Smi {
+        /// The processor.
+        processor: u32,
+        /// How long, ns.
+        stall_ns: u64,
     },
 }
 
@@ -398,6 +410,15 @@ impl Platform for SimPlatform {
             announced,
             at_ns: machine.processor_now_ns(processor),
         }));
+        // The instruction takes its time; an SMI due lands right after an actual-count read,
+        // before the nominal one (masking interrupts does not keep SMM out).
+        machine.spend(processor, u64::from(machine.cpu().msr_read_ns));
+        if crate::cpu::msr::is_actual_count(msr)
+            && let Some(stall) = machine.take_smi(processor)
+        {
+            machine.spend(processor, stall);
+            record(PlatformOp::Smi { processor, stall_ns: stall });
+        }
         result
     }
 
@@ -451,6 +472,9 @@ impl Platform for SimPlatform {
     }
 
     fn read_timestamp(&self) -> Option<u64> {
+        if self.faults.no_timestamp {
+            return None;
+        }
         self.interrupt_window(InjectionPoint::ReadTimestamp);
         record(PlatformOp::ReadTimestamp);
         Some(self.machine.timestamp(current_processor()))

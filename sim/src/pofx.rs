@@ -233,16 +233,34 @@ pub struct RawRead {
     pub at_ns: u64,
 }
 
-/// The raw counter values of a call's trace, if it read a counter pair.
+/// The raw counter values of a call's trace, if it read a counter pair: of the pairs it read
+/// (a PEP reads a pair again when an SMI or a descheduled VM stretched the first), the one
+/// whose nominal read followed its actual read most closely — the pair a PEP keeps.
 fn raw_read(trace: &[PlatformOp]) -> Option<RawRead> {
-    let mut reads = trace.iter().filter_map(|op| match op {
-        PlatformOp::ReadMsr(read) => Some(read),
-        _ => None,
-    });
-    let actual = reads.find(|read| nominal_partner(read.msr).is_some())?;
-    let partner = nominal_partner(actual.msr)?;
-    let nominal = reads.find(|read| read.msr == partner)?;
-    Some(RawRead { actual: actual.value?, nominal: nominal.value?, at_ns: nominal.at_ns })
+    let reads: Vec<&MsrRead> = trace
+        .iter()
+        .filter_map(|op| match op {
+            PlatformOp::ReadMsr(read) => Some(read),
+            _ => None,
+        })
+        .collect();
+    let mut best: Option<(u64, RawRead)> = None;
+    for (position, actual) in reads.iter().enumerate() {
+        let Some(partner) = nominal_partner(actual.msr) else { continue };
+        let Some(nominal) = reads.iter().skip(position + 1).find(|read| read.msr == partner) else {
+            continue;
+        };
+        let (Some(actual_value), Some(nominal_value)) = (actual.value, nominal.value) else {
+            continue;
+        };
+        let gap = nominal.at_ns.saturating_sub(actual.at_ns);
+        if best.is_none_or(|(best_gap, _)| gap < best_gap) {
+            let raw =
+                RawRead { actual: actual_value, nominal: nominal_value, at_ns: nominal.at_ns };
+            best = Some((gap, raw));
+        }
+    }
+    best.map(|(_, raw)| raw)
 }
 
 /// Everything observed about one processor.
@@ -1527,7 +1545,9 @@ fn analyse_read(trace: &[PlatformOp]) -> (PairAccess, bool) {
             }
             continue;
         };
-        let verdict = match trace.get(position + 1) {
+        // An SMI between the two reads is the hardware's doing, not the PEP's.
+        let next = trace.iter().skip(position + 1).find(|op| !matches!(op, PlatformOp::Smi { .. }));
+        let verdict = match next {
             Some(PlatformOp::ReadMsr(next)) if next.msr == partner => {
                 if !read.masked || !next.masked {
                     PairAccess::Problem("counters read with interrupts enabled".to_owned())

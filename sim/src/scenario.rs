@@ -134,6 +134,14 @@ pub const MAX_DURATION_MS: u32 = 3_600_000;
 /// The most counter reads a run may make (processors × samples), to bound its time (memory no
 /// longer grows with reads: they are digested as they are made).
 pub const MAX_READS: u64 = 50_000_000;
+/// The longest `smi`, in microseconds (real ones take tens to hundreds).
+pub const MAX_SMI_US: u32 = 100_000;
+/// The longest `[platform] msr_read_ns`.
+pub const MAX_MSR_READ_NS: u32 = 1_000_000;
+/// `msr_read_ns = "bare-metal"` (the default): an `RDMSR` of about 200 cycles at 2–3 GHz.
+pub const BARE_METAL_MSR_READ_NS: u32 = 100;
+/// `msr_read_ns = "hypervisor"`: an `RDMSR` the hypervisor intercepts (a VM exit and entry).
+pub const HYPERVISOR_MSR_READ_NS: u32 = 1_500;
 /// The shortest `sleep`, in milliseconds.
 pub const MIN_SLEEP_MS: u32 = 10;
 /// The default `pofx.sample_interval_ms`.
@@ -359,6 +367,8 @@ pub struct PlatformSpec {
     pub pmc_width: Option<u32>,
     /// `pmu_busy`: another owner holds the PMU; the HAL refuses a reservation.
     pub pmu_busy: bool,
+    /// `msr_read_ns`: how long one `RDMSR` takes on the processor.
+    pub msr_read_ns: u32,
 }
 
 /// `[pofx]`: the emulated OS's timing.
@@ -598,6 +608,19 @@ pub enum EventKind {
         /// `duration_ms`.
         duration_ms: u32,
     },
+    /// `smi`: a System Management Interrupt stalls each of the processors for `duration_us`
+    /// (the firmware runs in SMM; interrupts masked in the OS do not keep it out), landing in
+    /// the worst place: between the two counter reads of the first `FEEDBACK_READ` on the
+    /// processor at or after `at_ms`, so that the nominal counter is read `duration_us` after
+    /// the actual one. With `period_ms`, again every `period_ms` (an SMI storm) until the end.
+    /// The counters keep counting through SMM as the processor's load says: the truth is the
+    /// truth; only the reads are skewed.
+    Smi {
+        /// `duration_us`.
+        duration_us: u32,
+        /// `period_ms`.
+        period_ms: Option<u32>,
+    },
 }
 
 /// The system sleep state of a `sleep` event.
@@ -642,7 +665,7 @@ impl SleepState {
 
 impl EventKind {
     /// The kind names used in scenario files.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "counter-reset",
         "counter-near-wrap",
         "msr-fault",
@@ -652,6 +675,7 @@ impl EventKind {
         "hot-add",
         "hot-remove",
         "sleep",
+        "smi",
     ];
 
     /// The name used in scenario files.
@@ -667,6 +691,7 @@ impl EventKind {
             Self::HotAdd => "hot-add",
             Self::HotRemove => "hot-remove",
             Self::Sleep { .. } => "sleep",
+            Self::Smi { .. } => "smi",
         }
     }
 }
@@ -1172,6 +1197,7 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
             "pmu",
             "pmc_width",
             "pmu_busy",
+            "msr_read_ns",
         ],
     )?;
     let processors = platform.required_u32("processors", 1..=MAX_PROCESSORS)?;
@@ -1232,6 +1258,7 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
     }
     let other_devices = platform.optional_string_list("other_devices", 0..=256, 1..=256)?;
     let perf = platform.optional_table("perf")?.map(read_hardware_perf).transpose()?;
+    let msr_read_ns = read_msr_read_ns(&platform)?;
     let spec = PlatformSpec {
         processors,
         cpu,
@@ -1245,8 +1272,26 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
             .unwrap_or_else(|| default_hardware_perf(cpu, nominal_mhz, nominal_mhz, nominal_mhz)),
         pmc_width,
         pmu_busy,
+        msr_read_ns,
     };
     Ok((spec, perf))
+}
+
+/// `msr_read_ns`: `"bare-metal"` (the default), `"hypervisor"` or a number of nanoseconds.
+fn read_msr_read_ns(platform: &Reader<'_>) -> Result<u32, ScenarioError> {
+    match platform.get("msr_read_ns") {
+        Some(Value::String(preset)) if preset == "bare-metal" => Ok(BARE_METAL_MSR_READ_NS),
+        Some(Value::String(preset)) if preset == "hypervisor" => Ok(HYPERVISOR_MSR_READ_NS),
+        Some(Value::Integer(_)) => platform.required_u32("msr_read_ns", 0..=MAX_MSR_READ_NS),
+        Some(other) => Err(platform.error(
+            "msr_read_ns",
+            &format!(
+                "expected \"bare-metal\", \"hypervisor\" or an integer in 0..={MAX_MSR_READ_NS} (ns), found {}",
+                describe(other)
+            ),
+        )),
+        None => Ok(BARE_METAL_MSR_READ_NS),
+    }
 }
 
 /// `pmc_width` and `pmu_busy`: only with `counter_source = "fixed-pmc"`, which needs an Intel
@@ -1345,17 +1390,26 @@ fn read_phase(
     Ok(Phase { start_ms, end_ms, processors, frequency_mhz, busy_percent })
 }
 
+/// The keys of an `[[event]]`: the common ones, then those of particular kinds.
+const EVENT_KEYS: [&str; 9] = [
+    "at_ms",
+    "kind",
+    "processors",
+    "duration_ms",
+    "on_processor",
+    "values",
+    "state",
+    "duration_us",
+    "period_ms",
+];
+
 fn read_event(
     path: &str,
     table: &Table,
     processors: u32,
     pofx: PofxSpec,
 ) -> Result<Event, ScenarioError> {
-    let reader = Reader::new(
-        path.to_owned(),
-        table,
-        &["at_ms", "kind", "processors", "duration_ms", "on_processor", "values", "state"],
-    )?;
+    let reader = Reader::new(path.to_owned(), table, &EVENT_KEYS)?;
     let at_ms = reader.required_u32("at_ms", 0..=pofx.duration_ms)?;
     let kind_name = reader.required_string("kind")?;
     // A system sleep involves every processor: `processors` may be left out.
@@ -1370,6 +1424,7 @@ fn read_event(
         "wrong-processor-read" => &["on_processor"],
         "pmu-reprogrammed" => &["duration_ms", "values"],
         "sleep" => &["state", "duration_ms"],
+        "smi" => &["duration_us", "period_ms"],
         _ => {
             return Err(reader.error(
                 "kind",
@@ -1381,7 +1436,7 @@ fn read_event(
             ));
         }
     };
-    for key in ["duration_ms", "on_processor", "values", "state"] {
+    for &key in &EVENT_KEYS[3..] {
         if reader.get(key).is_some() && !allowed.contains(&key) {
             return Err(reader.error(key, &format!("is not a field of kind \"{kind_name}\"")));
         }
@@ -1414,6 +1469,10 @@ fn read_event(
         }
         "msr-fault" => EventKind::MsrFault {
             duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
+        },
+        "smi" => EventKind::Smi {
+            duration_us: reader.required_u32("duration_us", 1..=MAX_SMI_US)?,
+            period_ms: reader.optional_u32("period_ms", 1..=MAX_DURATION_MS)?,
         },
         "pmu-reprogrammed" => EventKind::PmuReprogrammed {
             values: reader.counter_values("values")?.unwrap_or([0, 0]),

@@ -16,6 +16,8 @@ use crate::machine::{Activity, Discontinuity, DiscontinuityKind, Machine, NS_PER
 use crate::pofx::{NestedNotification, PairAccess, RawRead, ReadRecord};
 use crate::scenario::Scenario;
 
+use ppm_engine::counters::PAIR_BOUND_NS;
+
 use super::{ACCURACY_TOLERANCE, CounterMetrics, SPIKE_TOLERANCE};
 
 /// Findings of one kind: the first [`Findings::KEPT`] as text, in order, the rest counted.
@@ -120,6 +122,18 @@ pub struct ReadDigest {
     pub sleeps: Vec<SleepDigest>,
     /// `feedback.reentrancy`, when nested notifications are modelled.
     pub nested: Option<NestedDigest>,
+    /// What `feedback.interval_accuracy` allows an interval.
+    interval_bound: IntervalBound,
+}
+
+/// What one interval's rate may miss its truth by, beyond [`ACCURACY_TOLERANCE`] and the
+/// counts' rounding: the cycles the processor truly made in the time a pair's actual read may
+/// precede its nominal read, at each end of the interval — at most one `RDMSR` plus the
+/// engine's pair bound ([`PAIR_BOUND_NS`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct IntervalBound {
+    /// The most time between a served pair's two reads, ns.
+    skew_ns: u64,
 }
 
 /// A counter's measurements and its latest served read.
@@ -130,6 +144,11 @@ struct CounterDigest {
     /// Where in the processor's timeline the counter's last interval ended (see
     /// [`Machine::interval_truth`]).
     segment_hint: usize,
+    /// The cycles the processor truly made in the skew window before `last`'s nominal read
+    /// (see [`IntervalBound`]).
+    last_window_cycles: u128,
+    /// [`Self::segment_hint`] for the skew windows.
+    window_hint: usize,
 }
 
 /// What one processor's reads showed of one `sleep`.
@@ -254,6 +273,9 @@ impl ReadDigest {
             ..NestedDigest::default()
         });
         Self {
+            interval_bound: IntervalBound {
+                skew_ns: u64::from(scenario.platform.msr_read_ns) + PAIR_BOUND_NS,
+            },
             sleeps: scenario
                 .sleeps()
                 .into_iter()
@@ -315,6 +337,77 @@ impl ReadDigest {
                 });
             }
         }
+        self.note_access(facts, &read);
+        let runtime_ns = facts.machine.runtime_ns(read.at_ns);
+        for sleep in &mut self.sleeps {
+            if runtime_ns >= sleep.window_ns.1 {
+                sleep.working_after |= !read.faulted;
+                sleep.served_after |= read.returned;
+            }
+        }
+        if let Some(nested) = &mut self.nested {
+            nested.fold(facts, capabilities, &read);
+        }
+        let Ok(slot) = usize::try_from(read.counter_index) else { return };
+        if !read.returned || slot >= MAX_COUNTERS {
+            return;
+        }
+        while self.counters.len() <= slot {
+            let counter_index = u32::try_from(self.counters.len()).unwrap_or(u32::MAX);
+            self.counters.push(CounterDigest {
+                last: None,
+                metrics: CounterMetrics::new(counter_index, 0),
+                segment_hint: 0,
+                last_window_cycles: 0,
+                window_hint: 0,
+            });
+        }
+        let Some(counter) = self.counters.get_mut(slot) else { return };
+        counter.metrics.served += 1;
+        let mut after = read;
+        after.nested = Vec::new();
+        // The cycles made in the skew window before this read's nominal read: what the actual
+        // read, up to the bound earlier, may have missed or caught.
+        let window_cycles = facts
+            .machine
+            .interval_truth(
+                facts.index,
+                after.at_ns.saturating_sub(self.interval_bound.skew_ns),
+                after.at_ns,
+                &mut counter.window_hint,
+            )
+            .0
+            .cycles;
+        if let Some(before) = counter.last.take() {
+            // A processor registered again (hot-added after a hot-remove) is a new device with
+            // new counters: the OS does not difference across handles.
+            if before.handle == after.handle {
+                let truth = facts.machine.interval_truth(
+                    facts.index,
+                    before.at_ns,
+                    after.at_ns,
+                    &mut counter.segment_hint,
+                );
+                interval(facts, &mut counter.metrics, &before, &after, truth);
+                interval_accuracy(
+                    facts,
+                    counter.last_window_cycles + window_cycles,
+                    &mut counter.metrics,
+                    (&before, &after),
+                    truth.0,
+                );
+                for sleep in &mut self.sleeps {
+                    sleep.interval(facts, after.counter_index, &before, &after);
+                }
+            }
+        }
+        counter.last = Some(after);
+        counter.last_window_cycles = window_cycles;
+    }
+
+    /// What `feedback.fault_refused`, `feedback.read_masked`, `feedback.counter_msrs` and
+    /// `dpm.hotplug` need of one read.
+    fn note_access(&mut self, facts: &Facts<'_>, read: &ReadRecord) {
         if read.faulted {
             self.faulted += 1;
             if read.returned {
@@ -350,49 +443,6 @@ impl ReadDigest {
                 self.served_handles.push(read.handle);
             }
         }
-        let runtime_ns = facts.machine.runtime_ns(read.at_ns);
-        for sleep in &mut self.sleeps {
-            if runtime_ns >= sleep.window_ns.1 {
-                sleep.working_after |= !read.faulted;
-                sleep.served_after |= read.returned;
-            }
-        }
-        if let Some(nested) = &mut self.nested {
-            nested.fold(facts, capabilities, &read);
-        }
-        let Ok(slot) = usize::try_from(read.counter_index) else { return };
-        if !read.returned || slot >= MAX_COUNTERS {
-            return;
-        }
-        while self.counters.len() <= slot {
-            let counter_index = u32::try_from(self.counters.len()).unwrap_or(u32::MAX);
-            self.counters.push(CounterDigest {
-                last: None,
-                metrics: CounterMetrics::new(counter_index, 0),
-                segment_hint: 0,
-            });
-        }
-        let Some(counter) = self.counters.get_mut(slot) else { return };
-        counter.metrics.served += 1;
-        let mut after = read;
-        after.nested = Vec::new();
-        if let Some(before) = counter.last.take() {
-            // A processor registered again (hot-added after a hot-remove) is a new device with
-            // new counters: the OS does not difference across handles.
-            if before.handle == after.handle {
-                let truth = facts.machine.interval_truth(
-                    facts.index,
-                    before.at_ns,
-                    after.at_ns,
-                    &mut counter.segment_hint,
-                );
-                interval(facts, &mut counter.metrics, &before, &after, truth);
-                for sleep in &mut self.sleeps {
-                    sleep.interval(facts, after.counter_index, &before, &after);
-                }
-            }
-        }
-        counter.last = Some(after);
     }
 
     /// How many reads the digest holds in full: the latest sample's and each counter's latest
@@ -488,6 +538,67 @@ fn interval(
     }
 }
 
+/// `feedback.interval_accuracy` for one interval between served reads: the rate Windows
+/// computes from it (`ΔActual / ΔNominal`, a ratio to the nominal rate) against the true one
+/// over that interval (delivered cycles over nominal cycles in C0), within
+/// [`ACCURACY_TOLERANCE`], two counts of rounding each way, and the counts the interval's two
+/// pairs may have made between their actual and their nominal read (`skew_cycles`, see
+/// [`IntervalBound`]). Intervals touching a counter discontinuity or spent idle are not
+/// compared.
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "ratios of counts (f64 keeps 15 digits) and non-negative parts per million"
+)]
+fn interval_accuracy(
+    facts: &Facts<'_>,
+    skew_cycles: u128,
+    metrics: &mut CounterMetrics,
+    (before, after): (&ReadRecord, &ReadRecord),
+    activity: Activity,
+) {
+    let delta_nominal = after.nominal.wrapping_sub(before.nominal);
+    let delta_actual = after.actual.wrapping_sub(before.actual);
+    let touches_break =
+        facts.breaks.iter().any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to);
+    if touches_break
+        || activity.c0 == 0
+        || activity.cycles == 0
+        || delta_nominal == 0
+        || after.nominal < before.nominal
+        || after.actual < before.actual
+    {
+        return;
+    }
+    metrics.intervals_checked += 1;
+    let measured = delta_actual as f64 / delta_nominal as f64;
+    // Delivered MHz × busy % × ns over nominal MHz × busy % × ns.
+    let truth = activity.cycles as f64 / (facts.nominal_mhz * activity.c0 as f64);
+    let error = (measured - truth).abs() / truth;
+    // Cycles are in activity units (MHz × busy % × ns), as the truth's.
+    let rounding = 2.0 / delta_nominal as f64 + 2.0 / delta_actual.max(1) as f64;
+    let allowed = ACCURACY_TOLERANCE + skew_cycles as f64 / activity.cycles as f64 + rounding;
+    let ppm = |value: f64| (value * 1e6).round() as u64;
+    let (worst_error, worst_allowed) = metrics.worst_interval_ppm;
+    if error * (worst_allowed as f64) >= (worst_error as f64) * allowed {
+        metrics.worst_interval_ppm = (ppm(error), ppm(allowed).max(1));
+    }
+    if error > allowed {
+        metrics.interval_errors.push_with(|| {
+            let from = facts.machine.runtime_ns(before.at_ns) as f64 / 1e6;
+            let to = facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
+            format!(
+                "{from}..{to} ms: {:.1} MHz measured, {:.1} MHz true: {:.3} % off, {:.3} % allowed",
+                measured * facts.nominal_mhz,
+                truth * facts.nominal_mhz,
+                error * 100.0,
+                allowed * 100.0
+            )
+        });
+    }
+}
+
 /// Whether an interval across a counter discontinuity (which a PEP may lose) reports more
 /// counts than the processor can have made in it (within 2 counts and 0.1 %): a reset, a wrap
 /// or counters that came back turned into a huge delta. The true activity is an upper bound (a
@@ -574,8 +685,11 @@ impl SleepDigest {
         first: &ReadRecord,
         second: &ReadRecord,
     ) {
-        let (start_ns, resume_ns) = self.window_ns;
-        if facts.machine.runtime_ns(first.at_ns) > start_ns
+        // The OS does not read while the system sleeps: a pair with its first read before
+        // the resume (the last sample, at or just after the sleep's start, comes before
+        // ENTER_SYSTEM_STATE) and its second after it spans the sleep.
+        let resume_ns = self.window_ns.1;
+        if facts.machine.runtime_ns(first.at_ns) >= resume_ns
             || facts.machine.runtime_ns(second.at_ns) < resume_ns
         {
             return;

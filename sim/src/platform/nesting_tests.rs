@@ -10,7 +10,8 @@ use crate::scenario::Scenario;
 
 fn platform(faults: PlatformFaults) -> SimPlatform {
     let scenario = Scenario::from_toml_str(
-        "name = \"t\"\n[platform]\nprocessors = 2\nnominal_mhz = 2000\n[pofx]\nduration_ms = 10\n",
+        // RDMSR takes no time here: the time counted is the nesting's alone.
+        "name = \"t\"\n[platform]\nprocessors = 2\nnominal_mhz = 2000\nmsr_read_ns = 0\n[pofx]\nduration_ms = 10\n",
     )
     .expect("valid");
     SimPlatform::new(Arc::new(Machine::new(&scenario)), faults)
@@ -97,4 +98,36 @@ fn without_a_guard_nothing_nests_and_no_time_passes() {
     let _ = platform.with_interrupts_masked(|| platform.read_msr(msr::IA32_APERF));
     assert!(!take_trace().iter().any(|op| matches!(op, PlatformOp::Nested { .. })));
     assert_eq!(platform.machine().processor_now_ns(0), 0);
+}
+
+#[test]
+fn an_msr_read_takes_its_time_and_an_smi_lands_after_the_actual_read() {
+    let scenario = Scenario::from_toml_str(
+        "name = \"t\"\n[platform]\nprocessors = 1\nnominal_mhz = 2000\nmsr_read_ns = \"hypervisor\"\n[pofx]\nduration_ms = 10\n",
+    )
+    .expect("valid");
+    let machine = Arc::new(Machine::new(&scenario));
+    let platform = SimPlatform::new(Arc::clone(&machine), PlatformFaults::default());
+    let _on = OnProcessor::enter(None, 0);
+    let _ = platform.read_msr(msr::IA32_MPERF);
+    assert_eq!(machine.processor_now_ns(0), 1_500, "one intercepted RDMSR");
+    // An SMI of 150 µs, every 1 ms: it waits for the next actual-count read.
+    machine.arm_smi(0, 150_000, Some(1_000_000));
+    begin_trace();
+    let _ = platform.read_msr(msr::IA32_MPERF);
+    assert_eq!(machine.processor_now_ns(0), 3_000, "not on a nominal-count read");
+    let _ = platform.read_msr(msr::IA32_APERF);
+    let _ = platform.read_msr(msr::IA32_MPERF);
+    let kinds: Vec<String> = take_trace()
+        .iter()
+        .map(|op| match op {
+            PlatformOp::ReadMsr(read) => format!("{:#x}@{}", read.msr, read.at_ns),
+            PlatformOp::Smi { stall_ns, .. } => format!("smi {stall_ns}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["0xe7@1500", "0xe8@3000", "smi 150000", "0xe7@154500"]);
+    // The next one is due 1 ms after the first was, past the stall.
+    let _ = platform.read_msr(msr::IA32_APERF);
+    assert_eq!(machine.processor_now_ns(0), 157_500, "no SMI due yet");
 }

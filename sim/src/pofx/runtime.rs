@@ -436,6 +436,11 @@ fn apply_on_processor(machine: &Machine, kind: EventKind, index: u32) {
             let window = duration_ms.map(|length| u64::from(length) * NS_PER_MS);
             machine.reprogram_fixed_counters(index, values, window);
         }
+        EventKind::Smi { duration_us, period_ms } => machine.arm_smi(
+            index,
+            u64::from(duration_us) * 1_000,
+            period_ms.map(|period| u64::from(period) * NS_PER_MS),
+        ),
         EventKind::CounterNearWrap
         | EventKind::WrongProcessorRead { .. }
         | EventKind::HotAdd
@@ -526,7 +531,8 @@ fn entry_items(scenario: &Scenario, at_ns: u64, action: Action, share: Share) ->
                     EventKind::CounterReset
                     | EventKind::MsrFault { .. }
                     | EventKind::CountersZero { .. }
-                    | EventKind::PmuReprogrammed { .. } => {
+                    | EventKind::PmuReprogrammed { .. }
+                    | EventKind::Smi { .. } => {
                         for index in targets {
                             push(0, index, Work::Hardware(number));
                         }
@@ -654,7 +660,8 @@ impl Emulator<'_> {
                 EventKind::CounterReset
                 | EventKind::WrongProcessorRead { .. }
                 | EventKind::HotAdd
-                | EventKind::HotRemove => schedule.push((at, Action::Event(number))),
+                | EventKind::HotRemove
+                | EventKind::Smi { .. } => schedule.push((at, Action::Event(number))),
             }
         }
         schedule.sort_unstable();
