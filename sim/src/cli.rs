@@ -19,8 +19,11 @@ use std::path::{Path, PathBuf};
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, Command};
 
+use crate::plot::{self, PlotCollector};
+use crate::pofx::RunOptions;
 use crate::report::{SuiteReport, plural};
 use crate::scenario::Scenario;
+use crate::trace::TraceFile;
 use crate::{bench, builtin};
 
 /// Every check passed.
@@ -47,12 +50,22 @@ const EXIT_STATUS_HELP: &str =
 enum Invocation {
     /// No command: the built-in default scenario.
     Default,
-    /// `run FILE [--json]`.
-    Run { file: PathBuf, json: bool },
+    /// `run FILE [--json] [--trace CSV] [--plot SVG|PNG] [--plot-processors LIST]`.
+    Run(RunRequest),
     /// `validate [NAME] [--list] [--json]`.
     Validate { name: Option<String>, list: bool, json: bool },
     /// `bench [--iterations N] [--processors P] [--notification NAME]`.
     Bench { iterations: u64, processors: u32, notification: bench::Notification },
+}
+
+/// What `run` was asked for.
+#[derive(Debug)]
+struct RunRequest {
+    file: PathBuf,
+    json: bool,
+    trace: Option<PathBuf>,
+    plot: Option<PathBuf>,
+    plot_processors: Option<Vec<u32>>,
 }
 
 /// The `clap` command (the builder API: the derive macros emit `allow` attributes that the
@@ -79,6 +92,28 @@ fn command() -> Command {
                         .help("The scenario file (TOML, at most 4 MiB); `-` reads standard input"),
                 )
                 .arg(json("Print the report as JSON"))
+                .arg(
+                    Arg::new("trace")
+                        .long("trace")
+                        .value_name("FILE.csv")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("Write every OS read as a CSV row (time, processor, counter, counts, served, interval deltas, measured and true MHz)"),
+                )
+                .arg(
+                    Arg::new("plot")
+                        .long("plot")
+                        .value_name("FILE.svg|FILE.png")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("Draw measured against true MHz over the run, per processor"),
+                )
+                .arg(
+                    Arg::new("plot_processors")
+                        .long("plot-processors")
+                        .value_name("LIST")
+                        .requires("plot")
+                        .value_parser(parse_processor_list)
+                        .help("The processors to plot, e.g. 0,5,63 (at most 16; default: the first 8)"),
+                )
                 .after_help(EXIT_STATUS_HELP),
         )
         .subcommand(
@@ -132,6 +167,20 @@ fn command() -> Command {
         )
 }
 
+fn parse_processor_list(value: &str) -> Result<Vec<u32>, String> {
+    value
+        .split(',')
+        .map(|item| {
+            item.trim().parse::<u32>().map_err(|_| {
+                format!(
+                    "expected processor indexes separated by commas, e.g. 0,5,63; `{}` is not one",
+                    item.trim()
+                )
+            })
+        })
+        .collect()
+}
+
 fn parse_iterations(value: &str) -> Result<u64, String> {
     value
         .parse::<u64>()
@@ -158,10 +207,13 @@ fn parse_notification(value: &str) -> Result<bench::Notification, String> {
 /// What `matches` asks for.
 fn invocation(matches: &clap::ArgMatches) -> Invocation {
     match matches.subcommand() {
-        Some(("run", run)) => Invocation::Run {
+        Some(("run", run)) => Invocation::Run(RunRequest {
             file: run.get_one::<PathBuf>("file").cloned().unwrap_or_default(),
             json: run.get_flag("json"),
-        },
+            trace: run.get_one::<PathBuf>("trace").cloned(),
+            plot: run.get_one::<PathBuf>("plot").cloned(),
+            plot_processors: run.get_one::<Vec<u32>>("plot_processors").cloned(),
+        }),
         Some(("validate", validate)) => Invocation::Validate {
             name: validate.get_one::<String>("name").cloned(),
             list: validate.get_flag("list"),
@@ -198,7 +250,7 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             };
         }
     };
-    match dispatch(invocation(&matches), out) {
+    match dispatch(invocation(&matches), out, err) {
         Ok(code) => code,
         Err(message) => {
             let _ = writeln!(err, "ppm-sim: {message}");
@@ -238,7 +290,11 @@ const fn verdict(passed: bool) -> u8 {
     if passed { EXIT_PASSED } else { EXIT_FAILED }
 }
 
-fn dispatch(invocation: Invocation, out: &mut dyn Write) -> Result<u8, String> {
+fn dispatch(
+    invocation: Invocation,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, String> {
     match invocation {
         Invocation::Default => {
             let scenario =
@@ -247,7 +303,7 @@ fn dispatch(invocation: Invocation, out: &mut dyn Write) -> Result<u8, String> {
             let _ = out.write_all(report.to_text().as_bytes());
             Ok(verdict(report.passed))
         }
-        Invocation::Run { file, json } => run_file(&file, json, out),
+        Invocation::Run(request) => run_file(&request, out, err),
         Invocation::Validate { name, list, json } => validate(name.as_deref(), list, json, out),
         Invocation::Bench { iterations, processors, notification } => {
             run_bench(iterations, processors, notification, out)
@@ -255,15 +311,43 @@ fn dispatch(invocation: Invocation, out: &mut dyn Write) -> Result<u8, String> {
     }
 }
 
-fn run_file(file: &Path, json: bool, out: &mut dyn Write) -> Result<u8, String> {
+fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, String> {
+    let file = request.file.as_path();
     let scenario = if file.as_os_str() == "-" {
         let stdin = std::io::stdin();
         read_scenario(stdin.lock(), "<stdin>")?
     } else {
         load(file)?
     };
-    let report = crate::run(&scenario);
-    write_output(&report, json, || report.to_text(), out)?;
+    // Every output is checked before the run: a long run does not end in a usage error.
+    if let Some(path) = &request.plot {
+        plot::Format::of(path)?;
+    }
+    let collector = request
+        .plot
+        .as_ref()
+        .map(|_| PlotCollector::new(&scenario, request.plot_processors.as_deref()))
+        .transpose()?;
+    let trace = request.trace.as_deref().map(TraceFile::create).transpose()?;
+    let mut observer = progress::observer(&scenario);
+    if let Some(collector) = &collector {
+        observer = Some(collector.observer(observer));
+    }
+    if let Some(trace) = &trace {
+        observer = Some(trace.observer(observer));
+    }
+    let options = RunOptions { read_observer: observer, ..RunOptions::default() };
+    let report = crate::run_with(&scenario, &options);
+    progress::finish();
+    if let (Some(trace), Some(path)) = (&trace, &request.trace) {
+        let rows = trace.finish(path)?;
+        let _ = writeln!(err, "ppm-sim: trace: {rows} reads written to {}", path.display());
+    }
+    if let (Some(collector), Some(path)) = (&collector, &request.plot) {
+        collector.write(&scenario, path)?;
+        let _ = writeln!(err, "ppm-sim: plot written to {}", path.display());
+    }
+    write_output(&report, request.json, || report.to_text(), out)?;
     Ok(verdict(report.passed))
 }
 
@@ -393,6 +477,62 @@ fn run_bench(
     Ok(EXIT_PASSED)
 }
 
+/// Progress of a long run on stderr, only when stderr is a terminal: after 2 s, the share of
+/// the expected reads made, refreshed twice a second, erased when the run ends.
+mod progress {
+    use std::io::{IsTerminal, Write};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::{Duration, Instant};
+
+    use crate::checks::reads::{ReadObserver, TracedRead};
+    use crate::scenario::Scenario;
+
+    /// Whether a progress line is on the terminal.
+    static SHOWN: AtomicBool = AtomicBool::new(false);
+
+    /// An observer that shows progress, if stderr is a terminal.
+    pub fn observer(scenario: &Scenario) -> Option<ReadObserver> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let pofx = scenario.pofx;
+        let expected = u64::from(scenario.platform.processors)
+            * (u64::from(pofx.duration_ms / pofx.sample_interval_ms.max(1)) + 1);
+        let reads = AtomicU64::new(0);
+        let start = Instant::now();
+        let next = Mutex::new(start + Duration::from_secs(2));
+        Some(ReadObserver(Arc::new(move |_: &TracedRead| {
+            let done = reads.fetch_add(1, Ordering::Relaxed) + 1;
+            if !done.is_multiple_of(4096) {
+                return;
+            }
+            let now = Instant::now();
+            {
+                let mut next = next.lock().unwrap_or_else(PoisonError::into_inner);
+                if now < *next {
+                    return;
+                }
+                *next = now + Duration::from_millis(500);
+            }
+            let percent = (done.saturating_mul(100) / expected.max(1)).min(100);
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "\rppm-sim: {percent:>3} % of about {expected} reads");
+            let _ = stderr.flush();
+            SHOWN.store(true, Ordering::Relaxed);
+        })))
+    }
+
+    /// Erases the progress line, if one was shown.
+    pub fn finish() {
+        if SHOWN.swap(false, Ordering::Relaxed) {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "\r{:60}\r", "");
+            let _ = stderr.flush();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,6 +625,97 @@ mod tests {
         let listed: serde_json::Value = serde_json::from_str(&out).expect("JSON");
         assert_eq!(listed[0]["name"], builtin::DEFAULT);
         assert_eq!(listed[0]["processors"], 8);
+    }
+
+    #[test]
+    fn trace_rows_sum_to_the_reported_rates_and_plots_are_valid() {
+        let dir = std::env::temp_dir().join(format!("ppm-sim-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let (csv_path, svg_path, png_path) =
+            (dir.join("t.csv"), dir.join("t.svg"), dir.join("t.png"));
+        let path = |path: &Path| path.to_str().expect("UTF-8 path").to_owned();
+        let (code, out, err) = cli(&[
+            "run",
+            "../sim/scenarios/turbo-burst.toml",
+            "--json",
+            "--trace",
+            &path(&csv_path),
+            "--plot",
+            &path(&svg_path),
+        ]);
+        assert_eq!(code, EXIT_PASSED, "{err}");
+        assert!(err.contains("reads written to") && err.contains("plot written to"), "{err}");
+        let report: serde_json::Value = serde_json::from_str(&out).expect("JSON report");
+        let mut reader = csv::Reader::from_path(&csv_path).expect("the trace");
+        let headers = reader.headers().expect("a header").clone();
+        let column = |name: &str| headers.iter().position(|header| header == name).expect(name);
+        let (processor, counter, served) =
+            (column("processor"), column("counter_index"), column("served"));
+        let (delta_nominal, delta_actual) = (column("delta_nominal"), column("delta_actual"));
+        let mut sums = vec![(0_i128, 0_i128, 0_usize); 8];
+        for row in reader.records() {
+            let row = row.expect("a row");
+            let index: usize = row[processor].parse().expect("a processor");
+            sums[index].2 += 1;
+            if &row[counter] != "0" || &row[served] != "true" || row[delta_nominal].is_empty() {
+                continue;
+            }
+            sums[index].0 += row[delta_nominal].parse::<i128>().expect("a delta");
+            sums[index].1 += row[delta_actual].parse::<i128>().expect("a delta");
+        }
+        let rate = report["engine"]["nominal_mhz"].as_f64().expect("the nominal rate");
+        for (index, (nominal, actual, rows)) in sums.iter().enumerate() {
+            let entry = &report["processors"][index];
+            assert_eq!(entry["reads"].as_u64(), u64::try_from(*rows).ok(), "one row per read");
+            #[allow(clippy::cast_precision_loss)]
+            let summed = (*nominal > 0).then(|| rate * *actual as f64 / *nominal as f64);
+            match (summed, entry["measured_mhz"].as_f64()) {
+                (Some(summed), Some(reported)) => {
+                    assert!((summed - reported).abs() < 0.05, "{index}: {summed} vs {reported}");
+                }
+                (summed, reported) => assert_eq!(summed, reported, "processor {index}"),
+            }
+        }
+        let svg = std::fs::read_to_string(&svg_path).expect("the SVG");
+        let tree = resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default());
+        assert!(tree.is_ok() && svg.contains("processor 7"), "a valid SVG of 8 processors");
+        let (code, _, err) = cli(&[
+            "run",
+            "../sim/scenarios/turbo-burst.toml",
+            "--plot",
+            &path(&png_path),
+            "--plot-processors",
+            "0,5",
+        ]);
+        assert_eq!(code, EXIT_PASSED, "{err}");
+        let png = std::fs::read(&png_path).expect("the PNG");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG file");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bad_plot_and_trace_options_are_refused_before_the_run() {
+        for (args, expected) in [
+            (
+                &["--plot", "t.gif"][..],
+                "--plot: t.gif: expected a file name ending in .svg or .png",
+            ),
+            (&["--plot", "t.svg", "--plot-processors", "0,8"], "processor 8 does not exist"),
+            (&["--plot", "t.svg", "--plot-processors", "1,1"], "listed twice"),
+            (&["--plot", "t.svg", "--plot-processors", "x"], "`x` is not one"),
+            (&["--plot-processors", "0"], "--plot"),
+            (
+                &["--trace", "/nonexistent/dir/t.csv"],
+                "--trace: /nonexistent/dir/t.csv: cannot create",
+            ),
+        ] {
+            let mut all = vec!["run", "../sim/scenarios/turbo-burst.toml"];
+            all.extend_from_slice(args);
+            let (code, out, err) = cli(&all);
+            assert_eq!(code, EXIT_USAGE, "{args:?}: {err}");
+            assert!(out.is_empty(), "{args:?}");
+            assert!(err.contains(expected) && err.lines().count() == 1, "{args:?}: {err}");
+        }
     }
 
     #[test]

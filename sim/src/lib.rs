@@ -35,9 +35,11 @@ pub mod cli;
 pub mod cpu;
 pub mod machine;
 pub mod platform;
+pub mod plot;
 pub mod pofx;
 pub mod report;
 pub mod scenario;
+pub mod trace;
 
 use std::sync::Arc;
 

@@ -34,6 +34,7 @@ use ppm_engine::abi::{
 
 use crate::boot::{BootRecord, BootSabotage, SimKernel};
 use crate::checks::ReadDigest;
+pub use crate::checks::reads::{ReadObserver, TracedInterval, TracedRead};
 use crate::cpu::msr;
 use crate::machine::Machine;
 use crate::platform::{self, MsrRead, OnProcessor, PlatformFaults, PlatformOp, SimPlatform};
@@ -59,6 +60,8 @@ pub struct RunOptions {
     pub platform_faults: PlatformFaults,
     /// Kernel services that get `DriverEntry`'s unwinding or reporting wrong.
     pub boot_sabotage: BootSabotage,
+    /// Called with every runtime read as it is digested (`--trace`, `--plot`).
+    pub read_observer: Option<ReadObserver>,
 }
 
 /// The device ids of a flavour's non-processor devices, in ACPI-namespace-like order.
@@ -295,7 +298,8 @@ impl ProcessorRecord {
         let capabilities = self
             .capabilities
             .map(|(_, answer)| (answer.FeedbackCounterCount, answer.IdleStateCount));
-        self.digest.fold(machine, self.index, capabilities);
+        let frequency_rate = self.described_counters().first().map(|counter| counter.NominalRate);
+        self.digest.fold(machine, self.index, capabilities, frequency_rate);
     }
 
     /// The feedback counters the OS uses: those `QUERY_FEEDBACK_COUNTERS` described.
@@ -749,6 +753,8 @@ pub struct Emulator<'a> {
     // Dropped before `kernel`: the PEP refers to the processor table in the kernel's pool.
     engine: Option<Engine>,
     observations: Observations,
+    /// Called with every runtime read as it is digested.
+    read_observer: Option<ReadObserver>,
     /// Owns the pool blocks the registered PEP uses (its processor table) until the run ends.
     #[allow(dead_code, reason = "held for its pool, freed when the emulator is dropped")]
     kernel: SimKernel<'a>,
@@ -815,7 +821,14 @@ impl<'a> Emulator<'a> {
             _ => None,
         };
         observations.boot = Some(boot);
-        Self { scenario, machine, engine, observations, kernel }
+        Self {
+            scenario,
+            machine,
+            engine,
+            observations,
+            read_observer: options.read_observer.clone(),
+            kernel,
+        }
     }
 
     /// Runs the scenario and returns what was observed, with the machine (after a failed
@@ -874,7 +887,7 @@ impl<'a> Emulator<'a> {
                 counters: None,
                 perf: None,
                 domain: None,
-                digest: ReadDigest::new(self.scenario),
+                digest: ReadDigest::new(self.scenario, self.read_observer.clone()),
                 issued_handles: Vec::new(),
                 removed: false,
             })

@@ -87,6 +87,54 @@ impl Findings {
     }
 }
 
+/// One runtime read as `--trace` and `--plot` see it, when it is digested.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TracedRead {
+    /// When the read took its nominal count (or returned), runtime ms.
+    pub time_ms: f64,
+    /// The processor.
+    pub processor: u32,
+    /// `CounterIndex`.
+    pub counter_index: u32,
+    /// `NominalCount` returned.
+    pub nominal: u64,
+    /// `ActualCount` returned.
+    pub actual: u64,
+    /// Whether the PEP served it (TRUE).
+    pub served: bool,
+    /// Whether an MSR read faulted during the call.
+    pub faulted: bool,
+    /// Since the previous served read of the counter on the same handle: what Windows
+    /// differences (none for the first read, a refused one, or a new handle).
+    pub interval: Option<TracedInterval>,
+}
+
+/// The interval a served read closes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TracedInterval {
+    /// `ΔNominalCount` (negative when the PEP went backwards).
+    pub delta_nominal: i128,
+    /// `ΔActualCount`.
+    pub delta_actual: i128,
+    /// `NominalRate × ΔActual / ΔNominal` with the FREQUENCY counter's rate, MHz (`None` when
+    /// `ΔNominal` is not positive).
+    pub measured_mhz: Option<f64>,
+    /// The processor's true delivered MHz over the interval, C0-weighted (`None`: idle).
+    pub true_mhz: Option<f64>,
+    /// Whether the counters jumped during it (a reset, a wrap, a sleep, counters stopped).
+    pub discontinuity: bool,
+}
+
+/// Sees every runtime read as it is digested (from any processor worker thread).
+#[derive(Clone)]
+pub struct ReadObserver(pub std::sync::Arc<dyn Fn(&TracedRead) + Send + Sync>);
+
+impl std::fmt::Debug for ReadObserver {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ReadObserver")
+    }
+}
+
 /// The most counters per processor the OS reads (`QUERY_FEEDBACK_COUNTERS` describes at most
 /// 64); reads of a higher index are counted, not measured.
 const MAX_COUNTERS: usize = 64;
@@ -124,6 +172,8 @@ pub struct ReadDigest {
     pub nested: Option<NestedDigest>,
     /// What `feedback.interval_accuracy` allows an interval.
     interval_bound: IntervalBound,
+    /// Sees every read as it is digested.
+    observer: Option<ReadObserver>,
 }
 
 /// What one interval's rate may miss its truth by, beyond [`ACCURACY_TOLERANCE`] and the
@@ -216,6 +266,9 @@ struct Facts<'m> {
     machine: &'m Machine,
     index: u32,
     nominal_mhz: f64,
+    /// The FREQUENCY counter's `NominalRate`, as the PEP described it (MHz): what Windows
+    /// multiplies the ratio by.
+    frequency_rate: f64,
     /// Where the counters jumped: closed clock-time windows, every discontinuity but a
     /// near-wrap set before the first read.
     breaks: Vec<Window>,
@@ -267,12 +320,13 @@ fn windows(jumps: &[Discontinuity]) -> (Vec<Window>, Vec<Window>) {
 impl ReadDigest {
     /// An empty digest for a processor of `scenario`.
     #[must_use]
-    pub fn new(scenario: &Scenario) -> Self {
+    pub fn new(scenario: &Scenario, observer: Option<ReadObserver>) -> Self {
         let nested = scenario.pofx.nested_notifications.then(|| NestedDigest {
             exactness: (!scenario.uses_fixed_counters()).then(Vec::new),
             ..NestedDigest::default()
         });
         Self {
+            observer,
             interval_bound: IntervalBound {
                 skew_ns: u64::from(scenario.platform.msr_read_ns) + PAIR_BOUND_NS,
             },
@@ -295,9 +349,16 @@ impl ReadDigest {
     }
 
     /// Folds the reads added so far, of processor `index` whose `QUERY_CAPABILITIES` answered
-    /// `capabilities` (`FeedbackCounterCount`, `IdleStateCount`): call it at the processor's
-    /// next sample, after its clock was advanced there, and at the end of the run.
-    pub fn fold(&mut self, machine: &Machine, index: u32, capabilities: Option<(u32, u32)>) {
+    /// `capabilities` (`FeedbackCounterCount`, `IdleStateCount`) and whose FREQUENCY counter
+    /// has `NominalRate` `frequency_rate`: call it at the processor's next sample, after its
+    /// clock was advanced there, and at the end of the run.
+    pub fn fold(
+        &mut self,
+        machine: &Machine,
+        index: u32,
+        capabilities: Option<(u32, u32)>,
+        frequency_rate: Option<u32>,
+    ) {
         if self.pending.is_empty() {
             return;
         }
@@ -307,6 +368,7 @@ impl ReadDigest {
             machine,
             index,
             nominal_mhz: f64::from(machine.nominal_mhz()),
+            frequency_rate: f64::from(frequency_rate.unwrap_or_else(|| machine.nominal_mhz())),
             breaks,
             zero_windows,
             jumps: discontinuities
@@ -321,6 +383,7 @@ impl ReadDigest {
         }
     }
 
+    #[allow(clippy::cast_precision_loss)] // A time in milliseconds, for the trace.
     fn fold_read(&mut self, facts: &Facts<'_>, capabilities: Option<(u32, u32)>, read: ReadRecord) {
         self.reads += 1;
         self.refused += usize::from(!read.returned);
@@ -348,9 +411,29 @@ impl ReadDigest {
         if let Some(nested) = &mut self.nested {
             nested.fold(facts, capabilities, &read);
         }
-        let Ok(slot) = usize::try_from(read.counter_index) else { return };
+        let observed = self.observer.is_some().then(|| TracedRead {
+            time_ms: facts.machine.runtime_ns(read.at_ns) as f64 / 1e6,
+            processor: facts.index,
+            counter_index: read.counter_index,
+            nominal: read.nominal,
+            actual: read.actual,
+            served: read.returned,
+            faulted: read.faulted,
+            interval: None,
+        });
+        let interval = self.fold_served(facts, read);
+        if let (Some(observer), Some(mut observed)) = (&self.observer, observed) {
+            observed.interval = interval;
+            (observer.0)(&observed);
+        }
+    }
+
+    /// The measurements of a served read's counter: the interval it closes. Returns the
+    /// interval as traced, when there is an observer.
+    fn fold_served(&mut self, facts: &Facts<'_>, read: ReadRecord) -> Option<TracedInterval> {
+        let Ok(slot) = usize::try_from(read.counter_index) else { return None };
         if !read.returned || slot >= MAX_COUNTERS {
-            return;
+            return None;
         }
         while self.counters.len() <= slot {
             let counter_index = u32::try_from(self.counters.len()).unwrap_or(u32::MAX);
@@ -362,7 +445,7 @@ impl ReadDigest {
                 window_hint: 0,
             });
         }
-        let Some(counter) = self.counters.get_mut(slot) else { return };
+        let counter = self.counters.get_mut(slot)?;
         counter.metrics.served += 1;
         let mut after = read;
         after.nested = Vec::new();
@@ -378,6 +461,7 @@ impl ReadDigest {
             )
             .0
             .cycles;
+        let mut traced = None;
         if let Some(before) = counter.last.take() {
             // A processor registered again (hot-added after a hot-remove) is a new device with
             // new counters: the OS does not difference across handles.
@@ -399,10 +483,15 @@ impl ReadDigest {
                 for sleep in &mut self.sleeps {
                     sleep.interval(facts, after.counter_index, &before, &after);
                 }
+                traced = self
+                    .observer
+                    .is_some()
+                    .then(|| traced_interval(facts, &before, &after, truth.0));
             }
         }
         counter.last = Some(after);
         counter.last_window_cycles = window_cycles;
+        traced
     }
 
     /// What `feedback.fault_refused`, `feedback.read_masked`, `feedback.counter_msrs` and
@@ -535,6 +624,29 @@ fn interval(
                 facts.runtime_ms(after.at_ns)
             )
         });
+    }
+}
+
+/// The interval between two served reads as `--trace` shows it.
+#[allow(clippy::cast_precision_loss)] // Rates; f64 keeps 15 digits.
+fn traced_interval(
+    facts: &Facts<'_>,
+    before: &ReadRecord,
+    after: &ReadRecord,
+    activity: Activity,
+) -> TracedInterval {
+    let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
+    let delta_actual = i128::from(after.actual) - i128::from(before.actual);
+    TracedInterval {
+        delta_nominal,
+        delta_actual,
+        measured_mhz: (delta_nominal > 0)
+            .then(|| facts.frequency_rate * delta_actual as f64 / delta_nominal as f64),
+        true_mhz: activity.mean_mhz(),
+        discontinuity: facts
+            .breaks
+            .iter()
+            .any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to),
     }
 }
 
