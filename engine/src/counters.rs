@@ -331,11 +331,18 @@ fn calibrate<P: Platform>(
             Ok((actual, nominal))
         })
     };
-    let start_time = platform.performance_counter();
+    // Each pair is bracketed by the time source and placed at the bracket's midpoint: the
+    // nominal count is sampled at the same point of both pairs, so the time the reads take
+    // (1–2 µs each on a hypervisor that intercepts them) cancels instead of lengthening the
+    // time window by a pair (0.03 % of 10 ms, enough to round 2000 MHz down to 1999).
+    let start_before = platform.performance_counter();
     let (start_actual, start_nominal) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
+    let start_after = platform.performance_counter();
     platform.stall_microseconds(CALIBRATION_MICROSECONDS);
+    let end_before = platform.performance_counter();
     let (end_actual, end_nominal) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
-    let end_time = platform.performance_counter();
+    let end_after = platform.performance_counter();
+    let start_time = start_before;
     let (actual, nominal) = if mask == u64::MAX {
         (end_actual.saturating_sub(start_actual), end_nominal.saturating_sub(start_nominal))
     } else {
@@ -347,13 +354,18 @@ fn calibrate<P: Platform>(
     if actual == 0 || nominal == 0 {
         return Err(NoCountersReason::NotAdvancing);
     }
-    let ticks = end_time.ticks.saturating_sub(start_time.ticks);
-    if ticks == 0 || start_time.frequency == 0 {
+    // Twice the ticks between the brackets' midpoints.
+    let twice_ticks =
+        u128::from(end_before.ticks).saturating_add(u128::from(end_after.ticks)).saturating_sub(
+            u128::from(start_before.ticks).saturating_add(u128::from(start_after.ticks)),
+        );
+    if twice_ticks == 0 || start_time.frequency == 0 {
         return Ok(0);
     }
     // MHz = nominal counts / seconds / 1e6 = nominal × frequency / ticks / 1e6, rounded.
-    let numerator = u128::from(nominal).saturating_mul(u128::from(start_time.frequency));
-    let denominator = u128::from(ticks).saturating_mul(1_000_000);
+    let numerator =
+        u128::from(nominal).saturating_mul(u128::from(start_time.frequency)).saturating_mul(2);
+    let denominator = twice_ticks.saturating_mul(1_000_000);
     let mhz = numerator.saturating_add(denominator / 2).checked_div(denominator).unwrap_or(0);
     Ok(u32::try_from(mhz).unwrap_or(0).min(MAX_NOMINAL_MHZ))
 }

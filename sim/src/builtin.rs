@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 pub const DEFAULT: &str = "default";
 
 /// Every built-in scenario: (name, TOML source), in suite order.
-pub const SOURCES: [(&str, &str); 48] = [
+pub const SOURCES: [(&str, &str); 49] = [
     ("default", include_str!("../scenarios/default.toml")),
     ("single", include_str!("../scenarios/single.toml")),
     ("steady-8", include_str!("../scenarios/steady-8.toml")),
@@ -41,6 +41,7 @@ pub const SOURCES: [(&str, &str); 48] = [
     ("fixed-pmc-resume", include_str!("../scenarios/fixed-pmc-resume.toml")),
     ("intel-prefer-fixed", include_str!("../scenarios/intel-prefer-fixed.toml")),
     ("smi-storm", include_str!("../scenarios/smi-storm.toml")),
+    ("amd-vm-timing", include_str!("../scenarios/amd-vm-timing.toml")),
     ("amd-hex-names", include_str!("../scenarios/amd-hex-names.toml")),
     ("amd-platform-192", include_str!("../scenarios/amd-platform-192.toml")),
     ("intel-sockets-130", include_str!("../scenarios/intel-sockets-130.toml")),

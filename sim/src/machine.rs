@@ -847,6 +847,34 @@ impl Machine {
         self.advance_clock_to(now + dt);
     }
 
+    /// Lets `ns` pass on processor `index` alone while it executes code: in C0 at its current
+    /// frequency before the runtime starts (the driver initialising, like [`Self::stall`]);
+    /// during the runtime the timeline's residency already accounts for the OS's own work,
+    /// so the time passes at the timeline's load ([`Self::spend`]).
+    pub fn execute(&self, index: u32, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        if self.origin_ns().is_some() {
+            self.spend(index, ns);
+            return;
+        }
+        let now = self.processor_now_ns(index);
+        if let Ok(slot) = usize::try_from(index) {
+            let (load, _) = self.load_at(slot, now);
+            let _ = self.with_state(index, |state| {
+                state.run(
+                    now,
+                    ns,
+                    Load { frequency_mhz: load.frequency_mhz, busy_percent: 100 },
+                    self.nominal_mhz,
+                );
+                state.synced_ns = now + ns;
+            });
+        }
+        self.advance_processor_clock_to(index, now + ns);
+    }
+
     /// Processor `index`'s counter discontinuities so far.
     #[must_use]
     pub fn discontinuities(&self, index: u32) -> Vec<Discontinuity> {

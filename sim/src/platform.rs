@@ -412,7 +412,7 @@ impl Platform for SimPlatform {
         }));
         // The instruction takes its time; an SMI due lands right after an actual-count read,
         // before the nominal one (masking interrupts does not keep SMM out).
-        machine.spend(processor, u64::from(machine.cpu().msr_read_ns));
+        machine.execute(processor, u64::from(machine.cpu().msr_read_ns));
         if crate::cpu::msr::is_actual_count(msr)
             && let Some(stall) = machine.take_smi(processor)
         {
