@@ -104,6 +104,66 @@ for target in "${TARGETS[@]}"; do
     echo "   $((SECONDS - start)) s"
 done
 
+# The ARM64 instructions (`MRS` of the ID, AMU and timer registers, `DAIF` masking,
+# `CNTVCT_EL0`) are inline assembly that `cargo check` never assembles: build a throwaway crate
+# that calls each for aarch64-pc-windows-msvc, so LLVM assembles them, and look for every one in
+# the object.
+echo "== the engine's ARM64 instructions, assembled for aarch64-pc-windows-msvc"
+asm_crate="$WORK/arm64-asm"
+rm -rf "$asm_crate"
+mkdir -p "$asm_crate/src"
+cat >"$asm_crate/Cargo.toml" <<TOML
+[package]
+name = "arm64-asm"
+version = "0.0.0"
+edition = "2024"
+publish = false
+[dependencies]
+ppm-engine = { path = "$ROOT/engine" }
+[workspace]
+TOML
+cat >"$asm_crate/src/lib.rs" <<'RUST'
+#![no_std]
+use ppm_engine::arm64::{SystemRegister, instructions};
+/// Every instruction the ARM64 kernel platform executes.
+#[inline(never)]
+pub fn every_instruction() -> u64 {
+    let mut sum = 0_u64;
+    for register in [
+        SystemRegister::IdAa64Pfr0El1,
+        SystemRegister::AmcgcrEl0,
+        SystemRegister::Amcntenset0El0,
+        SystemRegister::Amevcntr00El0,
+        SystemRegister::Amevcntr01El0,
+        SystemRegister::CntfrqEl0,
+    ] {
+        // SAFETY: never run; assembled only.
+        sum = sum.wrapping_add(unsafe { instructions::read(register) });
+    }
+    sum.wrapping_add(instructions::with_interrupts_masked(instructions::read_virtual_count))
+}
+RUST
+start=$SECONDS
+if (cd "$asm_crate" && CARGO_TARGET_DIR="$WORK/arm64-asm-target" \
+    cargo build -q --release "${BUILD_STD[@]}" --target aarch64-pc-windows-msvc); then
+    objdump_tool=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -n1)
+    rlib=$(ls "$WORK"/arm64-asm-target/aarch64-pc-windows-msvc/release/deps/libarm64_asm-*.rlib | head -n1)
+    listing="$WORK/arm64-asm.txt"
+    (cd "$WORK" && rm -rf arm64-asm-objects && mkdir arm64-asm-objects && cd arm64-asm-objects \
+        && ar x "$rlib" && "$objdump_tool" -d --triple=aarch64-pc-windows-msvc ./*.o) >"$listing"
+    for instruction in "mrs.*ID_AA64PFR0_EL1" "mrs.*S3_3_C13_C2_2" "mrs.*S3_3_C13_C2_5" \
+        "mrs.*S3_3_C13_C4_0" "mrs.*S3_3_C13_C4_1" "mrs.*CNTFRQ_EL0" "mrs.*CNTVCT_EL0" \
+        "mrs.*DAIF" "msr.*DAIFSet, #3" "msr.*DAIF, x"; do
+        if ! grep -Eq "$instruction" "$listing"; then
+            echo "check-windows-build: '$instruction' not in the ARM64 object ($listing)" >&2
+            status=1
+        fi
+    done
+else
+    status=1
+fi
+echo "   $((SECONDS - start)) s"
+
 # The SEH shim the x64 driver links (src/msr_probe.c): compiled as clang compiles for the MSVC
 # target, warnings denied; both functions defined and the SEH handler referenced, i.e. the
 # __try/__except really produced unwind data and a handler call.

@@ -12,11 +12,12 @@
 //! `KeGetCurrentProcessorNumberEx` is one exported call that reads the same field.
 //!
 //! x64: `CPUID` and the interrupt masking are the engine's [`ppm_engine::x86::instructions`];
-//! `RDMSR`/`WRMSR` go through `msr_guard`, which touches only MSRs proven to exist. ARM64: there is no counter source yet. `cpuid` returns
-//! zeros (no vendor, no leaves), so the engine finds no counters (`FeedbackCounterCount` = 0,
-//! reason `not-announced`) and never reads an MSR or masks interrupts for a read; `read_msr`
-//! returns [`MsrFault`] all the same, and `with_interrupts_masked` runs its closure as is.
+//! `RDMSR`/`WRMSR` go through `msr_guard`, which touches only MSRs proven to exist. ARM64:
+//! `cpuid` returns zeros and there are no MSRs; the engine reads `ID_AA64PFR0_EL1` and, only
+//! where it announces the Activity Monitors, their registers, through the engine's
+//! [`ppm_engine::arm64::instructions`] (`MRS`, `DAIF` masking, `CNTVCT_EL0` as the time stamp).
 
+use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::PerformanceCounter;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
 use wdk_sys::LARGE_INTEGER;
@@ -103,10 +104,17 @@ impl Platform for KernelPlatform {
         arch::write_msr(msr, value)
     }
 
-    /// `RDTSC` (`None` on ARM64). Any IRQL.
+    /// `RDTSC` (on ARM64 the virtual count `CNTVCT_EL0`). Any IRQL.
     #[inline]
     fn read_timestamp(&self) -> Option<u64> {
         arch::read_timestamp()
+    }
+
+    /// `MRS` of an ARM64 system register (`MsrFault` on x64). The engine reads an Activity
+    /// Monitors register only after `ID_AA64PFR0_EL1` announced the AMU. Any IRQL.
+    #[inline]
+    fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {
+        arch::read_system_register(register)
     }
 
     /// Whether `DriverEntry` reserved the PMU and enabled the fixed counters everywhere. Any IRQL.
@@ -148,6 +156,14 @@ mod arch {
         Some(instructions::read_timestamp())
     }
 
+    /// No ARM64 system registers on x64.
+    #[inline]
+    pub const fn read_system_register(
+        _register: ppm_engine::arm64::SystemRegister,
+    ) -> Result<u64, MsrFault> {
+        Err(MsrFault)
+    }
+
     /// Saves RFLAGS, `CLI`, runs `f`, and `STI` only if interrupts were enabled. Any IRQL.
     #[inline]
     pub fn with_interrupts_masked<R>(f: impl FnOnce() -> R) -> R {
@@ -158,9 +174,10 @@ mod arch {
     }
 }
 
-/// ARM64: no counter source yet (see the module documentation).
+/// ARM64: no CPUID, no MSRs; the Activity Monitors through the engine's `MRS` wrappers.
 #[cfg(target_arch = "aarch64")]
 mod arch {
+    use ppm_engine::arm64::{SystemRegister, instructions};
     use ppm_engine::{CpuidResult, MsrFault};
 
     /// No `CPUID` on ARM64: all zeros, which the engine reads as "no vendor, no leaves".
@@ -180,16 +197,25 @@ mod arch {
         Err(MsrFault)
     }
 
-    /// No time-stamp counter read here on ARM64.
+    /// The virtual count `CNTVCT_EL0`, at the constant counter's rate. Any IRQL.
     #[inline]
-    pub const fn read_timestamp() -> Option<u64> {
-        None
+    #[allow(clippy::unnecessary_wraps, reason = "same signature as the x64 implementation")]
+    pub fn read_timestamp() -> Option<u64> {
+        Some(instructions::read_virtual_count())
     }
 
-    /// Runs `f` unmasked: with no counter source the engine never reads counters here, so
-    /// there is nothing to protect (masking would need hand-written `DAIF` assembly).
+    /// `MRS` of `register`. Any IRQL.
+    #[inline]
+    #[allow(clippy::unnecessary_wraps, reason = "the trait's signature: a fault is x64's answer")]
+    pub fn read_system_register(register: SystemRegister) -> Result<u64, MsrFault> {
+        // SAFETY: the engine reads an AMU register only after ID_AA64PFR0_EL1 announced the
+        // AMU (`ppm_engine::arm64`); the other registers are always readable at EL1.
+        Ok(unsafe { instructions::read(register) })
+    }
+
+    /// Saves `DAIF`, masks IRQ and FIQ, runs `f`, restores `DAIF`. Any IRQL.
     #[inline]
     pub fn with_interrupts_masked<R>(f: impl FnOnce() -> R) -> R {
-        f()
+        instructions::with_interrupts_masked(f)
     }
 }

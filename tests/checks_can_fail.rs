@@ -17,6 +17,7 @@ use ppm_engine::abi::{
     PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_QUERY_VETO_REASONS, PEP_PREPARE_DEVICE,
     PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID, TRUE, ULONG,
 };
+use ppm_engine::arm64::SystemRegister;
 use ppm_engine::pep::{accept_device_notification, accept_processor_notification, pep_information};
 use ppm_engine::platform::CpuidResult;
 use ppm_sim::boot::BootSabotage;
@@ -613,6 +614,38 @@ unsafe extern "C" fn read_cppc_on_intel(
 #[test]
 fn an_unannounced_msr_read_fails_msr_only_advertised() {
     assert_fails(&base(), &with_ppm(read_cppc_on_intel), &["msr.only_advertised"]);
+}
+
+unsafe extern "C" fn read_the_amu_unannounced(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
+        && let Some(pep) = SimPlatform::instance()
+    {
+        // On a SoC whose ID_AA64PFR0_EL1 announces no AMU: an undefined instruction.
+        let _ = pep.platform().read_system_register(SystemRegister::Amevcntr00El0);
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn an_unannounced_amu_access_fails_msr_only_advertised() {
+    let report = assert_fails(
+        &builtin("arm64-no-amu"),
+        &with_ppm(read_the_amu_unannounced),
+        &["msr.only_advertised"],
+    );
+    let check = report.checks.iter().find(|check| check.id == "msr.only_advertised").unwrap();
+    assert!(
+        check.detail.starts_with(
+            "AMEVCNTR00_EL0 read on processor 0 but ID_AA64PFR0_EL1 did not announce the AMU"
+        ),
+        "{}",
+        check.detail
+    );
 }
 
 fn builtin(name: &str) -> Scenario {

@@ -19,6 +19,7 @@ use crate::abi::{
     PEP_PROCESSOR_FEEDBACK_COUNTER, PROCESSOR_FEEDBACK_COUNTER_FREQUENCY,
     PROCESSOR_FEEDBACK_COUNTER_PERFORMANCE, PROCESSOR_FEEDBACK_TYPE_RELATIVE,
 };
+use crate::arm64::{self, SystemRegister};
 use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
 use crate::cpu::CpuFeatures;
 use crate::perf::PerfCapabilities;
@@ -51,6 +52,10 @@ pub enum CounterSource {
         /// The counters' bit width.
         width: u32,
     },
+    /// AArch64's Activity Monitors: group-0 counters 0 (processor cycles) and 1
+    /// (constant-frequency cycles at `CNTFRQ_EL0`), see [`crate::arm64`]. `NominalCount` is the
+    /// constant count scaled to the nominal rate (see [`scale_constant_count`]).
+    Amu,
 }
 
 impl CounterSource {
@@ -58,7 +63,8 @@ impl CounterSource {
     #[must_use]
     pub const fn msrs(self) -> Option<(u32, u32)> {
         match self {
-            Self::None => None,
+            // The AMU's counters are system registers, not MSRs.
+            Self::None | Self::Amu => None,
             Self::AperfMperf => Some((msr::IA32_APERF, msr::IA32_MPERF)),
             Self::AmdAperfMperfReadOnly => {
                 Some((msr::AMD_APERF_READ_ONLY, msr::AMD_MPERF_READ_ONLY))
@@ -76,7 +82,7 @@ impl CounterSource {
         }
     }
 
-    /// A short stable name (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`, `fixed-pmc`).
+    /// A short stable name (`none`, `aperf-mperf`, `amd-aperf-mperf-ro`, `fixed-pmc`, `amu`).
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -84,8 +90,20 @@ impl CounterSource {
             Self::AperfMperf => "aperf-mperf",
             Self::AmdAperfMperfReadOnly => "amd-aperf-mperf-ro",
             Self::FixedPmc { .. } => "fixed-pmc",
+            Self::Amu => "amu",
         }
     }
+}
+
+/// How a counter pair is read and accumulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairKind {
+    /// Two 64-bit MSRs that reset (APERF/MPERF).
+    Plain,
+    /// Two MSRs that wrap modulo 2^width (the fixed counters), deltas bounded by the TSC.
+    Modular,
+    /// The Activity Monitors' system registers (AArch64).
+    Amu,
 }
 
 /// Why no counters are reported.
@@ -107,6 +125,9 @@ pub enum NoCountersReason {
     NotAdvancing,
     /// No nominal rate could be configured, read or measured.
     NominalRateUnknown,
+    /// The Activity Monitors are implemented, but firmware left their cycle counters (group 0,
+    /// counters 0 and 1) disabled in `AMCNTENSET0_EL0` (the PEP never enables them).
+    CountersDisabled,
 }
 
 /// Where the nominal rate came from.
@@ -137,8 +158,10 @@ pub struct FeedbackSetup {
     pub nominal_msr: u32,
     /// The mask of a raw value (all ones for 64-bit counters).
     pub mask: u64,
-    /// Whether raw values wrap modulo `mask + 1` (the fixed counters) rather than reset.
-    pub modular: bool,
+    /// How the pair is read and accumulated.
+    pub kind: PairKind,
+    /// [`CounterSource::Amu`]: the constant-frequency counter's rate (`CNTFRQ_EL0`), Hz.
+    pub constant_hz: u64,
     /// For modular sources: the most actual cycles a reference cycle can explain.
     pub max_actual_per_reference: u64,
     /// The most time-stamp ticks a counter pair's reads may span before it is read again
@@ -164,7 +187,8 @@ impl FeedbackSetup {
             actual_msr: 0,
             nominal_msr: 0,
             mask: u64::MAX,
-            modular: false,
+            kind: PairKind::Plain,
+            constant_hz: 0,
             max_actual_per_reference: MIN_ACTUAL_PER_REFERENCE,
             // `pair_bound_ticks(0)`: the bound at 1000 MHz.
             max_pair_ticks: PAIR_BOUND_NS,
@@ -221,7 +245,10 @@ impl FeedbackSetup {
         );
         setup.descriptors = [frequency, performance];
         setup.max_actual_per_reference = max_actual_per_reference(&perf);
-        setup.max_pair_ticks = pair_bound_ticks(nominal_mhz);
+        if setup.kind != PairKind::Amu {
+            // The TSC's rate; the AMU's time stamp runs at CNTFRQ (set by `select_amu`).
+            setup.max_pair_ticks = pair_bound_ticks(nominal_mhz);
+        }
         setup.count = if config.performance_counter_view { 2 } else { 1 };
         (setup, perf)
     }
@@ -234,6 +261,10 @@ impl FeedbackSetup {
     ) -> Result<Self, NoCountersReason> {
         if config.feedback_counters == FeedbackCounterPolicy::Disabled {
             return Err(NoCountersReason::DisabledByPolicy);
+        }
+        // AArch64: the ID register is readable at EL1 there and nowhere else.
+        if let Ok(features) = platform.read_system_register(SystemRegister::IdAa64Pfr0El1) {
+            return Self::select_amu(platform, config, features, nominal);
         }
         let aperf_mperf = if cpu.has_amd_read_only_copies() {
             Ok(CounterSource::AmdAperfMperfReadOnly)
@@ -273,12 +304,101 @@ impl FeedbackSetup {
         setup.source = source;
         setup.reason = None;
         setup.mask = source.mask();
-        setup.modular = matches!(source, CounterSource::FixedPmc { .. });
+        if matches!(source, CounterSource::FixedPmc { .. }) {
+            setup.kind = PairKind::Modular;
+        }
         setup.actual_msr = actual_msr;
         setup.nominal_msr = nominal_msr;
         setup.calibrated_mhz = calibrated_mhz;
         Ok(setup)
     }
+}
+
+impl FeedbackSetup {
+    /// The Activity Monitors, if `ID_AA64PFR0_EL1` (`features`) announces them, their group-0
+    /// cycle counters exist and are enabled, and both advance over a busy calibration interval.
+    /// No AMU register is touched unless the ID register announced the AMU.
+    fn select_amu<P: Platform>(
+        platform: &P,
+        config: &Config,
+        features: u64,
+        nominal: &mut (u32, NominalRateSource),
+    ) -> Result<Self, NoCountersReason> {
+        match config.counter_source {
+            CounterSourcePreference::None => return Err(NoCountersReason::NoSourceConfigured),
+            // APERF/MPERF and the fixed counters do not exist here.
+            CounterSourcePreference::AperfMperf | CounterSourcePreference::FixedPmc => {
+                return Err(NoCountersReason::NotAnnounced);
+            }
+            CounterSourcePreference::Auto | CounterSourcePreference::PreferFixedPmc => {}
+        }
+        if arm64::amu_version(features) == 0 {
+            return Err(NoCountersReason::NotAnnounced);
+        }
+        let read = |register| {
+            platform
+                .read_system_register(register)
+                .map_err(|MsrFault| NoCountersReason::ReadFaulted)
+        };
+        if arm64::group0_counters(read(SystemRegister::AmcgcrEl0)?) < 2 {
+            return Err(NoCountersReason::NotAnnounced);
+        }
+        let enabled = read(SystemRegister::Amcntenset0El0)?;
+        if enabled & arm64::GROUP0_CYCLE_COUNTERS != arm64::GROUP0_CYCLE_COUNTERS {
+            return Err(NoCountersReason::CountersDisabled);
+        }
+        let constant_hz = read(SystemRegister::CntfrqEl0)? & u64::from(u32::MAX);
+        if constant_hz == 0 {
+            return Err(NoCountersReason::NotAnnounced);
+        }
+        let measured_mhz = calibrate_amu(platform, constant_hz)?;
+        if nominal.1 == NominalRateSource::Unknown {
+            *nominal = (measured_mhz, NominalRateSource::Calibrated);
+        }
+        if nominal.0 == 0 {
+            return Err(NoCountersReason::NominalRateUnknown);
+        }
+        let mut setup = Self::none(NoCountersReason::NotAnnounced);
+        setup.source = CounterSource::Amu;
+        setup.reason = None;
+        setup.kind = PairKind::Amu;
+        setup.constant_hz = constant_hz;
+        // The platform's time stamp on ARM64 is the virtual count (`CNTVCT_EL0`), at the same
+        // rate as the constant counter.
+        setup.max_pair_ticks = PAIR_BOUND_NS.saturating_mul(constant_hz) / 1_000_000_000;
+        setup.calibrated_mhz = measured_mhz;
+        Ok(setup)
+    }
+}
+
+/// Reads the Activity Monitors' cycle counters, busy-waits [`CALIBRATION_MICROSECONDS`] and
+/// reads them again: fails when a read faults or either counter did not advance; otherwise
+/// returns the processor's delivered frequency over the wait in MHz (processor cycles per
+/// constant-frequency tick × `constant_hz`), the nominal rate when none is configured — any
+/// rate serves Windows' `NominalRate × ΔActual / ΔNominal`, since `NominalCount` is scaled to
+/// it.
+fn calibrate_amu<P: Platform>(platform: &P, constant_hz: u64) -> Result<u32, NoCountersReason> {
+    let read = || -> Result<(u64, u64), MsrFault> {
+        platform.with_interrupts_masked(|| {
+            let actual = platform.read_system_register(SystemRegister::Amevcntr00El0)?;
+            let constant = platform.read_system_register(SystemRegister::Amevcntr01El0)?;
+            Ok((actual, constant))
+        })
+    };
+    let (start_actual, start_constant) =
+        read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
+    platform.stall_microseconds(CALIBRATION_MICROSECONDS);
+    let (end_actual, end_constant) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
+    let actual = end_actual.saturating_sub(start_actual);
+    let constant = end_constant.saturating_sub(start_constant);
+    if actual == 0 || constant == 0 {
+        return Err(NoCountersReason::NotAdvancing);
+    }
+    // MHz = actual / (constant / constant_hz) / 1e6, rounded.
+    let numerator = u128::from(actual).saturating_mul(u128::from(constant_hz));
+    let denominator = u128::from(constant).saturating_mul(1_000_000);
+    let mhz = numerator.saturating_add(denominator / 2).checked_div(denominator).unwrap_or(0);
+    Ok(u32::try_from(mhz).unwrap_or(0).min(MAX_NOMINAL_MHZ))
 }
 
 /// The more telling of two reasons for having no source: a refused reservation says more than
@@ -390,9 +510,9 @@ pub(crate) struct Accumulated {
 /// attempts were interrupted.
 pub const PAIR_BOUND_NS: u64 = 10_000;
 
-/// [`PAIR_BOUND_NS`] in time-stamp ticks: the TSC runs at about the nominal rate (invariant
-/// TSC); with the rate unknown, 1000 MHz (a TSC faster than that only makes the bound shorter,
-/// so a stalled pair is still read again).
+/// [`PAIR_BOUND_NS`] in time-stamp ticks on x86: the TSC runs at about the nominal rate
+/// (invariant TSC); with the rate unknown, 1000 MHz (a TSC faster than that only makes the bound
+/// shorter, so a stalled pair is still read again).
 fn pair_bound_ticks(nominal_mhz: u32) -> u64 {
     let mhz = u64::from(nominal_mhz.max(1_000));
     PAIR_BOUND_NS.saturating_mul(mhz) / 1_000
@@ -406,14 +526,25 @@ fn read_pair<P: Platform>(
     platform: &P,
     setup: &FeedbackSetup,
 ) -> Result<(u64, u64, Option<u64>), MsrFault> {
+    read_bounded_pair(platform, setup.max_pair_ticks, || {
+        Ok((platform.read_msr(setup.actual_msr)?, platform.read_msr(setup.nominal_msr)?))
+    })
+}
+
+/// [`read_pair`] with the pair read by `read` (MSRs, or the Activity Monitors' registers).
+#[inline]
+fn read_bounded_pair<P: Platform>(
+    platform: &P,
+    max_ticks: u64,
+    read: impl Fn() -> Result<(u64, u64), MsrFault>,
+) -> Result<(u64, u64, Option<u64>), MsrFault> {
     let start = platform.read_timestamp();
-    let actual = platform.read_msr(setup.actual_msr)?;
-    let nominal = platform.read_msr(setup.nominal_msr)?;
+    let (actual, nominal) = read()?;
     let end = platform.read_timestamp();
     if let (Some(start), Some(end)) = (start, end) {
         let span = end.wrapping_sub(start);
-        if span > setup.max_pair_ticks {
-            return read_pair_again(platform, setup, (actual, nominal, end, span));
+        if span > max_ticks {
+            return read_pair_again(platform, &read, (actual, nominal, end, span));
         }
     }
     Ok((actual, nominal, end))
@@ -426,12 +557,11 @@ fn read_pair<P: Platform>(
 #[inline(never)]
 fn read_pair_again<P: Platform>(
     platform: &P,
-    setup: &FeedbackSetup,
+    read: &impl Fn() -> Result<(u64, u64), MsrFault>,
     (first_actual, first_nominal, first_end, first_span): (u64, u64, u64, u64),
 ) -> Result<(u64, u64, Option<u64>), MsrFault> {
     let start = platform.read_timestamp();
-    let actual = platform.read_msr(setup.actual_msr)?;
-    let nominal = platform.read_msr(setup.nominal_msr)?;
+    let (actual, nominal) = read()?;
     let end = platform.read_timestamp();
     let span = match (start, end) {
         (Some(start), Some(end)) => end.wrapping_sub(start),
@@ -455,13 +585,22 @@ pub(crate) fn read_and_accumulate<P: Platform>(
     setup: &FeedbackSetup,
     slot: &ProcessorSlot,
 ) -> Result<Accumulated, MsrFault> {
-    if setup.modular {
-        return read_and_accumulate_modular(platform, setup, slot);
+    if setup.kind != PairKind::Plain {
+        return read_and_accumulate_other(platform, setup, slot);
     }
     platform.with_interrupts_masked(|| {
         let (actual, nominal, _) = read_pair(platform, setup)?;
+        Ok(accumulate(slot, actual, nominal))
+    })
+}
+
+/// Accumulates a pair of 64-bit counters that reset (rather than wrap) into `slot`'s totals.
+/// Interrupts are masked (caller).
+#[inline]
+fn accumulate(slot: &ProcessorSlot, actual: u64, nominal: u64) -> Accumulated {
+    {
         if actual | nominal == 0 {
-            return Ok(unchanged(slot));
+            return unchanged(slot);
         }
         let last_actual = slot.last_actual.load(Ordering::Relaxed);
         let last_nominal = slot.last_nominal.load(Ordering::Relaxed);
@@ -477,8 +616,69 @@ pub(crate) fn read_and_accumulate<P: Platform>(
         } else {
             note_rebaseline(slot, last_actual);
         }
-        Ok(Accumulated { actual: total_actual, nominal: total_nominal })
+        Accumulated { actual: total_actual, nominal: total_nominal }
+    }
+}
+
+/// The sources other than APERF/MPERF, off the hot path's fall-through.
+#[inline(never)]
+fn read_and_accumulate_other<P: Platform>(
+    platform: &P,
+    setup: &FeedbackSetup,
+    slot: &ProcessorSlot,
+) -> Result<Accumulated, MsrFault> {
+    match setup.kind {
+        PairKind::Amu => read_and_accumulate_amu(platform, setup, slot),
+        PairKind::Modular | PairKind::Plain => read_and_accumulate_modular(platform, setup, slot),
+    }
+}
+
+/// [`read_and_accumulate`] for the Activity Monitors: processor cycles then constant-frequency
+/// cycles, back to back with interrupts masked, accumulated like APERF/MPERF (they restart
+/// at zero when the processor is powered up); `NominalCount` is the constant count's total
+/// scaled to the nominal rate ([`scale_constant_count`]).
+fn read_and_accumulate_amu<P: Platform>(
+    platform: &P,
+    setup: &FeedbackSetup,
+    slot: &ProcessorSlot,
+) -> Result<Accumulated, MsrFault> {
+    let totals = platform.with_interrupts_masked(|| {
+        let (actual, constant, _) = read_bounded_pair(platform, setup.max_pair_ticks, || {
+            Ok((
+                platform.read_system_register(SystemRegister::Amevcntr00El0)?,
+                platform.read_system_register(SystemRegister::Amevcntr01El0)?,
+            ))
+        })?;
+        Ok(accumulate(slot, actual, constant))
+    })?;
+    Ok(Accumulated {
+        actual: totals.actual,
+        nominal: scale_constant_count(totals.nominal, setup.nominal_mhz, setup.constant_hz),
     })
+}
+
+/// The constant-frequency counter's total in cycles of the nominal rate.
+///
+/// That is `constant` (ticks at `constant_hz`, e.g. 19.2 MHz) as `⌊constant × nominal_mhz ×
+/// 10⁶ / constant_hz⌋`, exactly, in 128 bits, truncated to 64 (a wrap Windows differences
+/// through).
+///
+/// `NominalRate` is an integer in MHz and `CNTFRQ_EL0` rarely a whole MHz, so the counts are
+/// scaled, not the rate. Scaling the running total rather than each delta is the remainder
+/// carried between reads: every reported total is within one count of the exact value, so
+/// `NominalRate × ΔActual / ΔNominal` is the true frequency to a count per interval and no
+/// error accumulates however long the run.
+#[must_use]
+pub fn scale_constant_count(constant: u64, nominal_mhz: u32, constant_hz: u64) -> u64 {
+    if constant_hz == 0 {
+        return constant;
+    }
+    let scaled = u128::from(constant)
+        .saturating_mul(u128::from(nominal_mhz))
+        .saturating_mul(1_000_000)
+        .checked_div(u128::from(constant_hz))
+        .unwrap_or(0);
+    u64::try_from(scaled & u128::from(u64::MAX)).unwrap_or(0)
 }
 
 /// The answer to a read that returned zero for both counters: a hypervisor that stopped

@@ -24,6 +24,7 @@
 )]
 
 pub mod abi;
+pub mod arm64;
 pub mod config;
 pub mod counters;
 pub mod cpu;
@@ -47,5 +48,7 @@ pub use processor::ProcessorSlot;
 // PEPHANDLE values are pointer-sized; the handle encoding (see `processor`) needs 64 bits.
 const _: () =
     assert!(core::mem::size_of::<usize>() == 8, "ppm-engine supports 64-bit targets only");
+#[cfg(test)]
+mod arm64_tests;
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 //! The Windows driver implements it over `ntoskrnl` and the processor's own instructions
 //! (see [`crate::x86`]); `ppm-sim` implements it over simulated processors.
 
+use crate::arm64::SystemRegister;
 use crate::pep::Pep;
 
 /// The four registers `CPUID` returns.
@@ -93,6 +94,19 @@ pub trait Platform: Sized + Sync + 'static {
     /// the deltas of modular counters (the fixed-counter source). Any IRQL. Default: `None`.
     fn read_timestamp(&self) -> Option<u64> {
         None
+    }
+
+    /// Reads AArch64 system register `register` on the current processor.
+    ///
+    /// The engine reads `ID_AA64PFR0_EL1` first, and an AMU register only when its `AMU` field
+    /// announces the Activity Monitors (see [`crate::arm64`]). Any IRQL.
+    ///
+    /// # Errors
+    /// [`MsrFault`] on a platform that is not AArch64 (the default) or when the access faulted
+    /// (only a simulated platform reports that).
+    fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {
+        let _ = register;
+        Err(MsrFault)
     }
 
     /// Whether the host reserved the architectural fixed counters through the HAL's counter

@@ -362,8 +362,8 @@ impl KernelServices for SimKernel<'_> {
     }
 
     fn architecture(&self) -> &'static str {
-        // The emulated processors are x86-64 whatever the host is.
-        "x64"
+        // The emulated processors' architecture, whatever the host is.
+        if self.platform.machine().cpu().kind.is_arm64() { "arm64" } else { "x64" }
     }
 
     fn open_parameters(&self) -> Result<SimParameters<'_>, NTSTATUS> {

@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 pub const DEFAULT: &str = "default";
 
 /// Every built-in scenario: (name, TOML source), in suite order.
-pub const SOURCES: [(&str, &str); 49] = [
+pub const SOURCES: [(&str, &str); 53] = [
     ("default", include_str!("../scenarios/default.toml")),
     ("single", include_str!("../scenarios/single.toml")),
     ("steady-8", include_str!("../scenarios/steady-8.toml")),
@@ -42,6 +42,10 @@ pub const SOURCES: [(&str, &str); 49] = [
     ("intel-prefer-fixed", include_str!("../scenarios/intel-prefer-fixed.toml")),
     ("smi-storm", include_str!("../scenarios/smi-storm.toml")),
     ("amd-vm-timing", include_str!("../scenarios/amd-vm-timing.toml")),
+    ("arm64", include_str!("../scenarios/arm64.toml")),
+    ("arm64-big-little", include_str!("../scenarios/arm64-big-little.toml")),
+    ("arm64-no-amu", include_str!("../scenarios/arm64-no-amu.toml")),
+    ("arm64-cntfrq-24mhz", include_str!("../scenarios/arm64-cntfrq-24mhz.toml")),
     ("amd-hex-names", include_str!("../scenarios/amd-hex-names.toml")),
     ("amd-platform-192", include_str!("../scenarios/amd-platform-192.toml")),
     ("intel-sockets-130", include_str!("../scenarios/intel-sockets-130.toml")),

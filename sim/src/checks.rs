@@ -1120,7 +1120,10 @@ impl Context<'_> {
         let read_only =
             cpu.kind == crate::scenario::CpuKind::AmdCppc && cpu.counter_source.announced();
         let fixed = self.scenario.uses_fixed_counters();
-        let expected = if read_only {
+        let amu = cpu.kind.is_arm64();
+        let expected = if amu {
+            (crate::cpu::sysreg::AMEVCNTR00, crate::cpu::sysreg::AMEVCNTR01)
+        } else if read_only {
             (msr::AMD_APERF_READ_ONLY, msr::AMD_MPERF_READ_ONLY)
         } else if fixed {
             (msr::IA32_FIXED_CTR1, msr::IA32_FIXED_CTR2)
@@ -1146,7 +1149,9 @@ impl Context<'_> {
         if served == 0 {
             return CheckResult::not_applicable(id, "no read was served");
         }
-        let which = if read_only {
+        let which = if amu {
+            "the Activity Monitors' cycle counters AMEVCNTR00_EL0/AMEVCNTR01_EL0"
+        } else if read_only {
             "the AMD read-only copies"
         } else if fixed {
             "the fixed counters IA32_FIXED_CTR1/IA32_FIXED_CTR2"
@@ -1180,23 +1185,31 @@ impl Context<'_> {
 
     fn msr_only_advertised(&self) -> CheckResult {
         let observations = self.observations;
+        let arm = self.scenario.platform.cpu.is_arm64();
         let failures: Vec<String> = observations
             .unannounced_msr_reads
             .iter()
             .map(|read| {
-                let why = if is_pmu_msr(read.msr) {
+                let why = if arm {
+                    "ID_AA64PFR0_EL1 did not announce the AMU (an undefined instruction)"
+                } else if is_pmu_msr(read.msr) {
                     "CPUID did not announce it or the PMU was not reserved"
                 } else {
                     "CPUID did not announce it"
                 };
-                format!("MSR {:#x} read on processor {} but {why}", read.msr, read.processor)
+                let name = crate::cpu::sysreg::name(read.msr);
+                format!("{name} read on processor {} but {why}", read.processor)
             })
             .collect();
-        let mut result = CheckResult::from_failures(
-            "msr.only_advertised",
-            &failures,
-            format!("{} MSR reads, all announced by CPUID", observations.msr_reads),
-        );
+        let ok = if arm {
+            format!(
+                "{} register reads, all announced by ID_AA64PFR0_EL1 (no MSR, no unannounced AMU register)",
+                observations.msr_reads
+            )
+        } else {
+            format!("{} MSR reads, all announced by CPUID", observations.msr_reads)
+        };
+        let mut result = CheckResult::from_failures("msr.only_advertised", &failures, ok);
         if !result.passed && observations.unannounced_msr_read_count > failures.len() {
             let _ = write!(
                 result.detail,

@@ -1,4 +1,4 @@
-//! The simulated x86-64 processor's identity: `CPUID` answers and MSR contents.
+//! The simulated processor's identity: `CPUID` answers and MSR contents (x86-64), the ID and Activity Monitors registers (ARM64, see [`sysreg`]).
 //!
 //! Per CPU flavour ([`CpuKind`]): what `CPUID` answers and which MSRs exist; and the rule that
 //! says which MSRs `CPUID` announced (so that a check can flag a read the PEP should not have
@@ -52,7 +52,10 @@ pub mod msr {
     /// Whether `msr` is the actual-count half of a counter pair (read first).
     #[must_use]
     pub const fn is_actual_count(msr: u32) -> bool {
-        matches!(msr, IA32_APERF | AMD_APERF_READ_ONLY | IA32_FIXED_CTR1)
+        matches!(
+            msr,
+            IA32_APERF | AMD_APERF_READ_ONLY | IA32_FIXED_CTR1 | super::sysreg::AMEVCNTR00
+        )
     }
     /// `IA32_FIXED_CTR_CTRL`.
     pub const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
@@ -113,6 +116,62 @@ const EXTENDED_POWER_EDX_EFF_FREQ_RO: u32 = 1 << 10;
 /// CPUID `8000_0008h` `EBX[27]`: MSR-based CPPC.
 const EXTENDED_FEATURES_EBX_CPPC: u32 = 1 << 27;
 
+/// ARM64 system registers, as the emulator's trace names them.
+///
+/// Their encodings (`op0`, `op1`, `CRn`, `CRm`, `op2` as in `S3_3_C13_C4_0`) above
+/// `0x0A64_0000`, clear of any MSR number, so that the checks of counter reads (back to back,
+/// masked, announced) cover both architectures.
+pub mod sysreg {
+    use ppm_engine::arm64::SystemRegister;
+
+    const fn encode(op0: u32, op1: u32, crn: u32, crm: u32, op2: u32) -> u32 {
+        0x0A64_0000 | (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2
+    }
+
+    /// `ID_AA64PFR0_EL1`.
+    pub const ID_AA64PFR0_EL1: u32 = encode(3, 0, 0, 4, 0);
+    /// `AMCGCR_EL0`.
+    pub const AMCGCR_EL0: u32 = encode(3, 3, 13, 2, 2);
+    /// `AMCNTENSET0_EL0`.
+    pub const AMCNTENSET0_EL0: u32 = encode(3, 3, 13, 2, 5);
+    /// `AMEVCNTR00_EL0`: processor cycles.
+    pub const AMEVCNTR00: u32 = encode(3, 3, 13, 4, 0);
+    /// `AMEVCNTR01_EL0`: constant-frequency cycles.
+    pub const AMEVCNTR01: u32 = encode(3, 3, 13, 4, 1);
+    /// `CNTFRQ_EL0`.
+    pub const CNTFRQ_EL0: u32 = encode(3, 3, 14, 0, 0);
+
+    /// The trace's number for `register`.
+    #[must_use]
+    pub const fn id(register: SystemRegister) -> u32 {
+        match register {
+            SystemRegister::IdAa64Pfr0El1 => ID_AA64PFR0_EL1,
+            SystemRegister::AmcgcrEl0 => AMCGCR_EL0,
+            SystemRegister::Amcntenset0El0 => AMCNTENSET0_EL0,
+            SystemRegister::Amevcntr00El0 => AMEVCNTR00,
+            SystemRegister::Amevcntr01El0 => AMEVCNTR01,
+            SystemRegister::CntfrqEl0 => CNTFRQ_EL0,
+        }
+    }
+
+    /// A trace number's name: the system register's, or `MSR 0x…`.
+    #[must_use]
+    pub fn name(number: u32) -> String {
+        let registers = [
+            SystemRegister::IdAa64Pfr0El1,
+            SystemRegister::AmcgcrEl0,
+            SystemRegister::Amcntenset0El0,
+            SystemRegister::Amevcntr00El0,
+            SystemRegister::Amevcntr01El0,
+            SystemRegister::CntfrqEl0,
+        ];
+        registers
+            .into_iter()
+            .find(|register| id(*register) == number)
+            .map_or_else(|| format!("MSR {number:#x}"), |register| register.name().to_owned())
+    }
+}
+
 /// The simulated CPU: flavour, counters and the values its MSRs hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuModel {
@@ -133,6 +192,8 @@ pub struct CpuModel {
     pub pmc_width: Option<u32>,
     /// How long one `RDMSR` takes, ns.
     pub msr_read_ns: u32,
+    /// ARM64: the generic timer and the Activity Monitors.
+    pub arm: Option<crate::scenario::ArmSpec>,
 }
 
 impl CpuModel {
@@ -149,6 +210,7 @@ impl CpuModel {
             perf: platform.perf,
             pmc_width: platform.pmc_width,
             msr_read_ns: platform.msr_read_ns,
+            arm: platform.arm,
         }
     }
 
@@ -157,6 +219,7 @@ impl CpuModel {
             CpuKind::IntelHwp => 0x1B,
             CpuKind::IntelLegacy => 0x0D,
             CpuKind::AmdCppc => 0x10,
+            CpuKind::Arm64 => 0,
         }
     }
 
@@ -164,6 +227,7 @@ impl CpuModel {
         match self.kind {
             CpuKind::IntelHwp | CpuKind::IntelLegacy => 0x8000_0008,
             CpuKind::AmdCppc => 0x8000_0020,
+            CpuKind::Arm64 => 0,
         }
     }
 
@@ -176,6 +240,10 @@ impl CpuModel {
     pub fn cpuid(&self, processor: u32, leaf: u32, subleaf: u32) -> CpuidResult {
         let _ = subleaf;
         let zero = CpuidResult::default();
+        // ARM64 has no CPUID: the kernel platform answers zeros.
+        if self.kind.is_arm64() {
+            return zero;
+        }
         let [vendor_b, vendor_d, vendor_c] = self.vendor();
         let counters = self.counter_source.announced();
         match leaf {
@@ -189,7 +257,7 @@ impl CpuModel {
                 let signature = match self.kind {
                     CpuKind::IntelHwp => 0x0008_06C1, // family 6 model 0x8C (Tiger Lake)
                     CpuKind::IntelLegacy => 0x0003_06C3, // family 6 model 0x3C (Haswell)
-                    CpuKind::AmdCppc => 0x00A5_0F00,  // family 0x19 model 0x50 (Zen 3)
+                    CpuKind::AmdCppc | CpuKind::Arm64 => 0x00A5_0F00, // family 0x19 model 0x50 (Zen 3)
                 };
                 let apic_id = processor & 0xFF;
                 let ecx = 0x7FFA_F3BF | if self.hypervisor { FEATURES_ECX_HYPERVISOR } else { 0 };
@@ -206,7 +274,7 @@ impl CpuModel {
                         POWER_EAX_TURBO | POWER_EAX_ARAT | POWER_EAX_HWP | POWER_EAX_HWP_EXTRAS
                     }
                     CpuKind::IntelLegacy => POWER_EAX_TURBO | POWER_EAX_ARAT,
-                    CpuKind::AmdCppc => POWER_EAX_ARAT,
+                    CpuKind::AmdCppc | CpuKind::Arm64 => POWER_EAX_ARAT,
                 };
                 CpuidResult {
                     eax,
@@ -279,8 +347,13 @@ impl CpuModel {
             CounterSourceKind::AperfMperfZeros => Ok(0),
             CounterSourceKind::None
             | CounterSourceKind::AperfMperfFaulting
-            | CounterSourceKind::FixedPmc => Err(MsrFault),
+            | CounterSourceKind::FixedPmc
+            | CounterSourceKind::Amu => Err(MsrFault),
         };
+        // ARM64 has no MSRs.
+        if self.kind.is_arm64() {
+            return Err(MsrFault);
+        }
         match number {
             msr::IA32_APERF => counter(counters.aperf),
             msr::IA32_MPERF => counter(counters.mperf),

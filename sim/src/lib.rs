@@ -1,4 +1,4 @@
-//! `ppm-sim`: a PoFx emulator with simulated x86-64 processors for the `ppm-pep` processor PEP.
+//! `ppm-sim`: a PoFx emulator with simulated x86-64 and ARM64 processors for the `ppm-pep` processor PEP.
 //!
 //! It drives the engine ([`ppm_engine`]) exactly as the Windows power framework drives the
 //! driver — only through the `PEP_INFORMATION` callbacks, with raw pointers to the C

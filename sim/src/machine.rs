@@ -35,8 +35,9 @@ pub const NS_PER_MS: u64 = 1_000_000;
 pub const NS_PER_US: u64 = 1_000;
 /// The platform's performance counter frequency (`KeQueryPerformanceCounter`): 10 MHz.
 pub const PERFORMANCE_COUNTER_HZ: u64 = 10_000_000;
-/// Counts × `COUNT_SCALE` = MHz × busy % × ns.
-const COUNT_SCALE: u128 = 100_000;
+/// Counts × `COUNT_SCALE` = Hz × busy % × ns (Hz: the constant counter of an ARM64 SoC ticks
+/// at a rate that is rarely a whole MHz).
+const COUNT_SCALE: u128 = 100_000_000_000;
 /// 2^64: the counters' modulus.
 const COUNTER_MODULUS: u128 = 1 << 64;
 
@@ -388,10 +389,10 @@ struct ProcessorState {
 
 impl ProcessorState {
     /// Runs `dt` ns of `load` from clock time `at_ns`, handling overflow.
-    fn run(&mut self, at_ns: u64, dt: u64, load: Load, nominal_mhz: u32) {
+    fn run(&mut self, at_ns: u64, dt: u64, load: Load, nominal_hz: u64) {
         let busy = u128::from(load.busy_percent);
-        let rate_a = u128::from(load.frequency_mhz) * busy;
-        let rate_m = u128::from(nominal_mhz) * busy;
+        let rate_a = u128::from(load.frequency_mhz) * 1_000_000 * busy;
+        let rate_m = u128::from(nominal_hz) * busy;
         // The whole counts this run adds, overflows or not (the remainders carry exactly).
         let added = |remainder: u128, rate: u128| {
             let whole = (remainder + rate * u128::from(dt)) / COUNT_SCALE;
@@ -453,7 +454,11 @@ impl ProcessorState {
 /// The simulated machine.
 #[derive(Debug)]
 pub struct Machine {
+    /// The rate of the nominal counts the PEP should report (MPERF's; on ARM64 the rate it
+    /// scales the constant counter to), MHz.
     nominal_mhz: u32,
+    /// The nominal counter's rate (MPERF's; on ARM64 the constant counter's, `cntfrq_hz`), Hz.
+    nominal_hz: u64,
     cpu: CpuModel,
     timelines: Vec<Timeline>,
     processors: Vec<Mutex<ProcessorState>>,
@@ -479,8 +484,20 @@ impl Machine {
     #[must_use]
     pub fn new(scenario: &Scenario) -> Self {
         let timelines = Timeline::for_all_processors(scenario);
-        let machine =
-            Self::with_timelines(scenario.platform.nominal_mhz, CpuModel::new(scenario), timelines);
+        // ARM64: the PEP reports the constant counter scaled to the configured nominal rate,
+        // else to the rate it measures at initialisation: processor 0's frequency then.
+        let reported_mhz = match scenario.platform.arm {
+            Some(_) => scenario.config.nominal_mhz.unwrap_or_else(|| {
+                timelines.first().map_or(scenario.platform.nominal_mhz, |timeline| {
+                    timeline.load_at(0).0.frequency_mhz
+                })
+            }),
+            None => scenario.platform.nominal_mhz,
+        };
+        let mut machine = Self::with_timelines(reported_mhz, CpuModel::new(scenario), timelines);
+        if let Some(arm) = scenario.platform.arm {
+            machine.nominal_hz = u64::from(arm.cntfrq_hz);
+        }
         machine.set_pmu_busy(scenario.platform.pmu_busy);
         machine
     }
@@ -515,6 +532,7 @@ impl Machine {
             .collect();
         Self {
             nominal_mhz,
+            nominal_hz: u64::from(nominal_mhz) * 1_000_000,
             cpu,
             timelines,
             processors,
@@ -677,7 +695,7 @@ impl Machine {
                 let mut spans =
                     timeline.spans_near(at - origin, to_ns - origin, state.segment_hint);
                 for (start, end, load) in &mut spans {
-                    state.run(start + origin, end - start, load, self.nominal_mhz);
+                    state.run(start + origin, end - start, load, self.nominal_hz);
                     state.synced_ns = end + origin;
                 }
                 state.segment_hint = spans.position();
@@ -686,7 +704,7 @@ impl Machine {
             }
             let (load, change) = self.load_at(index, at);
             let end = change.min(to_ns);
-            state.run(at, end - at, load, self.nominal_mhz);
+            state.run(at, end - at, load, self.nominal_hz);
             state.synced_ns = end;
         }
     }
@@ -803,8 +821,8 @@ impl Machine {
             let until = change.min(end);
             let busy = u128::from(load.busy_percent);
             let dt = u128::from(until - at);
-            scaled_a += u128::from(load.frequency_mhz) * busy * dt;
-            scaled_m += u128::from(self.nominal_mhz) * busy * dt;
+            scaled_a += u128::from(load.frequency_mhz) * 1_000_000 * busy * dt;
+            scaled_m += u128::from(self.nominal_hz) * busy * dt;
             at = until;
         }
         self.with_state(index, |state| {
@@ -838,7 +856,7 @@ impl Machine {
                     now,
                     dt,
                     Load { frequency_mhz: load.frequency_mhz, busy_percent: 100 },
-                    self.nominal_mhz,
+                    self.nominal_hz,
                 );
                 state.synced_ns = now + dt;
             });
@@ -867,7 +885,7 @@ impl Machine {
                     now,
                     ns,
                     Load { frequency_mhz: load.frequency_mhz, busy_percent: 100 },
-                    self.nominal_mhz,
+                    self.nominal_hz,
                 );
                 state.synced_ns = now + ns;
             });

@@ -24,11 +24,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use ppm_engine::Pep;
+use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
 
-use crate::cpu::{is_pmu_msr, msr_announced};
+use crate::cpu::{is_pmu_msr, msr_announced, sysreg};
 use crate::machine::pmu::{AccessContext, MsrAccess};
 use crate::machine::{Machine, NS_PER_MS, PERFORMANCE_COUNTER_HZ};
+use crate::scenario::CounterSourceKind;
 
 /// Replaces a `CPUID` answer: `(processor, leaf, subleaf, model's answer) -> answer`.
 pub type CpuidHook = Arc<dyn Fn(u32, u32, u32, CpuidResult) -> CpuidResult + Send + Sync>;
@@ -288,6 +290,20 @@ impl SimPlatform {
     /// call's time passes and, unless interrupts are masked (or
     /// [`PlatformFaults::nested_in_masked_sections`] is set) and unless a nested delivery is
     /// already under way, the nested notifications are delivered.
+    /// After a register read: the instruction takes its time; an SMI due lands right after
+    /// an actual-count read, before the nominal one (masking interrupts does not keep SMM
+    /// out).
+    fn after_counter_read(&self, processor: u32, number: u32) {
+        let machine = &self.machine;
+        machine.execute(processor, u64::from(machine.cpu().msr_read_ns));
+        if crate::cpu::msr::is_actual_count(number)
+            && let Some(stall) = machine.take_smi(processor)
+        {
+            machine.spend(processor, stall);
+            record(PlatformOp::Smi { processor, stall_ns: stall });
+        }
+    }
+
     fn interrupt_window(&self, point: InjectionPoint) {
         /// Ends the delivery, also if the hook unwinds.
         struct Delivered;
@@ -410,15 +426,51 @@ impl Platform for SimPlatform {
             announced,
             at_ns: machine.processor_now_ns(processor),
         }));
-        // The instruction takes its time; an SMI due lands right after an actual-count read,
-        // before the nominal one (masking interrupts does not keep SMM out).
-        machine.execute(processor, u64::from(machine.cpu().msr_read_ns));
-        if crate::cpu::msr::is_actual_count(msr)
-            && let Some(stall) = machine.take_smi(processor)
-        {
-            machine.spend(processor, stall);
-            record(PlatformOp::Smi { processor, stall_ns: stall });
-        }
+        self.after_counter_read(processor, msr);
+        result
+    }
+
+    fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {
+        let machine = &self.machine;
+        // An x86 machine has no system registers: the trait's default, no instruction.
+        let Some(arm) = machine.cpu().arm else { return Err(MsrFault) };
+        self.interrupt_window(InjectionPoint::ReadMsr);
+        let processor = current_processor();
+        let number = sysreg::id(register);
+        let amu = machine.cpu().counter_source == CounterSourceKind::Amu;
+        // An AMU register the ID register does not announce is an undefined instruction.
+        let announced = !register.is_amu() || amu;
+        let counters = || machine.counters(processor).unwrap_or_default();
+        let result = if !announced || (register.is_amu() && machine.msr_faulting(processor)) {
+            Err(MsrFault)
+        } else {
+            Ok(match register {
+                SystemRegister::IdAa64Pfr0El1 => (u64::from(amu) << 44) | 0x0011,
+                SystemRegister::AmcgcrEl0 => 4,
+                SystemRegister::Amcntenset0El0 => {
+                    if arm.amu_enabled {
+                        0b1111
+                    } else {
+                        0b1100
+                    }
+                }
+                SystemRegister::Amevcntr00El0 => counters().aperf,
+                SystemRegister::Amevcntr01El0 => counters().mperf,
+                SystemRegister::CntfrqEl0 => u64::from(arm.cntfrq_hz),
+            })
+        };
+        let result =
+            self.faults.msr.as_ref().map_or(result, |hook| hook(processor, number, result));
+        record(PlatformOp::ReadMsr(MsrRead {
+            processor,
+            msr: number,
+            value: result.ok(),
+            masked: MASKED.with(Cell::get),
+            mask_epoch: MASK_EPOCH.with(Cell::get),
+            announced,
+            at_ns: machine.processor_now_ns(processor),
+        }));
+        self.after_counter_read(processor, number);
         result
     }
 

@@ -95,6 +95,19 @@ pub const fn default_other_devices(cpu: CpuKind) -> &'static [&'static str] {
             "\\_SB.BAT1",
             "\\_TZ.THRM",
         ],
+        // Snapdragon-like ACPI tables.
+        CpuKind::Arm64 => &[
+            "\\_SB.PEP0",
+            "\\_SB.GIO0",
+            "\\_SB.UFS0",
+            "\\_SB.ADSP",
+            "\\_SB.GPU0",
+            "\\_SB.URS0.USB0",
+            "\\_SB.PMIC",
+            "\\_SB.PWRB",
+            "\\_SB.BAT1",
+            "\\_TZ.TZ98",
+        ],
         CpuKind::IntelLegacy => &[
             "\\_SB.PCI0",
             "\\_SB.PCI0.GFX0",
@@ -1539,6 +1552,7 @@ const fn nominal_partner(actual: u32) -> Option<u32> {
         msr::IA32_APERF => Some(msr::IA32_MPERF),
         msr::AMD_APERF_READ_ONLY => Some(msr::AMD_MPERF_READ_ONLY),
         msr::IA32_FIXED_CTR1 => Some(msr::IA32_FIXED_CTR2),
+        crate::cpu::sysreg::AMEVCNTR00 => Some(crate::cpu::sysreg::AMEVCNTR01),
         _ => None,
     }
 }
@@ -1551,8 +1565,13 @@ fn analyse_read(trace: &[PlatformOp]) -> (PairAccess, bool) {
     for (position, op) in trace.iter().enumerate() {
         let PlatformOp::ReadMsr(read) = op else { continue };
         let Some(partner) = nominal_partner(read.msr) else {
-            if matches!(read.msr, msr::IA32_MPERF | msr::AMD_MPERF_READ_ONLY | msr::IA32_FIXED_CTR2)
-                && access == PairAccess::NoRead
+            if matches!(
+                read.msr,
+                msr::IA32_MPERF
+                    | msr::AMD_MPERF_READ_ONLY
+                    | msr::IA32_FIXED_CTR2
+                    | crate::cpu::sysreg::AMEVCNTR01
+            ) && access == PairAccess::NoRead
             {
                 access = PairAccess::Problem(format!("MPERF ({:#x}) read before APERF", read.msr));
             }

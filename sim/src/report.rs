@@ -205,9 +205,10 @@ impl Report {
         let engine = &self.engine;
         let _ = writeln!(
             text,
-            "scenario {}: {} x86-64 processor{} ({}, counters {}, nominal {} MHz{}), {} ms, OS reads every {} ms",
+            "scenario {}: {} {} processor{} ({}, counters {}, nominal {} MHz{}), {} ms, OS reads every {} ms",
             self.scenario,
             platform.processors,
+            if platform.cpu == "arm64" { "ARM64" } else { "x86-64" },
             plural(platform.processors),
             platform.cpu,
             platform.counter_source,

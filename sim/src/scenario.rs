@@ -190,6 +190,9 @@ pub enum CpuKind {
     /// GenuineIntel family 6 (Haswell-like): APERF/MPERF, turbo, no HWP, no leaf 16h;
     /// `MSR_PLATFORM_INFO` and `MSR_TURBO_RATIO_LIMIT`.
     IntelLegacy,
+    /// An ARM64 (AArch64) SoC: no CPUID, no MSRs; the Activity Monitors (`counter_source =
+    /// "amu"`) or nothing (`"none"`), the generic timer at `cntfrq_hz`.
+    Arm64,
 }
 
 impl CpuKind {
@@ -200,6 +203,7 @@ impl CpuKind {
             Self::IntelHwp => "intel-hwp",
             Self::AmdCppc => "amd-cppc",
             Self::IntelLegacy => "intel-legacy",
+            Self::Arm64 => "arm64",
         }
     }
 
@@ -207,6 +211,12 @@ impl CpuKind {
     #[must_use]
     pub const fn is_intel(self) -> bool {
         matches!(self, Self::IntelHwp | Self::IntelLegacy)
+    }
+
+    /// Whether the CPU is ARM64.
+    #[must_use]
+    pub const fn is_arm64(self) -> bool {
+        matches!(self, Self::Arm64)
     }
 }
 
@@ -225,6 +235,10 @@ pub enum CounterSourceKind {
     /// `IA32_FIXED_CTR1`/`IA32_FIXED_CTR2` of `pmc_width` bits, counting only while enabled
     /// (Intel only).
     FixedPmc,
+    /// ARM64's Activity Monitors: `ID_AA64PFR0_EL1.AMU` = 1, four group-0 counters; counter 0
+    /// counts processor cycles, counter 1 constant-frequency cycles at `cntfrq_hz`, in the
+    /// active state (ARM64 only).
+    Amu,
 }
 
 impl CounterSourceKind {
@@ -237,6 +251,7 @@ impl CounterSourceKind {
             Self::AperfMperfZeros => "aperf-mperf-zeros",
             Self::AperfMperfFaulting => "aperf-mperf-faulting",
             Self::FixedPmc => "fixed-pmc",
+            Self::Amu => "amu",
         }
     }
 
@@ -250,7 +265,7 @@ impl CounterSourceKind {
     /// counters once reserved and enabled).
     #[must_use]
     pub const fn usable(self) -> bool {
-        matches!(self, Self::AperfMperf | Self::FixedPmc)
+        matches!(self, Self::AperfMperf | Self::FixedPmc | Self::Amu)
     }
 }
 
@@ -371,9 +386,24 @@ pub struct PlatformSpec {
     pub pmc_width: Option<u32>,
     /// `pmu_busy`: another owner holds the PMU; the HAL refuses a reservation.
     pub pmu_busy: bool,
-    /// `msr_read_ns`: how long one `RDMSR` takes on the processor.
+    /// `msr_read_ns`: how long one `RDMSR` (on ARM64 one `MRS`) takes on the processor.
     pub msr_read_ns: u32,
+    /// ARM64: the generic timer and the Activity Monitors.
+    pub arm: Option<ArmSpec>,
 }
+
+/// `[platform]` of an ARM64 SoC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArmSpec {
+    /// `cntfrq_hz`: the system counter's frequency (`CNTFRQ_EL0`), the constant-frequency
+    /// counter's rate.
+    pub cntfrq_hz: u32,
+    /// `amu_enabled`: firmware enabled group-0 counters 0 and 1 (`AMCNTENSET0_EL0`).
+    pub amu_enabled: bool,
+}
+
+/// The default `cntfrq_hz`: 19.2 MHz, as on Qualcomm SoCs.
+pub const DEFAULT_CNTFRQ_HZ: u32 = 19_200_000;
 
 /// `[pofx]`: the emulated OS's timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1122,6 +1152,17 @@ impl Scenario {
         if self.config.feedback_counters == FeedbackCounterPolicy::Disabled {
             return ExpectedSource::None;
         }
+        if let Some(arm) = self.platform.arm {
+            // The AMU, when present and enabled, unless the configuration asks for none or for
+            // an x86 source.
+            let usable = self.platform.counter_source == CounterSourceKind::Amu
+                && arm.amu_enabled
+                && matches!(
+                    self.config.counter_source,
+                    Preference::Auto | Preference::PreferFixedPmc
+                );
+            return if usable { ExpectedSource::Amu } else { ExpectedSource::None };
+        }
         let announced = self.platform.counter_source.announced();
         let aperf = if self.platform.counter_source == CounterSourceKind::AperfMperf {
             ExpectedSource::AperfMperf
@@ -1180,30 +1221,33 @@ pub enum ExpectedSource {
     AperfMperf,
     /// The architectural fixed counters.
     FixedPmc,
+    /// ARM64's Activity Monitors.
+    Amu,
 }
+
+/// The keys of `[platform]`.
+const PLATFORM_KEYS: [&str; 15] = [
+    "processors",
+    "cpu",
+    "counter_source",
+    "nominal_mhz",
+    "hypervisor",
+    "hwp_enabled",
+    "device_id_style",
+    "other_devices",
+    "perf",
+    "pmu",
+    "pmc_width",
+    "pmu_busy",
+    "msr_read_ns",
+    "cntfrq_hz",
+    "amu_enabled",
+];
 
 /// `[platform]`; the perf levels are `None` unless `[platform.perf]` gives them (the default
 /// depends on the phases).
 fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), ScenarioError> {
-    let platform = Reader::new(
-        "platform".to_owned(),
-        table,
-        &[
-            "processors",
-            "cpu",
-            "counter_source",
-            "nominal_mhz",
-            "hypervisor",
-            "hwp_enabled",
-            "device_id_style",
-            "other_devices",
-            "perf",
-            "pmu",
-            "pmc_width",
-            "pmu_busy",
-            "msr_read_ns",
-        ],
-    )?;
+    let platform = Reader::new("platform".to_owned(), table, &PLATFORM_KEYS)?;
     let processors = platform.required_u32("processors", 1..=MAX_PROCESSORS)?;
     let cpu = platform.choice(
         "cpu",
@@ -1211,6 +1255,7 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
             ("intel-hwp", CpuKind::IntelHwp),
             ("amd-cppc", CpuKind::AmdCppc),
             ("intel-legacy", CpuKind::IntelLegacy),
+            ("arm64", CpuKind::Arm64),
         ],
         CpuKind::IntelHwp,
     )?;
@@ -1222,9 +1267,11 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
             ("aperf-mperf-zeros", CounterSourceKind::AperfMperfZeros),
             ("aperf-mperf-faulting", CounterSourceKind::AperfMperfFaulting),
             ("fixed-pmc", CounterSourceKind::FixedPmc),
+            ("amu", CounterSourceKind::Amu),
         ],
-        CounterSourceKind::AperfMperf,
+        if cpu.is_arm64() { CounterSourceKind::Amu } else { CounterSourceKind::AperfMperf },
     )?;
+    let arm = read_arm_fields(&platform, cpu, counter_source)?;
     let (pmc_width, pmu_busy) = read_pmu_fields(&platform, cpu, counter_source)?;
     let nominal_limit = if cpu.is_intel() { 255 * INTEL_BUS_MHZ } else { MAX_FREQUENCY_MHZ };
     let nominal_mhz = platform.required_u32("nominal_mhz", 1..=nominal_limit)?;
@@ -1237,6 +1284,12 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
         ));
     }
     let hypervisor = platform.bool("hypervisor", false)?;
+    if hypervisor && cpu.is_arm64() {
+        return Err(platform.error(
+            "hypervisor",
+            "is CPUID.1:ECX[31], x86 only (an ARM64 guest differs only in what its ID registers announce)",
+        ));
+    }
     let hwp_enabled = platform.bool("hwp_enabled", true)?;
     if platform.get("hwp_enabled").is_some() && cpu != CpuKind::IntelHwp {
         return Err(platform.error("hwp_enabled", "is only valid with cpu = \"intel-hwp\""));
@@ -1277,6 +1330,7 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
         pmc_width,
         pmu_busy,
         msr_read_ns,
+        arm,
     };
     Ok((spec, perf))
 }
@@ -1296,6 +1350,45 @@ fn read_msr_read_ns(platform: &Reader<'_>) -> Result<u32, ScenarioError> {
         )),
         None => Ok(BARE_METAL_MSR_READ_NS),
     }
+}
+
+/// `cntfrq_hz` and `amu_enabled` (ARM64 only); an ARM64 CPU has the AMU or nothing, an x86
+/// one never the AMU.
+fn read_arm_fields(
+    platform: &Reader<'_>,
+    cpu: CpuKind,
+    counter_source: CounterSourceKind,
+) -> Result<Option<ArmSpec>, ScenarioError> {
+    if !cpu.is_arm64() {
+        if counter_source == CounterSourceKind::Amu {
+            return Err(platform.error(
+                "counter_source",
+                &format!("\"amu\" needs cpu = \"arm64\", found cpu = \"{}\"", cpu.name()),
+            ));
+        }
+        for key in ["cntfrq_hz", "amu_enabled"] {
+            if platform.get(key).is_some() {
+                return Err(platform.error(key, "is only valid with cpu = \"arm64\""));
+            }
+        }
+        return Ok(None);
+    }
+    if !matches!(counter_source, CounterSourceKind::Amu | CounterSourceKind::None) {
+        return Err(platform.error(
+            "counter_source",
+            &format!(
+                "cpu = \"arm64\" has \"amu\" or \"none\", found \"{}\"",
+                counter_source.name()
+            ),
+        ));
+    }
+    let cntfrq_hz =
+        platform.optional_u32("cntfrq_hz", 1_000_000..=1_000_000_000)?.unwrap_or(DEFAULT_CNTFRQ_HZ);
+    if platform.get("amu_enabled").is_some() && counter_source != CounterSourceKind::Amu {
+        return Err(platform.error("amu_enabled", "is only valid with counter_source = \"amu\""));
+    }
+    let amu_enabled = platform.bool("amu_enabled", true)?;
+    Ok(Some(ArmSpec { cntfrq_hz, amu_enabled }))
 }
 
 /// `pmc_width` and `pmu_busy`: only with `counter_source = "fixed-pmc"`, which needs an Intel

@@ -635,6 +635,7 @@ pub const fn no_counters_reason_name(reason: Option<NoCountersReason>) -> &'stat
         Some(NoCountersReason::ReadFaulted) => "read-faulted",
         Some(NoCountersReason::NotAdvancing) => "not-advancing",
         Some(NoCountersReason::NominalRateUnknown) => "nominal-rate-unknown",
+        Some(NoCountersReason::CountersDisabled) => "counters-disabled",
     }
 }
 

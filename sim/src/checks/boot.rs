@@ -253,7 +253,8 @@ fn state_key(
             failures.push(format!("{name} = {found:?}, expected {wanted:?}"));
         }
     };
-    expect(state::ARCHITECTURE, "x64".to_owned());
+    let architecture = if scenario.platform.cpu.is_arm64() { "arm64" } else { "x64" };
+    expect(state::ARCHITECTURE, architecture.to_owned());
     let issues = record
         .log
         .iter()

@@ -393,8 +393,12 @@ impl Machine {
     #[must_use]
     pub fn timestamp(&self, index: u32) -> u64 {
         let offset = u128::from(index).wrapping_add(1) * 3_000_000_019;
-        let counts =
-            u128::from(self.processor_now_ns(index)) * u128::from(self.nominal_mhz) / 1_000;
+        // ARM64: the virtual count (`CNTVCT_EL0`) at the generic timer's rate.
+        let rate_hz = self
+            .cpu()
+            .arm
+            .map_or_else(|| u128::from(self.nominal_hz), |arm| u128::from(arm.cntfrq_hz));
+        let counts = u128::from(self.processor_now_ns(index)) * rate_hz / 1_000_000_000;
         u64::try_from((offset + counts) & u128::from(u64::MAX)).unwrap_or(0)
     }
 
@@ -453,8 +457,13 @@ impl Machine {
             while at < end {
                 let (load, change) = self.load_at(slot, at);
                 let until = change.min(end);
-                let rate = if reference { self.nominal_mhz } else { load.frequency_mhz };
-                total += u128::from(rate) * u128::from(load.busy_percent) * u128::from(until - at);
+                // Hz, as the counters are kept (see `COUNT_SCALE`).
+                let rate = if reference {
+                    u128::from(self.nominal_hz)
+                } else {
+                    u128::from(load.frequency_mhz) * 1_000_000
+                };
+                total += rate * u128::from(load.busy_percent) * u128::from(until - at);
                 at = until;
             }
             total

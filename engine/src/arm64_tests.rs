@@ -1,0 +1,254 @@
+//! The Activity Monitors source on a scripted AArch64 processor that faults on every access
+//! its ID registers did not announce (as an undefined instruction would bugcheck the kernel).
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::missing_panics_doc,
+    clippy::panic
+)]
+
+extern crate std;
+
+use core::cell::Cell;
+use std::boxed::Box;
+use std::vec::Vec;
+
+use crate::abi::*;
+use crate::arm64::SystemRegister;
+use crate::config::{Config, CounterSourcePreference};
+use crate::counters::{CounterSource, NoCountersReason, NominalRateSource, scale_constant_count};
+use crate::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
+use crate::{Pep, ProcessorSlot, pep_information};
+
+std::thread_local! {
+    static INSTANCE: Cell<*const Pep<Arm>> = const { Cell::new(core::ptr::null()) };
+    static MASKED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A scripted AArch64 processor: no CPUID, no MSRs; the AMU as configured.
+struct Arm {
+    /// `ID_AA64PFR0_EL1.AMU`.
+    amu: u64,
+    /// `AMCGCR_EL0.CG0NC`.
+    group0: u64,
+    /// `AMCNTENSET0_EL0`.
+    enabled: u64,
+    cntfrq: u64,
+    /// Processor cycles per constant tick × 1000 while busy (2400 MHz at 24 MHz: 100 000).
+    cycles_per_tick_milli: u64,
+    actual: Cell<u64>,
+    constant: Cell<u64>,
+    /// Accesses an undefined instruction would have made: unannounced AMU registers, MSRs,
+    /// counter reads with interrupts enabled.
+    violations: Cell<u32>,
+}
+
+// SAFETY: the tests use one thread per engine instance.
+unsafe impl Sync for Arm {}
+
+impl Arm {
+    fn new(amu: u64) -> Self {
+        Self {
+            amu,
+            group0: 4,
+            enabled: 0b1111,
+            cntfrq: 24_000_000,
+            cycles_per_tick_milli: 100_000,
+            actual: Cell::new(1_000_000_007),
+            constant: Cell::new(10_000_019),
+            violations: Cell::new(0),
+        }
+    }
+
+    /// `ticks` constant-frequency ticks of busy time.
+    fn run(&self, ticks: u64) {
+        self.constant.set(self.constant.get() + ticks);
+        self.actual.set(self.actual.get() + ticks * self.cycles_per_tick_milli / 1000);
+    }
+}
+
+impl Platform for Arm {
+    fn instance() -> Option<&'static Pep<Self>> {
+        let pointer = INSTANCE.with(Cell::get);
+        // SAFETY: set by `harness` to a live leaked instance for the thread's lifetime.
+        unsafe { pointer.as_ref() }
+    }
+    fn current_processor_index(&self) -> u32 {
+        0
+    }
+    fn cpuid(&self, _leaf: u32, _subleaf: u32) -> CpuidResult {
+        CpuidResult::default()
+    }
+    fn read_msr(&self, _msr: u32) -> Result<u64, MsrFault> {
+        self.violations.set(self.violations.get() + 1);
+        Err(MsrFault)
+    }
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+        MASKED.with(|masked| masked.set(masked.get() + 1));
+        let result = f();
+        MASKED.with(|masked| masked.set(masked.get() - 1));
+        result
+    }
+    fn performance_counter(&self) -> PerformanceCounter {
+        PerformanceCounter { ticks: self.constant.get(), frequency: self.cntfrq }
+    }
+    fn stall_microseconds(&self, microseconds: u32) {
+        self.run(u64::from(microseconds) * self.cntfrq / 1_000_000);
+    }
+    fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {
+        if register.is_amu() && self.amu == 0 {
+            self.violations.set(self.violations.get() + 1);
+            return Err(MsrFault);
+        }
+        let counter =
+            matches!(register, SystemRegister::Amevcntr00El0 | SystemRegister::Amevcntr01El0);
+        if counter && MASKED.with(Cell::get) == 0 {
+            self.violations.set(self.violations.get() + 1);
+        }
+        Ok(match register {
+            SystemRegister::IdAa64Pfr0El1 => (self.amu << 44) | 0x11,
+            SystemRegister::AmcgcrEl0 => self.group0,
+            SystemRegister::Amcntenset0El0 => self.enabled,
+            SystemRegister::Amevcntr00El0 => self.actual.get(),
+            SystemRegister::Amevcntr01El0 => self.constant.get(),
+            SystemRegister::CntfrqEl0 => self.cntfrq,
+        })
+    }
+}
+
+fn harness(platform: Arm, config: &Config) -> &'static Pep<Arm> {
+    let slots: Vec<ProcessorSlot> = (0..2).map(|_| ProcessorSlot::new()).collect();
+    let slots: &'static [ProcessorSlot] = Box::leak(slots.into_boxed_slice());
+    let pep: &'static Pep<Arm> = Box::leak(Box::new(Pep::new(platform, config, slots)));
+    INSTANCE.with(|cell| cell.set(pep));
+    pep
+}
+
+/// Registers `\_SB.CPU0` and returns its handle.
+fn processor() -> PEPHANDLE {
+    let info = pep_information::<Arm>();
+    let dpm = info.AcceptDeviceNotification.unwrap();
+    let mut units: Vec<u16> = "\\_SB.CPU0".encode_utf16().collect();
+    let string = UNICODE_STRING {
+        Length: u16::try_from(units.len() * 2).unwrap(),
+        MaximumLength: u16::try_from(units.len() * 2).unwrap(),
+        Buffer: units.as_mut_ptr(),
+    };
+    let mut prepare = PEP_PREPARE_DEVICE { DeviceId: &raw const string, DeviceAccepted: 0 };
+    // SAFETY: the structure PREPARE_DEVICE takes.
+    assert!(unsafe { dpm(PEP_DPM_PREPARE_DEVICE, (&raw mut prepare).cast()) } == TRUE);
+    let mut register = PEP_REGISTER_DEVICE_V2 {
+        DeviceId: &raw const string,
+        KernelHandle: core::ptr::without_provenance_mut(0x1000),
+        Register: core::ptr::null_mut(),
+        DeviceHandle: core::ptr::null_mut(),
+        DeviceAccepted: PepDeviceNotAccepted,
+    };
+    // SAFETY: the structure REGISTER_DEVICE takes.
+    assert!(unsafe { dpm(PEP_DPM_REGISTER_DEVICE, (&raw mut register).cast()) } == TRUE);
+    assert!(!register.DeviceHandle.is_null());
+    register.DeviceHandle
+}
+
+fn read(handle: PEPHANDLE) -> Option<(u64, u64)> {
+    let ppm = pep_information::<Arm>().AcceptProcessorNotification.unwrap();
+    let mut data = PEP_PPM_FEEDBACK_READ {
+        CounterIndex: 0,
+        __bindgen_anon_1: PEP_PPM_FEEDBACK_READ__bindgen_ty_1 { InstantaneousValue: 0 },
+    };
+    // SAFETY: the structure FEEDBACK_READ takes.
+    if unsafe { ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, (&raw mut data).cast()) } != TRUE {
+        return None;
+    }
+    // SAFETY: a served read fills the NominalCount/ActualCount view.
+    let counts = unsafe { data.__bindgen_anon_1.__bindgen_anon_1 };
+    Some((counts.NominalCount, counts.ActualCount))
+}
+
+#[test]
+fn without_the_amu_no_amu_register_is_touched() {
+    let pep = harness(Arm::new(0), &Config::new());
+    assert_eq!(pep.feedback_counter_count(), 0);
+    assert_eq!(pep.no_counters_reason(), Some(NoCountersReason::NotAnnounced));
+    let handle = processor();
+    assert_eq!(read(handle), None);
+    assert_eq!(pep.platform().violations.get(), 0, "no MSR, no unannounced AMU register");
+}
+
+#[test]
+fn disabled_cycle_counters_are_not_used() {
+    let mut arm = Arm::new(1);
+    arm.enabled = 0b1101;
+    let pep = harness(arm, &Config::new());
+    assert_eq!(pep.no_counters_reason(), Some(NoCountersReason::CountersDisabled));
+    let mut arm = Arm::new(2);
+    arm.group0 = 1;
+    let pep = harness(arm, &Config::new());
+    assert_eq!(pep.no_counters_reason(), Some(NoCountersReason::NotAnnounced));
+    let mut config = Config::new();
+    config.counter_source = CounterSourcePreference::AperfMperf;
+    let pep = harness(Arm::new(1), &config);
+    assert_eq!(pep.no_counters_reason(), Some(NoCountersReason::NotAnnounced));
+    assert_eq!(pep.platform().violations.get(), 0);
+}
+
+#[test]
+fn amu_counts_give_the_true_frequency_over_a_long_run_without_drift() {
+    // 19.2 MHz constant counter (not a whole MHz multiple of anything) and a core at
+    // 2 400 MHz: 125 cycles per tick.
+    let mut arm = Arm::new(1);
+    arm.cntfrq = 19_200_000;
+    arm.cycles_per_tick_milli = 125_000;
+    let pep = harness(arm, &Config::new());
+    assert_eq!(pep.counter_source(), CounterSource::Amu);
+    assert_eq!(pep.nominal_rate_source(), NominalRateSource::Calibrated);
+    assert_eq!(pep.nominal_mhz(), 2_400, "measured over the calibration wait");
+    let handle = processor();
+    let first = read(handle).unwrap();
+    // 60 s of 15 ms intervals (288 000 ticks each), each one exact to a count.
+    for _ in 0..4_000 {
+        let before = read(handle).unwrap();
+        pep.platform().run(288_000);
+        let after = read(handle).unwrap();
+        let (nominal, actual) = (after.0 - before.0, after.1 - before.1);
+        assert_eq!(actual, 36_000_000);
+        assert!(nominal.abs_diff(36_000_000) <= 1, "{nominal}");
+    }
+    let last = read(handle).unwrap();
+    // No drift: the totals are exactly 60 s at 2 400 MHz.
+    assert_eq!(last.0 - first.0, 144_000_000_000);
+    assert_eq!(last.1 - first.1, 144_000_000_000);
+    assert_eq!(pep.platform().violations.get(), 0, "every counter read masked");
+}
+
+#[test]
+fn a_configured_nominal_rate_scales_the_constant_count() {
+    let mut config = Config::new();
+    config.nominal_mhz = Some(1_800);
+    let pep = harness(Arm::new(1), &config);
+    assert_eq!(
+        (pep.nominal_mhz(), pep.nominal_rate_source()),
+        (1_800, NominalRateSource::Configuration)
+    );
+    let handle = processor();
+    let before = read(handle).unwrap();
+    // 15 ms at 24 MHz, core at 2 400 MHz.
+    pep.platform().run(360_000);
+    let after = read(handle).unwrap();
+    // 1 800 × ΔActual / ΔNominal = 2 400 MHz, to a count: ΔNominal = 27 000 000 ± 1.
+    assert_eq!(after.1 - before.1, 36_000_000);
+    assert!((after.0 - before.0).abs_diff(27_000_000) <= 1, "{}", after.0 - before.0);
+    // A reset (the counters restart when the processor is powered up): no huge delta.
+    pep.platform().actual.set(5);
+    pep.platform().constant.set(5);
+    assert_eq!(read(handle).unwrap(), after);
+}
+
+#[test]
+fn scaling_is_exact_rational() {
+    assert_eq!(scale_constant_count(19_200_000, 2_400, 19_200_000), 2_400_000_000);
+    assert_eq!(scale_constant_count(1, 1_000, 3), 333_333_333);
+    assert_eq!(scale_constant_count(3, 1_000, 3), 1_000_000_000);
+    assert_eq!(scale_constant_count(7, 1_000, 0), 7, "no rate: unscaled");
+}
