@@ -269,6 +269,11 @@ struct Facts<'m> {
     /// The FREQUENCY counter's `NominalRate`, as the PEP described it (MHz): what Windows
     /// multiplies the ratio by.
     frequency_rate: f64,
+    /// The same, as an integer.
+    frequency_rate_mhz: u32,
+    /// ARM64: the constant counter's rate (`cntfrq_hz`), which the PEP scales to
+    /// `NominalRate`.
+    constant_hz: Option<u64>,
     /// Where the counters jumped: closed clock-time windows, every discontinuity but a
     /// near-wrap set before the first read.
     breaks: Vec<Window>,
@@ -369,6 +374,8 @@ impl ReadDigest {
             index,
             nominal_mhz: f64::from(machine.nominal_mhz()),
             frequency_rate: f64::from(frequency_rate.unwrap_or_else(|| machine.nominal_mhz())),
+            frequency_rate_mhz: frequency_rate.unwrap_or_else(|| machine.nominal_mhz()),
+            constant_hz: machine.cpu().arm.map(|arm| u64::from(arm.cntfrq_hz)),
             breaks,
             zero_windows,
             jumps: discontinuities
@@ -807,7 +814,13 @@ impl SleepDigest {
             return;
         }
         self.across += 1;
-        let since = second.raw.map_or((0, 0), |raw| (raw.nominal, raw.actual));
+        let mut since = second.raw.map_or((0, 0), |raw| (raw.nominal, raw.actual));
+        // ARM64: the reported constant count is scaled to NominalRate (and rounded, one more).
+        if let Some(constant_hz) = facts.constant_hz {
+            let scaled = u128::from(since.0) * u128::from(facts.frequency_rate_mhz) * 1_000_000
+                / u128::from(constant_hz.max(1));
+            since.0 = u64::try_from(scaled).unwrap_or(u64::MAX).saturating_add(1);
+        }
         let delta =
             (second.nominal.wrapping_sub(first.nominal), second.actual.wrapping_sub(first.actual));
         if delta.0 > since.0 || delta.1 > since.1 {
@@ -935,7 +948,7 @@ impl HandleExactness {
                 )
             });
         }
-        let hardware = (
+        let mut hardware = (
             current.raw.nominal.wrapping_sub(start.raw.nominal),
             current.raw.actual.wrapping_sub(start.raw.actual),
         );
@@ -943,6 +956,14 @@ impl HandleExactness {
             current.nominal.wrapping_sub(start.nominal),
             current.actual.wrapping_sub(start.actual),
         );
+        // ARM64: the constant count is reported scaled to NominalRate, each total rounded
+        // down, so a difference is the scaled hardware count or one more.
+        if let Some(constant_hz) = facts.constant_hz {
+            let scaled = u128::from(hardware.0) * u128::from(facts.frequency_rate_mhz) * 1_000_000
+                / u128::from(constant_hz.max(1));
+            let scaled = u64::try_from(scaled).unwrap_or(u64::MAX);
+            hardware.0 = if reported.0 == scaled.saturating_add(1) { reported.0 } else { scaled };
+        }
         if hardware != reported {
             self.problem.get_or_insert_with(|| {
                 format!(
