@@ -87,6 +87,11 @@ fn assert_fails(scenario: &Scenario, options: &RunOptions, ids: &[&str]) -> Repo
     bad
 }
 
+/// The check `id` of `report`.
+fn check_of<'r>(report: &'r Report, id: &str) -> &'r ppm_sim::CheckResult {
+    report.checks.iter().find(|check| check.id == id).expect("a known check id")
+}
+
 /// The engine's DPM callback.
 unsafe fn real_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
     // SAFETY: the caller passes on the emulator's arguments unchanged.
@@ -551,7 +556,7 @@ fn ignoring_the_fixed_counters_on_an_intel_machine_fails_counter_msrs() {
         &with_faults(faults),
         &["feedback.counter_msrs"],
     );
-    let check = report.checks.iter().find(|check| check.id == "feedback.counter_msrs").unwrap();
+    let check = check_of(&report, "feedback.counter_msrs");
     assert!(check.detail.contains("expected 0x30a/0x30b"), "{}", check.detail);
 }
 
@@ -563,10 +568,9 @@ fn an_engine_without_the_pair_bound_fails_interval_accuracy_under_an_smi_storm()
     let storm = builtin("smi-storm");
     let faults = PlatformFaults { no_timestamp: true, ..PlatformFaults::default() };
     let report = assert_fails(&storm, &with_faults(faults), &["feedback.interval_accuracy"]);
-    let accuracy = report.checks.iter().find(|check| check.id == "feedback.accuracy").unwrap();
+    let accuracy = check_of(&report, "feedback.accuracy");
     assert!(accuracy.passed, "the average hides the skew: {}", accuracy.detail);
-    let check =
-        report.checks.iter().find(|check| check.id == "feedback.interval_accuracy").unwrap();
+    let check = check_of(&report, "feedback.interval_accuracy");
     assert!(check.detail.contains("% off"), "{}", check.detail);
 }
 
@@ -638,7 +642,7 @@ fn an_unannounced_amu_access_fails_msr_only_advertised() {
         &with_ppm(read_the_amu_unannounced),
         &["msr.only_advertised"],
     );
-    let check = report.checks.iter().find(|check| check.id == "msr.only_advertised").unwrap();
+    let check = check_of(&report, "msr.only_advertised");
     assert!(
         check.detail.starts_with(
             "AMEVCNTR00_EL0 read on processor 0 but ID_AA64PFR0_EL1 did not announce the AMU"
@@ -663,7 +667,7 @@ fn nested_notifications_inside_masked_sections_fail_reentrancy() {
         &with_faults(faults),
         &["feedback.reentrancy", "feedback.read_masked"],
     );
-    let check = report.checks.iter().find(|check| check.id == "feedback.reentrancy").unwrap();
+    let check = check_of(&report, "feedback.reentrancy");
     assert!(
         check.detail.contains("torn") || check.detail.contains("the hardware counted"),
         "the mis-accumulation itself must be reported: {}",
@@ -1005,7 +1009,7 @@ fn a_huge_delta_across_a_reset_fails_no_spike() {
         &with_ppm(huge_delta_after_a_reset),
         &["feedback.no_spike"],
     );
-    let check = report.checks.iter().find(|check| check.id == "feedback.no_spike").unwrap();
+    let check = check_of(&report, "feedback.no_spike");
     assert!(check.detail.contains("across a counter discontinuity"), "{}", check.detail);
 }
 
@@ -1030,8 +1034,7 @@ fn fixed_counters_left_off_after_resume_fail_no_dropped_interval() {
         &with_ppm(resume_ignored),
         &["feedback.no_dropped_interval", "feedback.accuracy"],
     );
-    let check =
-        report.checks.iter().find(|check| check.id == "feedback.no_dropped_interval").unwrap();
+    let check = check_of(&report, "feedback.no_dropped_interval");
     assert!(check.detail.contains("ΔNominal 0"), "{}", check.detail);
 }
 
@@ -1054,7 +1057,7 @@ fn counters_reported_after_a_faulting_probe_fail_capabilities() {
         &with_ppm(probe_ignored),
         &["capabilities.consistent"],
     );
-    let check = report.checks.iter().find(|check| check.id == "capabilities.consistent").unwrap();
+    let check = check_of(&report, "capabilities.consistent");
     assert!(check.detail.contains("FeedbackCounterCount 1"), "{}", check.detail);
 }
 
@@ -1080,7 +1083,7 @@ unsafe extern "C" fn boot_queries_declined(
 #[test]
 fn declined_boot_queries_fail_boot_queries() {
     let report = assert_fails(&base(), &with_ppm(boot_queries_declined), &["ppm.boot_queries"]);
-    let check = report.checks.iter().find(|check| check.id == "ppm.boot_queries").unwrap();
+    let check = check_of(&report, "ppm.boot_queries");
     assert!(check.detail.contains("QUERY_PLATFORM_STATES: FALSE"), "{}", check.detail);
     assert!(
         check.detail.contains("QUERY_VETO_REASONS: TRUE with count Some(3)"),
@@ -1101,7 +1104,7 @@ fn a_driver_entry_that_swallows_a_failure_fails_boot_status() {
         &with_boot_sabotage(sabotage),
         &["boot.status"],
     );
-    let check = report.checks.iter().find(|check| check.id == "boot.status").unwrap();
+    let check = check_of(&report, "boot.status");
     assert!(check.detail.contains("returned 0x00000000"), "{}", check.detail);
     assert!(check.detail.contains("expected 0xC000A005"), "{}", check.detail);
 }
@@ -1111,7 +1114,7 @@ fn a_failed_boot_that_leaks_pool_fails_boot_unwind() {
     let sabotage = BootSabotage { leak_pool: true, ..BootSabotage::default() };
     for name in ["boot-register-refused", "boot-register-error"] {
         let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.unwind"]);
-        let check = report.checks.iter().find(|check| check.id == "boot.unwind").unwrap();
+        let check = check_of(&report, "boot.unwind");
         assert!(check.detail.contains("pool blocks leaked"), "{name}: {}", check.detail);
     }
 }
@@ -1124,7 +1127,7 @@ fn a_failed_boot_that_stays_published_fails_boot_unwind() {
         &with_boot_sabotage(sabotage),
         &["boot.unwind"],
     );
-    let check = report.checks.iter().find(|check| check.id == "boot.unwind").unwrap();
+    let check = check_of(&report, "boot.unwind");
     assert!(check.detail.contains("still published"), "{}", check.detail);
 }
 
@@ -1136,7 +1139,7 @@ fn a_failed_boot_that_leaves_the_pmu_enabled_fails_boot_unwind() {
         &with_boot_sabotage(sabotage),
         &["boot.unwind"],
     );
-    let check = report.checks.iter().find(|check| check.id == "boot.unwind").unwrap();
+    let check = check_of(&report, "boot.unwind");
     assert!(
         check.detail.contains("PMU control left changed on processor(s) [0, 1, 2, 3, 4, 5]"),
         "{}",
@@ -1149,7 +1152,7 @@ fn lost_state_strings_fail_boot_state() {
     let sabotage = BootSabotage { drop_state_strings: true, ..BootSabotage::default() };
     for name in ["default", "boot-register-refused", "boot-skip-registration"] {
         let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.state"]);
-        let check = report.checks.iter().find(|check| check.id == "boot.state").unwrap();
+        let check = check_of(&report, "boot.state");
         assert!(check.detail.contains("Architecture"), "{name}: {}", check.detail);
     }
 }
@@ -1162,7 +1165,7 @@ fn a_driver_that_registers_mid_session_after_an_install_fails_boot_inert() {
         &with_boot_sabotage(sabotage),
         &["boot.inert", "boot.state"],
     );
-    let check = report.checks.iter().find(|check| check.id == "boot.inert").unwrap();
+    let check = check_of(&report, "boot.inert");
     assert!(check.detail.contains("PoFxRegisterPluginEx was called"), "{}", check.detail);
 }
 
@@ -1174,7 +1177,7 @@ fn a_driver_that_ignores_skip_registration_fails_boot_inert() {
         &with_boot_sabotage(sabotage),
         &["boot.inert", "boot.unwind", "boot.state"],
     );
-    let check = report.checks.iter().find(|check| check.id == "boot.inert").unwrap();
+    let check = check_of(&report, "boot.inert");
     assert!(check.detail.contains("PoFxRegisterPluginEx was called"), "{}", check.detail);
 }
 

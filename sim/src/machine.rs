@@ -848,35 +848,13 @@ impl Machine {
     /// frequency while the clock advances (`KeStallExecutionProcessor`).
     pub fn stall(&self, index: u32, microseconds: u32) {
         let dt = u64::from(microseconds) * NS_PER_US;
-        let now = self.processor_now_ns(index);
-        if let Ok(slot) = usize::try_from(index) {
-            let (load, _) = self.load_at(slot, now);
-            self.with_state(index, |state| {
-                state.run(
-                    now,
-                    dt,
-                    Load { frequency_mhz: load.frequency_mhz, busy_percent: 100 },
-                    self.nominal_hz,
-                );
-                state.synced_ns = now + dt;
-            });
-        }
-        self.advance_processor_clock_to(index, now + dt);
-        self.advance_clock_to(now + dt);
+        let end = self.run_in_c0(index, dt);
+        self.advance_clock_to(end);
     }
 
-    /// Lets `ns` pass on processor `index` alone while it executes code: in C0 at its current
-    /// frequency before the runtime starts (the driver initialising, like [`Self::stall`]);
-    /// during the runtime the timeline's residency already accounts for the OS's own work,
-    /// so the time passes at the timeline's load ([`Self::spend`]).
-    pub fn execute(&self, index: u32, ns: u64) {
-        if ns == 0 {
-            return;
-        }
-        if self.origin_ns().is_some() {
-            self.spend(index, ns);
-            return;
-        }
+    /// Runs processor `index` in C0 at its current frequency for `ns` from its own time now;
+    /// returns the clock time it reached.
+    fn run_in_c0(&self, index: u32, ns: u64) -> u64 {
         let now = self.processor_now_ns(index);
         if let Ok(slot) = usize::try_from(index) {
             let (load, _) = self.load_at(slot, now);
@@ -891,6 +869,22 @@ impl Machine {
             });
         }
         self.advance_processor_clock_to(index, now + ns);
+        now + ns
+    }
+
+    /// Lets `ns` pass on processor `index` alone while it executes code: in C0 at its current
+    /// frequency before the runtime starts (the driver initialising, like [`Self::stall`]);
+    /// during the runtime the timeline's residency already accounts for the OS's own work,
+    /// so the time passes at the timeline's load ([`Self::spend`]).
+    pub fn execute(&self, index: u32, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        if self.origin_ns().is_some() {
+            self.spend(index, ns);
+        } else {
+            let _ = self.run_in_c0(index, ns);
+        }
     }
 
     /// Processor `index`'s counter discontinuities so far.
