@@ -478,7 +478,8 @@ fn run_bench(
 }
 
 /// Progress of a long run on stderr, only when stderr is a terminal: after 2 s, the share of
-/// the expected reads made, refreshed twice a second, erased when the run ends.
+/// the expected reads made, refreshed twice a second, erased when the run ends. Processor
+/// threads write it, so `main` must not hold stderr's lock for the run.
 mod progress {
     use std::io::{IsTerminal, Write};
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -491,9 +492,13 @@ mod progress {
     /// Whether a progress line is on the terminal.
     static SHOWN: AtomicBool = AtomicBool::new(false);
 
-    /// An observer that shows progress, if stderr is a terminal.
+    /// `PPM_SIM_PROGRESS=always`: progress from the first read, terminal or not.
+    pub const FORCE_VARIABLE: &str = "PPM_SIM_PROGRESS";
+
+    /// An observer that shows progress, if stderr is a terminal (or progress is forced).
     pub fn observer(scenario: &Scenario) -> Option<ReadObserver> {
-        if !std::io::stderr().is_terminal() {
+        let forced = std::env::var(FORCE_VARIABLE).is_ok_and(|value| value == "always");
+        if !forced && !std::io::stderr().is_terminal() {
             return None;
         }
         let pofx = scenario.pofx;
@@ -501,7 +506,7 @@ mod progress {
             * (u64::from(pofx.duration_ms / pofx.sample_interval_ms.max(1)) + 1);
         let reads = AtomicU64::new(0);
         let start = Instant::now();
-        let next = Mutex::new(start + Duration::from_secs(2));
+        let next = Mutex::new(if forced { start } else { start + Duration::from_secs(2) });
         Some(ReadObserver(Arc::new(move |_: &TracedRead| {
             let done = reads.fetch_add(1, Ordering::Relaxed) + 1;
             if !done.is_multiple_of(4096) {
