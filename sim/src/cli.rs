@@ -328,6 +328,11 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
         .as_ref()
         .map(|_| PlotCollector::new(&scenario, request.plot_processors.as_deref()))
         .transpose()?;
+    if let Some(path) = &request.plot {
+        // Created now (written after the run): an unwritable place is refused before a long run.
+        std::fs::File::create(path)
+            .map_err(|error| format!("--plot: {}: cannot create: {error}", path.display()))?;
+    }
     let trace = request.trace.as_deref().map(TraceFile::create).transpose()?;
     let mut observer = progress::observer(&scenario);
     if let Some(collector) = &collector {
@@ -712,6 +717,10 @@ mod tests {
             (
                 &["--trace", "/nonexistent/dir/t.csv"],
                 "--trace: /nonexistent/dir/t.csv: cannot create",
+            ),
+            (
+                &["--plot", "/nonexistent/dir/t.svg"],
+                "--plot: /nonexistent/dir/t.svg: cannot create",
             ),
         ] {
             let mut all = vec!["run", "../sim/scenarios/turbo-burst.toml"];
