@@ -26,6 +26,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 LIMIT="${LIMIT:-64}"
+# ARCH=arm64 measures the ARM64 path (the Activity Monitors) on the bench's ARM64 platform.
+ARCH="${ARCH:-x64}"
 GROWTH_TOLERANCE="0.5"
 N1="${N1:-10000}"
 N2="${N2:-110000}"
@@ -65,7 +67,7 @@ callgrind() {
     shift 4
     if ! valgrind --tool=callgrind --callgrind-out-file="$out" "$@" "$BIN" bench \
         --iterations "$iterations" --processors "$processors" \
-        --notification "$notification" >"$WORK/log" 2>&1; then
+        --notification "$notification" --arch "$ARCH" >"$WORK/log" 2>&1; then
         cat "$WORK/log" >&2
         die "the bench failed: $notification, $processors processors, $iterations calls"
     fi

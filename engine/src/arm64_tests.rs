@@ -251,4 +251,23 @@ fn scaling_is_exact_rational() {
     assert_eq!(scale_constant_count(1, 1_000, 3), 333_333_333);
     assert_eq!(scale_constant_count(3, 1_000, 3), 1_000_000_000);
     assert_eq!(scale_constant_count(7, 1_000, 0), 7, "no rate: unscaled");
+    // The 64-bit split agrees with the 128-bit definition, reduced or not, wrapping or not.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..10_000 {
+        let constant = next() >> (next() % 64);
+        let mhz = u32::try_from(next() % 20_000).unwrap();
+        let hz = next() % 1_000_000_000 + 1;
+        let exact = u128::from(constant) * u128::from(mhz) * 1_000_000 / u128::from(hz);
+        assert_eq!(
+            scale_constant_count(constant, mhz, hz),
+            u64::try_from(exact & u128::from(u64::MAX)).unwrap(),
+            "{constant} × {mhz} MHz / {hz} Hz"
+        );
+    }
 }

@@ -54,7 +54,7 @@ pub enum CounterSource {
     },
     /// AArch64's Activity Monitors: group-0 counters 0 (processor cycles) and 1
     /// (constant-frequency cycles at `CNTFRQ_EL0`), see [`crate::arm64`]. `NominalCount` is the
-    /// constant count scaled to the nominal rate (see [`scale_constant_count`]).
+    /// constant count scaled to the nominal rate (see [`ConstantScale`]).
     Amu,
 }
 
@@ -162,6 +162,8 @@ pub struct FeedbackSetup {
     pub kind: PairKind,
     /// [`CounterSource::Amu`]: the constant-frequency counter's rate (`CNTFRQ_EL0`), Hz.
     pub constant_hz: u64,
+    /// [`CounterSource::Amu`]: constant ticks to nominal-rate cycles.
+    pub constant_scale: ConstantScale,
     /// For modular sources: the most actual cycles a reference cycle can explain.
     pub max_actual_per_reference: u64,
     /// The most time-stamp ticks a counter pair's reads may span before it is read again
@@ -189,6 +191,7 @@ impl FeedbackSetup {
             mask: u64::MAX,
             kind: PairKind::Plain,
             constant_hz: 0,
+            constant_scale: ConstantScale::IDENTITY,
             max_actual_per_reference: MIN_ACTUAL_PER_REFERENCE,
             // `pair_bound_ticks(0)`: the bound at 1000 MHz.
             max_pair_ticks: PAIR_BOUND_NS,
@@ -245,7 +248,9 @@ impl FeedbackSetup {
         );
         setup.descriptors = [frequency, performance];
         setup.max_actual_per_reference = max_actual_per_reference(&perf);
-        if setup.kind != PairKind::Amu {
+        if setup.kind == PairKind::Amu {
+            setup.constant_scale = ConstantScale::new(nominal_mhz, setup.constant_hz);
+        } else {
             // The TSC's rate; the AMU's time stamp runs at CNTFRQ (set by `select_amu`).
             setup.max_pair_ticks = pair_bound_ticks(nominal_mhz);
         }
@@ -650,7 +655,8 @@ fn read_and_accumulate_other<P: Platform>(
 /// [`read_and_accumulate`] for the Activity Monitors: processor cycles then constant-frequency
 /// cycles, back to back with interrupts masked, accumulated like APERF/MPERF (they restart
 /// at zero when the processor is powered up); `NominalCount` is the constant count's total
-/// scaled to the nominal rate ([`scale_constant_count`]).
+/// scaled to the nominal rate ([`ConstantScale`]).
+#[inline]
 fn read_and_accumulate_amu<P: Platform>(
     platform: &P,
     setup: &FeedbackSetup,
@@ -665,17 +671,13 @@ fn read_and_accumulate_amu<P: Platform>(
         })?;
         Ok(accumulate(slot, actual, constant))
     })?;
-    Ok(Accumulated {
-        actual: totals.actual,
-        nominal: scale_constant_count(totals.nominal, setup.nominal_mhz, setup.constant_hz),
-    })
+    Ok(Accumulated { actual: totals.actual, nominal: setup.constant_scale.apply(totals.nominal) })
 }
 
 /// The constant-frequency counter's total in cycles of the nominal rate.
 ///
 /// That is `constant` (ticks at `constant_hz`, e.g. 19.2 MHz) as `⌊constant × nominal_mhz ×
-/// 10⁶ / constant_hz⌋`, exactly, in 128 bits, truncated to 64 (a wrap Windows differences
-/// through).
+/// 10⁶ / constant_hz⌋`, exactly, truncated to 64 bits (a wrap Windows differences through).
 ///
 /// `NominalRate` is an integer in MHz and `CNTFRQ_EL0` rarely a whole MHz, so the counts are
 /// scaled, not the rate. Scaling the running total rather than each delta is the remainder
@@ -684,15 +686,73 @@ fn read_and_accumulate_amu<P: Platform>(
 /// error accumulates however long the run.
 #[must_use]
 pub fn scale_constant_count(constant: u64, nominal_mhz: u32, constant_hz: u64) -> u64 {
-    if constant_hz == 0 {
-        return constant;
+    ConstantScale::new(nominal_mhz, constant_hz).apply(constant)
+}
+
+/// The ratio `nominal_mhz × 10⁶ / constant_hz`, reduced by its greatest common divisor.
+///
+/// Reduced at initialisation (19.2 MHz to 2 400 MHz is 125 / 1) so that the read path scales
+/// with 64-bit divisions: `⌊c × n / d⌋ = (c / d) × n + ⌊(c mod d) × n / d⌋`, exact, the second
+/// product in 64 bits whenever it fits (always for the reduced ratios of real rates), else in
+/// 128.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConstantScale {
+    numerator: u64,
+    denominator: core::num::NonZeroU64,
+}
+
+impl ConstantScale {
+    /// No scaling.
+    pub const IDENTITY: Self = Self { numerator: 1, denominator: core::num::NonZeroU64::MIN };
+
+    /// `nominal_mhz` MHz per `constant_hz` Hz, reduced ([`Self::IDENTITY`] when `constant_hz`
+    /// is 0).
+    #[must_use]
+    pub fn new(nominal_mhz: u32, constant_hz: u64) -> Self {
+        if constant_hz == 0 {
+            return Self::IDENTITY;
+        }
+        let numerator = u64::from(nominal_mhz).saturating_mul(1_000_000);
+        let divisor = gcd(numerator, constant_hz).max(1);
+        let denominator = constant_hz.checked_div(divisor).unwrap_or(constant_hz);
+        core::num::NonZeroU64::new(denominator).map_or(Self::IDENTITY, |denominator| Self {
+            numerator: numerator.checked_div(divisor).unwrap_or(numerator),
+            denominator,
+        })
     }
-    let scaled = u128::from(constant)
-        .saturating_mul(u128::from(nominal_mhz))
-        .saturating_mul(1_000_000)
-        .checked_div(u128::from(constant_hz))
+
+    /// `⌊constant × numerator / denominator⌋`, truncated to 64 bits.
+    #[inline]
+    #[must_use]
+    pub fn apply(self, constant: u64) -> u64 {
+        let (quotient, remainder) = (constant / self.denominator, constant % self.denominator);
+        let whole = quotient.wrapping_mul(self.numerator);
+        let part = remainder.checked_mul(self.numerator).map_or_else(
+            || wide_part(remainder, self.numerator, self.denominator.get()),
+            |product| product / self.denominator,
+        );
+        whole.wrapping_add(part)
+    }
+}
+
+/// `⌊remainder × numerator / denominator⌋` in 128 bits (below `numerator`, so it fits).
+#[cold]
+#[inline(never)]
+fn wide_part(remainder: u64, numerator: u64, denominator: u64) -> u64 {
+    let part = u128::from(remainder)
+        .saturating_mul(u128::from(numerator))
+        .checked_div(u128::from(denominator))
         .unwrap_or(0);
-    u64::try_from(scaled & u128::from(u64::MAX)).unwrap_or(0)
+    u64::try_from(part).unwrap_or(u64::MAX)
+}
+
+/// The greatest common divisor.
+const fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while let Some(next) = a.checked_rem(b) {
+        a = b;
+        b = next;
+    }
+    a
 }
 
 /// The answer to a read that returned zero for both counters: a hypervisor that stopped

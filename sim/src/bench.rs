@@ -36,6 +36,7 @@ use ppm_engine::abi::{
     PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEPHANDLE, TRUE,
     ULONG, UNICODE_STRING,
 };
+use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
 use ppm_engine::{Config, Pep, ProcessorSlot, pep_information};
 
@@ -59,6 +60,18 @@ pub struct BenchPlatform {
     reads: AtomicU64,
     ticks: AtomicU64,
     timestamp: AtomicU64,
+    /// ARM64: no CPUID, no MSRs; the Activity Monitors at a 24 MHz constant rate, counter 0
+    /// 3 000 and counter 1 30 counts more at every read (2 400 MHz).
+    arm: bool,
+}
+
+/// The architecture a benchmark's platform models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Architecture {
+    /// GenuineIntel with APERF/MPERF.
+    X64,
+    /// ARM64 with the Activity Monitors.
+    Arm64,
 }
 
 impl Platform for BenchPlatform {
@@ -76,6 +89,9 @@ impl Platform for BenchPlatform {
     }
 
     fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
+        if self.arm {
+            return CpuidResult::default();
+        }
         match leaf {
             0 => CpuidResult { eax: 0x16, ebx: 0x756E_6547, ecx: 0x6C65_746E, edx: 0x4965_6E69 },
             1 => CpuidResult { eax: 0x0008_06C1, ebx: 0, ecx: 0, edx: 1 << 5 },
@@ -94,6 +110,23 @@ impl Platform for BenchPlatform {
             msr::IA32_APERF => Ok(step.wrapping_mul(3_000)),
             msr::IA32_MPERF => Ok(step.wrapping_mul(2_000)),
             _ => Err(MsrFault),
+        }
+    }
+
+    #[inline]
+    fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {
+        if !self.arm {
+            return Err(MsrFault);
+        }
+        let step = self.reads.load(Ordering::Relaxed).wrapping_add(1);
+        self.reads.store(step, Ordering::Relaxed);
+        match register {
+            SystemRegister::IdAa64Pfr0El1 => Ok(1 << 44),
+            SystemRegister::AmcgcrEl0 => Ok(4),
+            SystemRegister::Amcntenset0El0 => Ok(0b1111),
+            SystemRegister::CntfrqEl0 => Ok(24_000_000),
+            SystemRegister::Amevcntr00El0 => Ok(step.wrapping_mul(3_000)),
+            SystemRegister::Amevcntr01El0 => Ok(step.wrapping_mul(30)),
         }
     }
 
@@ -250,8 +283,17 @@ unsafe extern "C" fn platform_counter_read(
         // far apart its two reads were).
         let [actual_msr, nominal_msr] = &BASELINE_MSRS;
         let start = platform.read_timestamp();
-        let actual = platform.read_msr(actual_msr.load(Ordering::Relaxed)).unwrap_or(0);
-        let nominal = platform.read_msr(nominal_msr.load(Ordering::Relaxed)).unwrap_or(0);
+        let (actual, nominal) = if platform.arm {
+            (
+                platform.read_system_register(SystemRegister::Amevcntr00El0).unwrap_or(0),
+                platform.read_system_register(SystemRegister::Amevcntr01El0).unwrap_or(0),
+            )
+        } else {
+            (
+                platform.read_msr(actual_msr.load(Ordering::Relaxed)).unwrap_or(0),
+                platform.read_msr(nominal_msr.load(Ordering::Relaxed)).unwrap_or(0),
+            )
+        };
         let end = platform.read_timestamp();
         black_box((start, end));
         PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1 {
@@ -408,6 +450,7 @@ pub fn run(
     iterations: u64,
     processors: u32,
     notification: Notification,
+    architecture: Architecture,
 ) -> Result<BenchResult, String> {
     if !(1..=MAX_PROCESSORS).contains(&processors) {
         return Err(format!("expected 1..={MAX_PROCESSORS} processors, found {processors}"));
@@ -415,7 +458,11 @@ pub fn run(
     let slots: &'static [ProcessorSlot] = Box::leak(
         (0..processors).map(|_| ProcessorSlot::new()).collect::<Vec<_>>().into_boxed_slice(),
     );
-    let pep = Box::new(Pep::new(BenchPlatform::default(), &Config::new(), slots));
+    let platform = BenchPlatform {
+        arm: black_box(architecture == Architecture::Arm64),
+        ..BenchPlatform::default()
+    };
+    let pep = Box::new(Pep::new(platform, &Config::new(), slots));
     let info = pep_information::<BenchPlatform>();
     let (Some(dpm), Some(engine_ppm)) =
         (info.AcceptDeviceNotification, info.AcceptProcessorNotification)
@@ -481,14 +528,18 @@ mod tests {
 
     #[test]
     fn every_notification_is_served_on_every_processor() {
-        for (name, notification) in Notification::CHOICES {
-            assert_eq!(Notification::from_name(name), Some(notification));
-            assert_eq!(notification.name(), name);
-            let result = run(1_000, 7, notification).expect("a benchmark");
-            assert!(result.served, "{name}");
-            assert_eq!((result.iterations, result.processors), (1_000, 7));
+        for architecture in [Architecture::X64, Architecture::Arm64] {
+            for (name, notification) in Notification::CHOICES {
+                assert_eq!(Notification::from_name(name), Some(notification));
+                assert_eq!(notification.name(), name);
+                let result = run(1_000, 7, notification, architecture).expect("a benchmark");
+                assert!(result.served, "{name} on {architecture:?}");
+                assert_eq!((result.iterations, result.processors), (1_000, 7));
+            }
         }
-        assert!(run(10, 0, Notification::FeedbackRead).is_err());
-        assert!(run(10, MAX_PROCESSORS + 1, Notification::FeedbackRead).is_err());
+        assert!(run(10, 0, Notification::FeedbackRead, Architecture::X64).is_err());
+        assert!(
+            run(10, MAX_PROCESSORS + 1, Notification::FeedbackRead, Architecture::X64).is_err()
+        );
     }
 }

@@ -55,7 +55,12 @@ enum Invocation {
     /// `validate [NAME] [--list] [--json]`.
     Validate { name: Option<String>, list: bool, json: bool },
     /// `bench [--iterations N] [--processors P] [--notification NAME]`.
-    Bench { iterations: u64, processors: u32, notification: bench::Notification },
+    Bench {
+        iterations: u64,
+        processors: u32,
+        notification: bench::Notification,
+        architecture: bench::Architecture,
+    },
 }
 
 /// What `run` was asked for.
@@ -134,37 +139,7 @@ fn command() -> Command {
                 .arg(json("Print the suite report (or the list) as JSON"))
                 .after_help(EXIT_STATUS_HELP),
         )
-        .subcommand(
-            Command::new("bench")
-                .about("Time PPM notifications through the C ABI, round robin over registered processors")
-                .arg(
-                    Arg::new("iterations")
-                        .long("iterations")
-                        .value_name("N")
-                        .value_parser(parse_iterations)
-                        .help("Calls to time (1..=10000000000) [default: 1000000]"),
-                )
-                .arg(
-                    Arg::new("processors")
-                        .long("processors")
-                        .value_name("P")
-                        .value_parser(parse_processors)
-                        .help("Processors registered and called round robin (1..=2048) [default: 1]"),
-                )
-                .arg(
-                    Arg::new("notification")
-                        .long("notification")
-                        .value_name("NAME")
-                        .value_parser(parse_notification)
-                        .help(
-                            "feedback-read (default), query-capabilities, \
-                             query-feedback-counters, query-perf-capabilities, \
-                             query-domain-info, or platform-counter-read (the baseline: only \
-                             the platform's two counter reads)",
-                        ),
-                )
-                .after_help("Exit status: 0 every call served, 1 a call refused, 2 unusable input."),
-        )
+        .subcommand(bench_command())
 }
 
 fn parse_processor_list(value: &str) -> Result<Vec<u32>, String> {
@@ -204,6 +179,46 @@ fn parse_notification(value: &str) -> Result<bench::Notification, String> {
     })
 }
 
+/// `ppm-sim bench`.
+fn bench_command() -> Command {
+    Command::new("bench")
+        .about("Time PPM notifications through the C ABI, round robin over registered processors")
+        .arg(
+            Arg::new("iterations")
+                .long("iterations")
+                .value_name("N")
+                .value_parser(parse_iterations)
+                .help("Calls to time (1..=10000000000) [default: 1000000]"),
+        )
+        .arg(
+            Arg::new("processors")
+                .long("processors")
+                .value_name("P")
+                .value_parser(parse_processors)
+                .help("Processors registered and called round robin (1..=2048) [default: 1]"),
+        )
+        .arg(
+            Arg::new("notification")
+                .long("notification")
+                .value_name("NAME")
+                .value_parser(parse_notification)
+                .help(
+                    "feedback-read (default), query-capabilities, \
+                     query-feedback-counters, query-perf-capabilities, \
+                     query-domain-info, or platform-counter-read (the baseline: only \
+                     the platform's two counter reads)",
+                ),
+        )
+        .arg(
+            Arg::new("arch")
+                .long("arch")
+                .value_name("ARCH")
+                .value_parser(["x64", "arm64"])
+                .help("x64 (default: APERF/MPERF) or arm64 (the Activity Monitors)"),
+        )
+        .after_help("Exit status: 0 every call served, 1 a call refused, 2 unusable input.")
+}
+
 /// What `matches` asks for.
 fn invocation(matches: &clap::ArgMatches) -> Invocation {
     match matches.subcommand() {
@@ -226,6 +241,11 @@ fn invocation(matches: &clap::ArgMatches) -> Invocation {
                 .get_one::<bench::Notification>("notification")
                 .copied()
                 .unwrap_or(bench::Notification::FeedbackRead),
+            architecture: if bench.get_one::<String>("arch").is_some_and(|arch| arch == "arm64") {
+                bench::Architecture::Arm64
+            } else {
+                bench::Architecture::X64
+            },
         },
         _ => Invocation::Default,
     }
@@ -305,8 +325,8 @@ fn dispatch(
         }
         Invocation::Run(request) => run_file(&request, out, err),
         Invocation::Validate { name, list, json } => validate(name.as_deref(), list, json, out),
-        Invocation::Bench { iterations, processors, notification } => {
-            run_bench(iterations, processors, notification, out)
+        Invocation::Bench { iterations, processors, notification, architecture } => {
+            run_bench(iterations, processors, notification, architecture, out)
         }
     }
 }
@@ -461,9 +481,10 @@ fn run_bench(
     iterations: u64,
     processors: u32,
     notification: bench::Notification,
+    architecture: bench::Architecture,
     out: &mut dyn Write,
 ) -> Result<u8, String> {
-    let result = bench::run(iterations, processors, notification)
+    let result = bench::run(iterations, processors, notification, architecture)
         .map_err(|message| format!("bench: {message}"))?;
     let _ = writeln!(
         out,
