@@ -30,44 +30,20 @@ pub const ACCURACY_TOLERANCE: f64 = 0.001;
 /// How far an interval's rate may stray outside the true frequency range: 1 %.
 pub const SPIKE_TOLERANCE: f64 = 0.01;
 
-/// The checks, in report order.
-pub const CHECK_IDS: [&str; 35] = [
-    "registration.version_size",
-    "boot.status",
-    "boot.unwind",
-    "boot.state",
-    "boot.inert",
-    "dpm.processors_accepted",
-    "dpm.others_declined",
-    "dpm.handles_unique_nonnull",
-    "dpm.lifecycle",
-    "dpm.hotplug",
-    "dpm.unknown_refused",
-    "ppm.unknown_refused",
-    "ppm.null_data_refused",
-    "ppm.forged_handle_refused",
-    "ppm.system_state",
-    "ppm.boot_queries",
-    "capabilities.consistent",
-    "feedback.descriptors",
-    "perf.ordering",
-    "domain.membership",
-    "feedback.index_out_of_range_refused",
-    "feedback.wrong_processor_refused",
-    "feedback.no_counters_refused",
-    "feedback.reads_served",
-    "feedback.monotonic",
-    "feedback.accuracy",
-    "feedback.interval_accuracy",
-    "feedback.no_dropped_interval",
-    "feedback.no_spike",
-    "feedback.read_masked",
-    "feedback.reentrancy",
-    "feedback.counter_msrs",
-    "feedback.fault_refused",
-    "msr.only_advertised",
-    "pmc.reservation_respected",
-];
+/// The checks, in report order: the boot checks, then [`RUNTIME_CHECKS`].
+pub const CHECK_IDS: [&str; 35] = {
+    let mut ids = [""; 35];
+    let mut index = 0;
+    while index < BOOT_CHECK_IDS.len() {
+        ids[index] = BOOT_CHECK_IDS[index];
+        index += 1;
+    }
+    while index < ids.len() {
+        ids[index] = RUNTIME_CHECKS[index - BOOT_CHECK_IDS.len()].0;
+        index += 1;
+    }
+    ids
+};
 
 /// One check's verdict.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -346,64 +322,80 @@ pub fn evaluate(
         return results;
     }
     let context = Context { scenario, observations, machine, metrics };
-    vec![
-        registration,
-        status,
-        unwind,
-        state,
-        inert,
-        context.processors_accepted(),
-        context.others_declined(),
-        context.handles_unique_nonnull(),
-        context.lifecycle(),
-        context.hotplug(),
+    let mut results = vec![registration, status, unwind, state, inert];
+    results.extend(RUNTIME_CHECKS.iter().map(|(_, check)| check(&context)));
+    results
+}
+
+/// The checks of a registered PEP's runtime, in report order after the five boot checks:
+/// `CHECK_IDS` is built from this table, so a check is listed once.
+type RuntimeCheck = fn(&Context<'_>) -> CheckResult;
+const RUNTIME_CHECKS: [(&str, RuntimeCheck); 30] = [
+    ("dpm.processors_accepted", |context| context.processors_accepted()),
+    ("dpm.others_declined", |context| context.others_declined()),
+    ("dpm.handles_unique_nonnull", |context| context.handles_unique_nonnull()),
+    ("dpm.lifecycle", |context| context.lifecycle()),
+    ("dpm.hotplug", |context| context.hotplug()),
+    ("dpm.unknown_refused", |context| {
         context.probes(
             "dpm.unknown_refused",
             &[ProbeKind::DpmUnknown],
             "undefined or malformed DPM notifications",
-        ),
+        )
+    }),
+    ("ppm.unknown_refused", |context| {
         context.probes(
             "ppm.unknown_refused",
             &[ProbeKind::PpmUnknown],
             "undefined PPM notifications",
-        ),
+        )
+    }),
+    ("ppm.null_data_refused", |context| {
         context.probes(
             "ppm.null_data_refused",
             &[ProbeKind::PpmNullData],
             "PPM notifications with NULL data",
-        ),
+        )
+    }),
+    ("ppm.forged_handle_refused", |context| {
         context.probes(
             "ppm.forged_handle_refused",
             &[ProbeKind::ForgedHandle],
             "forged-handle calls",
-        ),
-        context.system_state(),
-        context.boot_queries(),
-        context.capabilities_consistent(),
-        context.descriptors(),
-        context.perf_ordering(),
-        context.domain_membership(),
+        )
+    }),
+    ("ppm.system_state", |context| context.system_state()),
+    ("ppm.boot_queries", |context| context.boot_queries()),
+    ("capabilities.consistent", |context| context.capabilities_consistent()),
+    ("feedback.descriptors", |context| context.descriptors()),
+    ("perf.ordering", |context| context.perf_ordering()),
+    ("domain.membership", |context| context.domain_membership()),
+    ("feedback.index_out_of_range_refused", |context| {
         context.counter_probes(
             "feedback.index_out_of_range_refused",
             ProbeKind::IndexOutOfRange,
             "out-of-range CounterIndex reads",
-        ),
-        context.wrong_processor(),
-        context.no_counters(),
-        context.reads_served(),
-        context.monotonic(),
-        context.accuracy(),
-        context.interval_accuracy(),
-        context.no_dropped_interval(),
-        context.no_spike(),
-        context.read_masked(),
-        context.reentrancy(),
-        context.counter_msrs(),
-        context.fault_refused(),
-        context.msr_only_advertised(),
-        context.reservation_respected(),
-    ]
-}
+        )
+    }),
+    ("feedback.wrong_processor_refused", |context| context.wrong_processor()),
+    ("feedback.no_counters_refused", |context| context.no_counters()),
+    ("feedback.reads_served", |context| context.reads_served()),
+    ("feedback.monotonic", |context| context.monotonic()),
+    ("feedback.accuracy", |context| context.accuracy()),
+    ("feedback.interval_accuracy", |context| context.interval_accuracy()),
+    ("feedback.no_dropped_interval", |context| context.no_dropped_interval()),
+    ("feedback.no_spike", |context| context.no_spike()),
+    ("feedback.read_masked", |context| context.read_masked()),
+    ("feedback.reentrancy", |context| context.reentrancy()),
+    ("feedback.counter_msrs", |context| context.counter_msrs()),
+    ("feedback.fault_refused", |context| context.fault_refused()),
+    ("msr.only_advertised", |context| context.msr_only_advertised()),
+    ("pmc.reservation_respected", |context| context.reservation_respected()),
+];
+
+/// The five checks of `DriverEntry` and the registration, before [`RUNTIME_CHECKS`].
+const BOOT_CHECK_IDS: [&str; 5] =
+    ["registration.version_size", "boot.status", "boot.unwind", "boot.state", "boot.inert"];
 
 fn registration(observations: &Observations) -> CheckResult {
     let record = observations.registration;
