@@ -1,0 +1,369 @@
+//! Unit tests of the parent module.
+
+use super::*;
+
+const MINIMAL: &str =
+    "name = \"t\"\n[platform]\nprocessors = 4\nnominal_mhz = 2000\n[pofx]\nduration_ms = 100\n";
+
+fn error_of(text: &str) -> String {
+    Scenario::from_toml_str(text).map(|_| ()).expect_err("the scenario must be refused").to_string()
+}
+
+#[test]
+fn minimal_scenario_gets_the_documented_defaults() {
+    let scenario = Scenario::from_toml_str(MINIMAL).expect("valid");
+    assert_eq!(scenario.platform.processors, 4);
+    assert_eq!(scenario.platform.cpu, CpuKind::IntelHwp);
+    assert_eq!(scenario.platform.counter_source, CounterSourceKind::AperfMperf);
+    assert_eq!(scenario.pofx.sample_interval_ms, DEFAULT_SAMPLE_INTERVAL_MS);
+    assert_eq!(scenario.platform.perf.nominal, 20);
+    assert_eq!(scenario.expected_counter_count(), 1);
+    assert!(scenario.phases.is_empty());
+}
+
+#[test]
+fn a_duplicate_key_is_named() {
+    assert_eq!(
+        error_of(&format!("{MINIMAL}[platform]\n")),
+        "line 7, column 2: invalid TOML: duplicate key `platform`"
+    );
+    assert_eq!(
+        error_of("name = \"a\"\n[platform]\nprocessors = 1\nprocessors = 2\n"),
+        "line 4, column 1: invalid TOML: duplicate key `processors`"
+    );
+}
+
+#[test]
+fn phases_stay_within_the_platform_perf_range() {
+    let perf = "[platform.perf]\nhighest = 40\nnominal = 20\nlowest_nonlinear = 8\nlowest = 4\n";
+    let with = |mhz: u32| {
+        format!(
+            "{MINIMAL}{perf}[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = {mhz}\nbusy_percent = 50\n"
+        )
+    };
+    assert!(Scenario::from_toml_str(&with(4000)).is_ok());
+    assert!(Scenario::from_toml_str(&with(400)).is_ok());
+    assert_eq!(
+        error_of(&with(4100)),
+        "field `phase[0].frequency_mhz`: 4100 MHz is above the highest performance level of [platform.perf] (40 = 4000 MHz)"
+    );
+    assert_eq!(
+        error_of(&with(300)),
+        "field `phase[0].frequency_mhz`: 300 MHz is below the lowest performance level of [platform.perf] (4 = 400 MHz)"
+    );
+    // Without [platform.perf] the derived range covers every phase.
+    let slow = format!(
+        "{MINIMAL}[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 300\nbusy_percent = 50\n"
+    );
+    let scenario = Scenario::from_toml_str(&slow).expect("valid");
+    let perf = scenario.platform.perf;
+    assert!(perf.mhz(perf.lowest, scenario.platform.cpu, 2000) <= 300, "{perf:?}");
+}
+
+#[test]
+fn registry_and_fault_errors_name_the_field() {
+    let with = |extra: &str| format!("{MINIMAL}{extra}");
+    let cases = [
+        (
+            "[registry]\nNominalMhz = -1\n",
+            "field `registry.NominalMhz`: a REG_DWORD is 0..=4294967295, found -1",
+        ),
+        (
+            "[registry]\nNominalMhz = 1\nnominalmhz = 2\n",
+            "field `registry.nominalmhz`: the same value as registry.NominalMhz (registry value names are case-insensitive)",
+        ),
+        (
+            "[config]\nnominal_mhz = 2000\n[registry]\nNOMINALMHZ = 3\n",
+            "field `registry.NOMINALMHZ`: NominalMhz is also set by config.nominal_mhz; set each Parameters value in one place",
+        ),
+        (
+            "[[fault]]\nstep = \"explode\"\n",
+            "field `fault[0].step`: expected one of \"open-parameters\"",
+        ),
+        (
+            "[[fault]]\nstep = \"register-plugin\"\nstatus = 5\n",
+            "field `fault[0].status`: expected an error NTSTATUS number",
+        ),
+        (
+            "[[fault]]\nstep = \"enable-fixed-counters\"\nprocessor = 4\n",
+            "field `fault[0].processor`: expected an integer in 0..=3, found 4",
+        ),
+        (
+            "[[fault]]\nstep = \"allocate\"\nblock = \"x\"\n",
+            "field `fault[0].block`: expected one of \"processor-table\", \"saved-pmu-control\"",
+        ),
+        (
+            "[[fault]]\nstep = \"register-plugin\"\n[[fault]]\nstep = \"register-plugin\"\n",
+            "field `fault[1].step`: a second \"register-plugin\" fault",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let error = error_of(&with(extra));
+        assert!(error.starts_with(expected), "{extra}: {error}");
+    }
+    let faults = "[[fault]]\nstep = \"processor-count\"\n".repeat(17);
+    assert_eq!(error_of(&with(&faults)), "field `fault`: 17 entries; at most 16");
+}
+
+#[test]
+fn raw_registry_values_reach_the_expected_configuration() {
+    let text = format!(
+        "{MINIMAL}[registry]\nNominalMhz = 2400\nCounterSource = \"2\"\nFeedbackCounters = 0\n"
+    );
+    let scenario = Scenario::from_toml_str(&text).expect("valid");
+    // A valid DWORD applies; a DWORD stored as REG_SZ is ignored, as the driver ignores it.
+    assert_eq!(scenario.config.nominal_mhz, Some(2400));
+    assert_eq!(scenario.config.counter_source, CounterSourcePreference::Auto);
+    assert_eq!(scenario.config.feedback_counters, FeedbackCounterPolicy::Disabled);
+    assert_eq!(scenario.expected_counter_count(), 0);
+    let unreadable = format!("{text}[[fault]]\nstep = \"open-parameters\"\n");
+    let scenario = Scenario::from_toml_str(&unreadable).expect("valid");
+    assert_eq!(scenario.config, ConfigSpec::default());
+}
+
+#[test]
+fn processor_count_out_of_range_names_the_field() {
+    let text = MINIMAL.replace("processors = 4", "processors = 5000");
+    assert_eq!(
+        error_of(&text),
+        "field `platform.processors`: expected an integer in 1..=2048, found 5000"
+    );
+    let text = MINIMAL.replace("processors = 4", "processors = 0");
+    assert_eq!(
+        error_of(&text),
+        "field `platform.processors`: expected an integer in 1..=2048, found 0"
+    );
+    let text = MINIMAL.replace("processors = 4", "processors = \"8\"");
+    assert_eq!(
+        error_of(&text),
+        "field `platform.processors`: expected an integer in 1..=2048, found the string \"8\""
+    );
+}
+
+#[test]
+fn unknown_keys_are_errors() {
+    let text = MINIMAL.replace("[pofx]", "turbo = true\n[pofx]");
+    let message = error_of(&text);
+    assert!(
+        message.starts_with("field `platform.turbo`: unknown field; expected one of `processors`"),
+        "{message}"
+    );
+    let message = error_of(&format!("{MINIMAL}colour = 1\n"));
+    assert!(message.starts_with("field `pofx.colour`: unknown field"), "{message}");
+}
+
+#[test]
+fn phase_errors_name_the_phase() {
+    let phase =
+        "[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 3000\nbusy_percent = 100\n";
+    let two =
+        format!("{MINIMAL}{phase}{}", phase.replace("busy_percent = 100", "busy_percent = 101"));
+    assert_eq!(
+        error_of(&two),
+        "field `phase[1].busy_percent`: expected an integer in 0..=100, found 101"
+    );
+    let zero = format!("{MINIMAL}{}", phase.replace("3000", "0"));
+    assert_eq!(
+        error_of(&zero),
+        "field `phase[0].frequency_mhz`: expected an integer in 1..=10000, found 0"
+    );
+    let out = format!("{MINIMAL}{}", phase.replace("\"all\"", "[1, 4]"));
+    assert_eq!(
+        error_of(&out),
+        "field `phase[0].processors[1]`: expected a processor index in 0..=3, found 4"
+    );
+    let twice = format!("{MINIMAL}{}", phase.replace("\"all\"", "[1, 1]"));
+    assert_eq!(error_of(&twice), "field `phase[0].processors[1]`: processor 1 is listed twice");
+}
+
+#[test]
+fn event_errors_name_the_event() {
+    let event = "[[event]]\nat_ms = 50\nkind = \"counter-reset\"\nprocessors = [0]\n";
+    let unknown = format!("{MINIMAL}{}", event.replace("counter-reset", "explode"));
+    assert!(
+        error_of(&unknown).starts_with("field `event[0].kind`: expected one of \"counter-reset\"")
+    );
+    let foreign = format!("{MINIMAL}{event}duration_ms = 5\n");
+    assert_eq!(
+        error_of(&foreign),
+        "field `event[0].duration_ms`: is not a field of kind \"counter-reset\""
+    );
+    let late = format!("{MINIMAL}{}", event.replace("at_ms = 50", "at_ms = 500"));
+    assert_eq!(
+        error_of(&late),
+        "field `event[0].at_ms`: expected an integer in 0..=100, found 500"
+    );
+    let single = format!(
+        "{}{}",
+        MINIMAL.replace("processors = 4", "processors = 1"),
+        event.replace("counter-reset", "wrong-processor-read")
+    );
+    assert!(error_of(&single).contains("needs at least 2 processors"));
+}
+
+#[test]
+fn other_errors() {
+    assert_eq!(
+        error_of(
+            &MINIMAL
+                .replace("sample", "x")
+                .replace("duration_ms = 100", "duration_ms = 100\nsample_interval_ms = 0")
+        ),
+        "field `pofx.sample_interval_ms`: expected an integer in 1..=100, found 0"
+    );
+    assert!(
+        error_of(&MINIMAL.replace("nominal_mhz = 2000", "nominal_mhz = 2050"))
+            .contains("multiple of 100")
+    );
+    assert!(
+        error_of(
+            &MINIMAL.replace("[pofx]", "device_id_style = \"sb-pr\"\nprocessors2 = 1\n[pofx]")
+        )
+        .contains("unknown field")
+    );
+    assert_eq!(
+        error_of("name = \"t\"\n"),
+        "field `platform`: missing; expected a [platform] table"
+    );
+    let syntax = error_of("name = \"t\"\n[platform\n");
+    assert!(syntax.starts_with("line 2, column "), "{syntax}");
+    assert!(!syntax.contains('\n'));
+    let big = MINIMAL
+        .replace("processors = 4", "processors = 2048")
+        .replace("duration_ms = 100", "duration_ms = 3600000");
+    assert!(error_of(&big).starts_with("field `pofx.sample_interval_ms`: expected at most"));
+}
+
+#[test]
+fn device_id_styles() {
+    assert_eq!(DeviceIdStyle::SbCpu.device_id(10), "\\_SB.CPUA");
+    assert_eq!(DeviceIdStyle::SbPr.device_id(10), "\\_SB.PR0A");
+    assert_eq!(DeviceIdStyle::SbC.device_id(2047), "\\_SB.C7FF");
+    assert_eq!(DeviceIdStyle::SbSocket.device_id(65), "\\_SB.SCK1.CP01");
+    let text = MINIMAL.replace("processors = 4", "processors = 300\ndevice_id_style = \"sb-pr\"");
+    assert!(
+        error_of(&text)
+            .starts_with("field `platform.device_id_style`: style \"sb-pr\" names at most 256")
+    );
+    // ACPI NameSegs have four characters: `\_SB.CPUF` is the last `CPU#` name.
+    let seventeen = MINIMAL.replace("processors = 4", "processors = 17");
+    let scenario = Scenario::from_toml_str(&seventeen).expect("valid");
+    assert_eq!(scenario.platform.device_id_style, DeviceIdStyle::SbC);
+    assert_eq!(scenario.platform.device_id_style.device_id(16), "\\_SB.C010");
+    let sixteen = MINIMAL.replace("processors = 4", "processors = 16");
+    let scenario = Scenario::from_toml_str(&sixteen).expect("valid");
+    assert_eq!(scenario.platform.device_id_style.device_id(15), "\\_SB.CPUF");
+    let explicit =
+        seventeen.replace("processors = 17", "processors = 17\ndevice_id_style = \"sb-cpu\"");
+    assert!(error_of(&explicit).contains("style \"sb-cpu\" names at most 16 processors"));
+    let sockets =
+        MINIMAL.replace("processors = 4", "processors = 1025\ndevice_id_style = \"sb-sck\"");
+    assert!(error_of(&sockets).contains("names at most 1024 processors"));
+}
+/// Every style × sizes around every capacity: accepted ones name each processor with
+/// 4-character segments, distinctly, all matched by the engine's default patterns; the
+/// others are refused at parse time, naming the style and its capacity.
+#[test]
+fn every_device_id_style_names_what_the_default_patterns_accept() {
+    let defaults = ppm_engine::device_id::DeviceIdPatterns::defaults();
+    for (name, style) in DeviceIdStyle::CHOICES {
+        for count in [1_u32, 16, 17, 64, 65, 256, 257, 1000, 1024, 1025, 2048] {
+            let text = MINIMAL.replace(
+                "processors = 4",
+                &format!("processors = {count}\ndevice_id_style = \"{name}\""),
+            );
+            if count > style.capacity() {
+                let error = error_of(&text);
+                let wanted = format!("style \"{name}\" names at most {}", style.capacity());
+                assert!(error.contains(&wanted), "{name} × {count}: {error}");
+                continue;
+            }
+            assert!(Scenario::from_toml_str(&text).is_ok(), "{name} × {count} refused");
+            let mut seen = std::collections::BTreeSet::new();
+            for index in 0..count {
+                let id = style.device_id(index);
+                assert!(
+                    id.split('.').skip(1).all(|segment| segment.len() == 4),
+                    "{name}: {id} has a segment that is not 4 characters"
+                );
+                let units: Vec<u16> = id.encode_utf16().collect();
+                assert!(defaults.matches(&units), "{name}: {id} is not a processor to the PEP");
+                assert!(seen.insert(id), "{name}: a name repeats at {index}");
+            }
+        }
+    }
+}
+
+#[test]
+fn fixed_pmc_fields() {
+    let fixed = MINIMAL.replace("nominal_mhz", "counter_source = \"fixed-pmc\"\nnominal_mhz");
+    let scenario = Scenario::from_toml_str(&fixed).expect("valid");
+    assert_eq!(scenario.platform.pmc_width, Some(48));
+    assert_eq!(scenario.expected_counter_count(), 1);
+    let busy = fixed.replace("nominal_mhz", "pmu_busy = true\nnominal_mhz");
+    assert_eq!(Scenario::from_toml_str(&busy).expect("valid").expected_counter_count(), 0);
+    let aperf_only = format!("{fixed}[config]\ncounter_source = \"aperf-mperf\"\n");
+    assert_eq!(Scenario::from_toml_str(&aperf_only).expect("valid").expected_counter_count(), 0);
+    assert_eq!(
+        error_of(&fixed.replace("nominal_mhz", "pmc_width = 31\nnominal_mhz")),
+        "field `platform.pmc_width`: expected an integer in 32..=64, found 31"
+    );
+    // Intel CPUs with APERF/MPERF announce the PMU too, as real ones do: every
+    // CounterSource takes the path it takes on hardware.
+    let intel =
+        Scenario::from_toml_str(&MINIMAL.replace("nominal_mhz", "pmc_width = 40\nnominal_mhz"))
+            .expect("valid");
+    assert_eq!(intel.platform.pmc_width, Some(40));
+    assert_eq!(intel.expected_source(), ExpectedSource::AperfMperf);
+    let with_config = |value: &str| {
+        Scenario::from_toml_str(&format!("{MINIMAL}[config]\ncounter_source = \"{value}\"\n"))
+            .expect("valid")
+            .expected_source()
+    };
+    assert_eq!(with_config("fixed-pmc"), ExpectedSource::FixedPmc);
+    assert_eq!(with_config("prefer-fixed-pmc"), ExpectedSource::FixedPmc);
+    assert_eq!(with_config("aperf-mperf"), ExpectedSource::AperfMperf);
+    assert_eq!(with_config("none"), ExpectedSource::None);
+    let hidden = MINIMAL.replace("nominal_mhz", "pmu = false\nnominal_mhz");
+    let hidden = Scenario::from_toml_str(&format!(
+        "{hidden}[config]\ncounter_source = \"prefer-fixed-pmc\"\n"
+    ))
+    .expect("valid");
+    assert_eq!(hidden.expected_source(), ExpectedSource::AperfMperf, "falls back to APERF");
+    assert_eq!(
+        error_of(&MINIMAL.replace("nominal_mhz", "pmu = false\npmc_width = 40\nnominal_mhz")),
+        "field `platform.pmc_width`: is only valid with the architectural PMU (an Intel CPU, pmu = true)"
+    );
+    assert!(
+        error_of(&MINIMAL.replace("nominal_mhz", "cpu = \"amd-cppc\"\npmu = true\nnominal_mhz"))
+            .starts_with(
+                "field `platform.pmu`: the architectural PMU is modelled for Intel CPUs only"
+            )
+    );
+    assert!(
+        error_of(&fixed.replace("nominal_mhz", "cpu = \"amd-cppc\"\nnominal_mhz"))
+            .starts_with("field `platform.counter_source`: \"fixed-pmc\" needs an Intel CPU")
+    );
+    let reprogram = "[[event]]\nat_ms = 50\nkind = \"pmu-reprogrammed\"\nprocessors = [0]\n";
+    assert!(
+        error_of(&format!("{MINIMAL}{reprogram}"))
+            .starts_with("field `event[0].kind`: pmu-reprogrammed needs")
+    );
+    let narrow = fixed.replace("nominal_mhz", "pmc_width = 32\nnominal_mhz");
+    assert_eq!(
+        error_of(&format!("{narrow}{reprogram}values = [4294967296, 0]\n")),
+        "field `event[0].values`: expected values below 2^32 (platform.pmc_width), found [4294967296, 0]"
+    );
+    assert_eq!(
+        error_of(&format!("{narrow}{reprogram}values = [1]\n")),
+        "field `event[0].values`: expected a list of two non-negative integers [core, reference], found [1]"
+    );
+    let reset = "[[event]]\nat_ms = 50\nkind = \"counter-reset\"\nprocessors = [0]\n";
+    assert!(error_of(&format!("{fixed}{reset}")).contains("use pmu-reprogrammed"));
+    // 32 bits at 4300 MHz wrap every 998 ms: a 1000 ms interval could hide a wrap.
+    let slow = narrow.replace("duration_ms = 100", "duration_ms = 5000\nsample_interval_ms = 1000")
+        + "[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 4300\nbusy_percent = 100\n";
+    assert!(error_of(&slow).starts_with(
+        "field `pofx.sample_interval_ms`: a 32-bit fixed counter at 4300 MHz wraps every 998 ms"
+    ));
+}
