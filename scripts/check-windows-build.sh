@@ -18,7 +18,8 @@
 #                argument type, a misspelled kernel function) and fails unless both are refused.
 # Needs (installed with apt-get when missing and running as root): rustc-web, rust-web-src,
 # rust-web-clippy (Rust 1.96 with its library source, for -Zbuild-std), mingw-w64-x86-64-dev,
-# libclang-dev, clang. Network: crates.io (and Debian when packages are missing).
+# libclang-dev, clang, llvm (llvm-nm, llvm-objdump), binutils (ar). Network: crates.io (and
+# Debian when packages are missing).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -38,6 +39,10 @@ need_packages=()
 [[ -f /usr/share/mingw-w64/include/ddk/ntddk.h ]] || need_packages+=(mingw-w64-x86-64-dev)
 command -v clang >/dev/null || need_packages+=(clang)
 compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null || need_packages+=(libclang-dev)
+# llvm-nm and llvm-objdump read the objects the C shim and the ARM64 instructions become.
+{ command -v llvm-objdump || compgen -G "/usr/lib/llvm-*/bin/llvm-objdump"; } >/dev/null \
+    || need_packages+=(llvm)
+command -v ar >/dev/null || need_packages+=(binutils)
 if ((${#need_packages[@]})); then
     if [[ $(id -u) -ne 0 ]]; then
         echo "check-windows-build: missing Debian packages: ${need_packages[*]} (run as root or install them)" >&2
