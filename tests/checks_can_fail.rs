@@ -92,6 +92,12 @@ fn check_of<'r>(report: &'r Report, id: &str) -> &'r ppm_sim::CheckResult {
     report.checks.iter().find(|check| check.id == id).expect("a known check id")
 }
 
+/// Check `id` of `report` says `needle` in its detail.
+fn assert_detail(report: &Report, id: &str, needle: &str) {
+    let check = check_of(report, id);
+    assert!(check.detail.contains(needle), "{id}: {}", check.detail);
+}
+
 /// The engine's DPM callback.
 unsafe fn real_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
     // SAFETY: the caller passes on the emulator's arguments unchanged.
@@ -556,8 +562,7 @@ fn ignoring_the_fixed_counters_on_an_intel_machine_fails_counter_msrs() {
         &with_faults(faults),
         &["feedback.counter_msrs"],
     );
-    let check = check_of(&report, "feedback.counter_msrs");
-    assert!(check.detail.contains("expected 0x30a/0x30b"), "{}", check.detail);
+    assert_detail(&report, "feedback.counter_msrs", "expected 0x30a/0x30b");
 }
 
 #[test]
@@ -570,8 +575,7 @@ fn an_engine_without_the_pair_bound_fails_interval_accuracy_under_an_smi_storm()
     let report = assert_fails(&storm, &with_faults(faults), &["feedback.interval_accuracy"]);
     let accuracy = check_of(&report, "feedback.accuracy");
     assert!(accuracy.passed, "the average hides the skew: {}", accuracy.detail);
-    let check = check_of(&report, "feedback.interval_accuracy");
-    assert!(check.detail.contains("% off"), "{}", check.detail);
+    assert_detail(&report, "feedback.interval_accuracy", "% off");
 }
 
 unsafe extern "C" fn serve_failed_reads(
@@ -1009,8 +1013,7 @@ fn a_huge_delta_across_a_reset_fails_no_spike() {
         &with_ppm(huge_delta_after_a_reset),
         &["feedback.no_spike"],
     );
-    let check = check_of(&report, "feedback.no_spike");
-    assert!(check.detail.contains("across a counter discontinuity"), "{}", check.detail);
+    assert_detail(&report, "feedback.no_spike", "across a counter discontinuity");
 }
 
 /// A PEP that acknowledges `RESUME_FROM_SYSTEM_STATE` without acting on it: on the fixed
@@ -1034,8 +1037,7 @@ fn fixed_counters_left_off_after_resume_fail_no_dropped_interval() {
         &with_ppm(resume_ignored),
         &["feedback.no_dropped_interval", "feedback.accuracy"],
     );
-    let check = check_of(&report, "feedback.no_dropped_interval");
-    assert!(check.detail.contains("ΔNominal 0"), "{}", check.detail);
+    assert_detail(&report, "feedback.no_dropped_interval", "ΔNominal 0");
 }
 
 /// A PEP that ignores its own probe: where the announced counters faulted at initialisation it
@@ -1057,8 +1059,7 @@ fn counters_reported_after_a_faulting_probe_fail_capabilities() {
         &with_ppm(probe_ignored),
         &["capabilities.consistent"],
     );
-    let check = check_of(&report, "capabilities.consistent");
-    assert!(check.detail.contains("FeedbackCounterCount 1"), "{}", check.detail);
+    assert_detail(&report, "capabilities.consistent", "FeedbackCounterCount 1");
 }
 
 /// A PEP that declines the boot queries it has a documented answer for (the engine before it
@@ -1083,13 +1084,8 @@ unsafe extern "C" fn boot_queries_declined(
 #[test]
 fn declined_boot_queries_fail_boot_queries() {
     let report = assert_fails(&base(), &with_ppm(boot_queries_declined), &["ppm.boot_queries"]);
-    let check = check_of(&report, "ppm.boot_queries");
-    assert!(check.detail.contains("QUERY_PLATFORM_STATES: FALSE"), "{}", check.detail);
-    assert!(
-        check.detail.contains("QUERY_VETO_REASONS: TRUE with count Some(3)"),
-        "{}",
-        check.detail
-    );
+    assert_detail(&report, "ppm.boot_queries", "QUERY_PLATFORM_STATES: FALSE");
+    assert_detail(&report, "ppm.boot_queries", "QUERY_VETO_REASONS: TRUE with count Some(3)");
 }
 
 fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {
@@ -1104,9 +1100,8 @@ fn a_driver_entry_that_swallows_a_failure_fails_boot_status() {
         &with_boot_sabotage(sabotage),
         &["boot.status"],
     );
-    let check = check_of(&report, "boot.status");
-    assert!(check.detail.contains("returned 0x00000000"), "{}", check.detail);
-    assert!(check.detail.contains("expected 0xC000A005"), "{}", check.detail);
+    assert_detail(&report, "boot.status", "returned 0x00000000");
+    assert_detail(&report, "boot.status", "expected 0xC000A005");
 }
 
 #[test]
@@ -1127,8 +1122,7 @@ fn a_failed_boot_that_stays_published_fails_boot_unwind() {
         &with_boot_sabotage(sabotage),
         &["boot.unwind"],
     );
-    let check = check_of(&report, "boot.unwind");
-    assert!(check.detail.contains("still published"), "{}", check.detail);
+    assert_detail(&report, "boot.unwind", "still published");
 }
 
 #[test]
@@ -1139,11 +1133,10 @@ fn a_failed_boot_that_leaves_the_pmu_enabled_fails_boot_unwind() {
         &with_boot_sabotage(sabotage),
         &["boot.unwind"],
     );
-    let check = check_of(&report, "boot.unwind");
-    assert!(
-        check.detail.contains("PMU control left changed on processor(s) [0, 1, 2, 3, 4, 5]"),
-        "{}",
-        check.detail
+    assert_detail(
+        &report,
+        "boot.unwind",
+        "PMU control left changed on processor(s) [0, 1, 2, 3, 4, 5]",
     );
 }
 
@@ -1165,8 +1158,7 @@ fn a_driver_that_registers_mid_session_after_an_install_fails_boot_inert() {
         &with_boot_sabotage(sabotage),
         &["boot.inert", "boot.state"],
     );
-    let check = check_of(&report, "boot.inert");
-    assert!(check.detail.contains("PoFxRegisterPluginEx was called"), "{}", check.detail);
+    assert_detail(&report, "boot.inert", "PoFxRegisterPluginEx was called");
 }
 
 #[test]
@@ -1177,8 +1169,7 @@ fn a_driver_that_ignores_skip_registration_fails_boot_inert() {
         &with_boot_sabotage(sabotage),
         &["boot.inert", "boot.unwind", "boot.state"],
     );
-    let check = check_of(&report, "boot.inert");
-    assert!(check.detail.contains("PoFxRegisterPluginEx was called"), "{}", check.detail);
+    assert_detail(&report, "boot.inert", "PoFxRegisterPluginEx was called");
 }
 
 #[test]
