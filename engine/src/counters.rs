@@ -401,9 +401,14 @@ fn calibrate_amu<P: Platform>(platform: &P, constant_hz: u64) -> Result<u32, NoC
     }
     // MHz = actual / (constant / constant_hz) / 1e6, rounded.
     let numerator = u128::from(actual).saturating_mul(u128::from(constant_hz));
-    let denominator = u128::from(constant).saturating_mul(1_000_000);
+    Ok(rounded_mhz(numerator, u128::from(constant).saturating_mul(1_000_000)))
+}
+
+/// `numerator / denominator` rounded to the nearest MHz, at most [`MAX_NOMINAL_MHZ`] (0 when
+/// the denominator is 0).
+fn rounded_mhz(numerator: u128, denominator: u128) -> u32 {
     let mhz = numerator.saturating_add(denominator / 2).checked_div(denominator).unwrap_or(0);
-    Ok(u32::try_from(mhz).unwrap_or(0).min(MAX_NOMINAL_MHZ))
+    u32::try_from(mhz).unwrap_or(0).min(MAX_NOMINAL_MHZ)
 }
 
 /// The more telling of two reasons for having no source: a refused reservation says more than
@@ -490,9 +495,7 @@ fn calibrate<P: Platform>(
     // MHz = nominal counts / seconds / 1e6 = nominal × frequency / ticks / 1e6, rounded.
     let numerator =
         u128::from(nominal).saturating_mul(u128::from(start_time.frequency)).saturating_mul(2);
-    let denominator = twice_ticks.saturating_mul(1_000_000);
-    let mhz = numerator.saturating_add(denominator / 2).checked_div(denominator).unwrap_or(0);
-    Ok(u32::try_from(mhz).unwrap_or(0).min(MAX_NOMINAL_MHZ))
+    Ok(rounded_mhz(numerator, twice_ticks.saturating_mul(1_000_000)))
 }
 
 /// The accumulated counts a read reports.

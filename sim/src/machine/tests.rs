@@ -76,17 +76,22 @@ fn idle_processors_do_not_count_and_phases_override_in_start_order() {
     assert_eq!(timeline.frequency_range(0, 400 * NS_PER_MS), Some((1000, 4000)));
 }
 
+/// A deterministic pseudo-random source (xorshift64): `next(bound)` is below `bound`.
+fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+    move |bound| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    }
+}
+
 /// The sweep agrees with the rule applied directly (the covering phase that started last,
 /// the later in the file on a tie) on random overlapping phases, for every processor.
 #[test]
 fn the_timeline_sweep_applies_the_documented_rule() {
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = |bound: u32| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        u32::try_from(state % u64::from(bound)).expect("below bound")
-    };
+    let mut random = xorshift(0x2545_f491_4f6c_dd1d);
+    let mut next = |bound: u32| u32::try_from(random(u64::from(bound))).expect("below bound");
     let mut text = String::new();
     for _ in 0..300 {
         let start = next(40) * 10;
@@ -125,13 +130,7 @@ fn the_timeline_sweep_applies_the_documented_rule() {
 /// A walk started from any hint gives the spans `load_at` gives, instant by instant.
 #[test]
 fn spans_from_any_hint_follow_load_at() {
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = |bound: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % bound
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     let mut text = String::new();
     for _ in 0..60 {
         let start = u32::try_from(next(70)).expect("small") * 10;
