@@ -204,8 +204,8 @@ struct CounterDigest {
 /// What one processor's reads showed of one `sleep`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SleepDigest {
-    /// The sleep's start and its resume, runtime ns.
-    window_ns: (u64, u64),
+    /// The sleep's resume, runtime ns.
+    resume_ns: u64,
     /// A read after the resume found working counters.
     pub working_after: bool,
     /// A read after the resume was served.
@@ -268,8 +268,6 @@ struct Facts<'m> {
     nominal_mhz: f64,
     /// The FREQUENCY counter's `NominalRate`, as the PEP described it (MHz): what Windows
     /// multiplies the ratio by.
-    frequency_rate: f64,
-    /// The same, as an integer.
     frequency_rate_mhz: u32,
     /// ARM64: the constant counter's rate (`cntfrq_hz`), which the PEP scales to
     /// `NominalRate`.
@@ -338,8 +336,8 @@ impl ReadDigest {
             sleeps: scenario
                 .sleeps()
                 .into_iter()
-                .map(|(_, start_ms, resume_ms)| SleepDigest {
-                    window_ns: (u64::from(start_ms) * NS_PER_MS, u64::from(resume_ms) * NS_PER_MS),
+                .map(|(_, _, resume_ms)| SleepDigest {
+                    resume_ns: u64::from(resume_ms) * NS_PER_MS,
                     ..SleepDigest::default()
                 })
                 .collect(),
@@ -373,7 +371,6 @@ impl ReadDigest {
             machine,
             index,
             nominal_mhz: f64::from(machine.nominal_mhz()),
-            frequency_rate: f64::from(frequency_rate.unwrap_or_else(|| machine.nominal_mhz())),
             frequency_rate_mhz: frequency_rate.unwrap_or_else(|| machine.nominal_mhz()),
             constant_hz: machine.cpu().arm.map(|arm| u64::from(arm.cntfrq_hz)),
             breaks,
@@ -410,7 +407,7 @@ impl ReadDigest {
         self.note_access(facts, &read);
         let runtime_ns = facts.machine.runtime_ns(read.at_ns);
         for sleep in &mut self.sleeps {
-            if runtime_ns >= sleep.window_ns.1 {
+            if runtime_ns >= sleep.resume_ns {
                 sleep.working_after |= !read.faulted;
                 sleep.served_after |= read.returned;
             }
@@ -473,27 +470,24 @@ impl ReadDigest {
             // A processor registered again (hot-added after a hot-remove) is a new device with
             // new counters: the OS does not difference across handles.
             if before.handle == after.handle {
-                let truth = facts.machine.interval_truth(
+                let (activity, range) = facts.machine.interval_truth(
                     facts.index,
                     before.at_ns,
                     after.at_ns,
                     &mut counter.segment_hint,
                 );
-                interval(facts, &mut counter.metrics, &before, &after, truth);
+                let pair = Interval::new(facts, &before, &after, activity, range);
+                interval(facts, &mut counter.metrics, &pair);
                 interval_accuracy(
                     facts,
                     counter.last_window_cycles + window_cycles,
                     &mut counter.metrics,
-                    (&before, &after),
-                    truth.0,
+                    &pair,
                 );
+                traced = self.observer.is_some().then(|| traced_interval(facts, &pair));
                 for sleep in &mut self.sleeps {
                     sleep.interval(facts, after.counter_index, &before, &after);
                 }
-                traced = self
-                    .observer
-                    .is_some()
-                    .then(|| traced_interval(facts, &before, &after, truth.0));
             }
         }
         counter.last = Some(after);
@@ -583,24 +577,58 @@ impl ReadDigest {
     }
 }
 
-/// One interval between consecutive served reads of a counter on one handle.
+/// One interval between consecutive served reads of a counter on one handle: what every
+/// measurement of it starts from.
+struct Interval<'r> {
+    before: &'r ReadRecord,
+    after: &'r ReadRecord,
+    /// `ΔNominalCount` (negative when the PEP went backwards).
+    delta_nominal: i128,
+    /// `ΔActualCount`.
+    delta_actual: i128,
+    /// The counters jumped within it (see [`Facts::breaks`]).
+    across_break: bool,
+    /// The processor's true activity over it.
+    activity: Activity,
+    /// Its slowest and fastest C0 frequencies.
+    range: Option<(u32, u32)>,
+}
+
+impl<'r> Interval<'r> {
+    fn new(
+        facts: &Facts<'_>,
+        before: &'r ReadRecord,
+        after: &'r ReadRecord,
+        activity: Activity,
+        range: Option<(u32, u32)>,
+    ) -> Self {
+        Self {
+            before,
+            after,
+            delta_nominal: i128::from(after.nominal) - i128::from(before.nominal),
+            delta_actual: i128::from(after.actual) - i128::from(before.actual),
+            across_break: facts
+                .breaks
+                .iter()
+                .any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to),
+            activity,
+            range,
+        }
+    }
+}
+
+/// The whole-run measurements of one interval: its counts, monotonicity, the truth it adds,
+/// spikes and dropped counts.
 #[allow(clippy::cast_precision_loss)] // Times in milliseconds, for the messages.
-fn interval(
-    facts: &Facts<'_>,
-    metrics: &mut CounterMetrics,
-    before: &ReadRecord,
-    after: &ReadRecord,
-    (activity, range): (Activity, Option<(u32, u32)>),
-) {
-    let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
-    let delta_actual = i128::from(after.actual) - i128::from(before.actual);
+fn interval(facts: &Facts<'_>, metrics: &mut CounterMetrics, pair: &Interval<'_>) {
+    let Interval { before, after, delta_nominal, delta_actual, activity, range, .. } = *pair;
     metrics.delta_nominal += delta_nominal;
     metrics.delta_actual += delta_actual;
     if delta_nominal < 0 || delta_actual < 0 {
         metrics.monotonic = false;
         return;
     }
-    if facts.breaks.iter().any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to) {
+    if pair.across_break {
         metrics.exempt += 1;
         if excessive(facts, (delta_nominal, delta_actual), activity) {
             metrics.spikes.push_with(|| {
@@ -636,24 +664,16 @@ fn interval(
 
 /// The interval between two served reads as `--trace` shows it.
 #[allow(clippy::cast_precision_loss)] // Rates; f64 keeps 15 digits.
-fn traced_interval(
-    facts: &Facts<'_>,
-    before: &ReadRecord,
-    after: &ReadRecord,
-    activity: Activity,
-) -> TracedInterval {
-    let delta_nominal = i128::from(after.nominal) - i128::from(before.nominal);
-    let delta_actual = i128::from(after.actual) - i128::from(before.actual);
+fn traced_interval(facts: &Facts<'_>, pair: &Interval<'_>) -> TracedInterval {
+    let (delta_nominal, delta_actual) = (pair.delta_nominal, pair.delta_actual);
     TracedInterval {
         delta_nominal,
         delta_actual,
-        measured_mhz: (delta_nominal > 0)
-            .then(|| facts.frequency_rate * delta_actual as f64 / delta_nominal as f64),
-        true_mhz: activity.mean_mhz(),
-        discontinuity: facts
-            .breaks
-            .iter()
-            .any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to),
+        measured_mhz: (delta_nominal > 0).then(|| {
+            f64::from(facts.frequency_rate_mhz) * delta_actual as f64 / delta_nominal as f64
+        }),
+        true_mhz: pair.activity.mean_mhz(),
+        discontinuity: pair.across_break,
     }
 }
 
@@ -674,19 +694,14 @@ fn interval_accuracy(
     facts: &Facts<'_>,
     skew_cycles: u128,
     metrics: &mut CounterMetrics,
-    (before, after): (&ReadRecord, &ReadRecord),
-    activity: Activity,
+    pair: &Interval<'_>,
 ) {
-    let delta_nominal = after.nominal.wrapping_sub(before.nominal);
-    let delta_actual = after.actual.wrapping_sub(before.actual);
-    let touches_break =
-        facts.breaks.iter().any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to);
-    if touches_break
+    let Interval { before, after, delta_nominal, delta_actual, activity, .. } = *pair;
+    if pair.across_break
         || activity.c0 == 0
         || activity.cycles == 0
-        || delta_nominal == 0
-        || after.nominal < before.nominal
-        || after.actual < before.actual
+        || delta_nominal <= 0
+        || delta_actual < 0
     {
         return;
     }
@@ -807,7 +822,7 @@ impl SleepDigest {
         // The OS does not read while the system sleeps: a pair with its first read before
         // the resume (the last sample, at or just after the sleep's start, comes before
         // ENTER_SYSTEM_STATE) and its second after it spans the sleep.
-        let resume_ns = self.window_ns.1;
+        let resume_ns = self.resume_ns;
         if facts.machine.runtime_ns(first.at_ns) >= resume_ns
             || facts.machine.runtime_ns(second.at_ns) < resume_ns
         {
