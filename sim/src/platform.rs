@@ -290,11 +290,26 @@ impl SimPlatform {
     /// call's time passes and, unless interrupts are masked (or
     /// [`PlatformFaults::nested_in_masked_sections`] is set) and unless a nested delivery is
     /// already under way, the nested notifications are delivered.
-    /// After a register read: the instruction takes its time; an SMI due lands right after
-    /// an actual-count read, before the nominal one (masking interrupts does not keep SMM
-    /// out).
-    fn after_counter_read(&self, processor: u32, number: u32) {
+    /// The end of a register read (an MSR, or an ARM64 system register by its trace number):
+    /// it is traced; the instruction takes its time; an SMI due lands right after an
+    /// actual-count read, before the nominal one (masking interrupts does not keep SMM out).
+    fn complete_read(
+        &self,
+        processor: u32,
+        number: u32,
+        result: Result<u64, MsrFault>,
+        announced: bool,
+    ) -> Result<u64, MsrFault> {
         let machine = &self.machine;
+        record(PlatformOp::ReadMsr(MsrRead {
+            processor,
+            msr: number,
+            value: result.ok(),
+            masked: MASKED.with(Cell::get),
+            mask_epoch: MASK_EPOCH.with(Cell::get),
+            announced,
+            at_ns: machine.processor_now_ns(processor),
+        }));
         machine.execute(processor, u64::from(machine.cpu().msr_read_ns));
         if crate::cpu::msr::is_actual_count(number)
             && let Some(stall) = machine.take_smi(processor)
@@ -302,6 +317,7 @@ impl SimPlatform {
             machine.spend(processor, stall);
             record(PlatformOp::Smi { processor, stall_ns: stall });
         }
+        result
     }
 
     fn interrupt_window(&self, point: InjectionPoint) {
@@ -417,17 +433,7 @@ impl Platform for SimPlatform {
         if pmu_register {
             self.log_access(processor, msr, None, None, result.is_ok());
         }
-        record(PlatformOp::ReadMsr(MsrRead {
-            processor,
-            msr,
-            value: result.ok(),
-            masked: MASKED.with(Cell::get),
-            mask_epoch: MASK_EPOCH.with(Cell::get),
-            announced,
-            at_ns: machine.processor_now_ns(processor),
-        }));
-        self.after_counter_read(processor, msr);
-        result
+        self.complete_read(processor, msr, result, announced)
     }
 
     fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {
@@ -461,17 +467,7 @@ impl Platform for SimPlatform {
         };
         let result =
             self.faults.msr.as_ref().map_or(result, |hook| hook(processor, number, result));
-        record(PlatformOp::ReadMsr(MsrRead {
-            processor,
-            msr: number,
-            value: result.ok(),
-            masked: MASKED.with(Cell::get),
-            mask_epoch: MASK_EPOCH.with(Cell::get),
-            announced,
-            at_ns: machine.processor_now_ns(processor),
-        }));
-        self.after_counter_read(processor, number);
-        result
+        self.complete_read(processor, number, result, announced)
     }
 
     fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
