@@ -285,6 +285,16 @@ impl Facts<'_> {
     fn runtime_ms(&self, at_ns: u64) -> u64 {
         self.machine.runtime_ns(at_ns) / NS_PER_MS
     }
+
+    /// ARM64: `constant` ticks of the constant counter in cycles of `NominalRate`, rounded down
+    /// (the PEP reports the constant count so scaled); `None` on x86, where counts are reported
+    /// as they are.
+    fn scaled_nominal(&self, constant: u64) -> Option<u64> {
+        let constant_hz = self.constant_hz?;
+        let scaled = u128::from(constant) * u128::from(self.frequency_rate_mhz) * 1_000_000
+            / u128::from(constant_hz.max(1));
+        Some(u64::try_from(scaled).unwrap_or(u64::MAX))
+    }
 }
 
 /// Where the counters jumped, as closed clock-time ranges — every discontinuity but a
@@ -831,10 +841,8 @@ impl SleepDigest {
         self.across += 1;
         let mut since = second.raw.map_or((0, 0), |raw| (raw.nominal, raw.actual));
         // ARM64: the reported constant count is scaled to NominalRate (and rounded, one more).
-        if let Some(constant_hz) = facts.constant_hz {
-            let scaled = u128::from(since.0) * u128::from(facts.frequency_rate_mhz) * 1_000_000
-                / u128::from(constant_hz.max(1));
-            since.0 = u64::try_from(scaled).unwrap_or(u64::MAX).saturating_add(1);
+        if let Some(scaled) = facts.scaled_nominal(since.0) {
+            since.0 = scaled.saturating_add(1);
         }
         let delta =
             (second.nominal.wrapping_sub(first.nominal), second.actual.wrapping_sub(first.actual));
@@ -973,10 +981,7 @@ impl HandleExactness {
         );
         // ARM64: the constant count is reported scaled to NominalRate, each total rounded
         // down, so a difference is the scaled hardware count or one more.
-        if let Some(constant_hz) = facts.constant_hz {
-            let scaled = u128::from(hardware.0) * u128::from(facts.frequency_rate_mhz) * 1_000_000
-                / u128::from(constant_hz.max(1));
-            let scaled = u64::try_from(scaled).unwrap_or(u64::MAX);
+        if let Some(scaled) = facts.scaled_nominal(hardware.0) {
             hardware.0 = if reported.0 == scaled.saturating_add(1) { reported.0 } else { scaled };
         }
         if hardware != reported {
