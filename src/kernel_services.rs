@@ -15,7 +15,7 @@ use wdk_sys::{
     ALL_PROCESSOR_GROUPS, HANDLE, NT_SUCCESS, POOL_FLAG_NON_PAGED, SIZE_T, USHORT, WDFDRIVER,
 };
 
-use crate::platform::KernelPlatform;
+use crate::platform::{self, KernelPlatform};
 use crate::registry::{Parameters, State};
 use crate::{affinity, log, pofx, storage};
 
@@ -140,7 +140,7 @@ impl KernelServices for Kernel {
     }
 
     fn set_fixed_counters_reserved(&self, reserved: bool) {
-        storage::set_fixed_counters_reserved(reserved);
+        platform::set_fixed_counters_reserved(reserved);
     }
 
     unsafe fn install(&self, pep: Pep<KernelPlatform>) -> &'static Pep<KernelPlatform> {

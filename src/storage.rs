@@ -1,5 +1,6 @@
-//! Static storage: the PEP instance and the pointer the callbacks find it through, whether the
-//! fixed counters are reserved, and the `PoFx` kernel-information block.
+//! Static storage: the PEP instance and the pointer the callbacks find it through, and the
+//! `PoFx` kernel-information block. (Whether the fixed counters are reserved is the platform's:
+//! [`crate::platform::set_fixed_counters_reserved`].)
 //!
 //! Nothing is allocated after `DriverEntry`: the PEP lives in a static cell written once at
 //! `PASSIVE_LEVEL` before it is published, and `PoFx` fills the kernel-information block in
@@ -9,7 +10,7 @@
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use ppm_engine::Pep;
 use ppm_engine::abi::{PEP_KERNEL_INFORMATION_STRUCT_V3, PEP_KERNEL_INFORMATION_V3};
@@ -28,9 +29,6 @@ static PEP: PepCell = PepCell(UnsafeCell::new(MaybeUninit::uninit()));
 
 /// The published instance: NULL until [`publish`], after which it points into [`PEP`].
 static INSTANCE: AtomicPtr<Pep<KernelPlatform>> = AtomicPtr::new(ptr::null_mut());
-
-/// Whether the PMU is reserved and the fixed counters are enabled on every active processor.
-static FIXED_COUNTERS_RESERVED: AtomicBool = AtomicBool::new(false);
 
 /// The block `PoFxRegisterPluginEx` fills (`Version` and `Size` preset).
 struct KernelInformationCell(UnsafeCell<PEP_KERNEL_INFORMATION_STRUCT_V3>);
@@ -72,17 +70,6 @@ pub unsafe fn install(pep: Pep<KernelPlatform>) -> &'static Pep<KernelPlatform> 
 pub fn set_instance(pep: Option<&'static Pep<KernelPlatform>>) {
     let pointer = pep.map_or(ptr::null_mut(), |pep| ptr::from_ref(pep).cast_mut());
     INSTANCE.store(pointer, Ordering::Release);
-}
-
-/// Whether the fixed-counter source may be used. Any IRQL.
-#[inline]
-pub fn fixed_counters_reserved() -> bool {
-    FIXED_COUNTERS_RESERVED.load(Ordering::Acquire)
-}
-
-/// Records whether the fixed counters are reserved and enabled. `PASSIVE_LEVEL`.
-pub fn set_fixed_counters_reserved(reserved: bool) {
-    FIXED_COUNTERS_RESERVED.store(reserved, Ordering::Release);
 }
 
 /// The kernel-information block to pass to `PoFxRegisterPluginEx`.
