@@ -40,17 +40,17 @@ pub enum CounterSourcePreference {
 }
 
 impl CounterSourcePreference {
-    /// The registry value's preference, if the value is known.
+    /// The registry value's preference, if the value is known ([`COUNTER_SOURCE_CHOICES`]).
     #[must_use]
     pub const fn from_registry(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::Auto),
-            1 => Some(Self::AperfMperf),
-            2 => Some(Self::FixedPmc),
-            3 => Some(Self::None),
-            4 => Some(Self::PreferFixedPmc),
-            _ => None,
+        let mut rest: &[Choice<Self>] = &COUNTER_SOURCE_CHOICES;
+        while let [choice, others @ ..] = rest {
+            if choice.code == value {
+                return Some(choice.value);
+            }
+            rest = others;
         }
+        None
     }
 
     /// Whether the preference may select the fixed counters (and so the host should reserve
@@ -117,3 +117,53 @@ impl Default for Config {
 
 /// The largest nominal rate the engine accepts from configuration, in MHz.
 pub const MAX_NOMINAL_MHZ: u32 = 100_000;
+
+/// One named value of a `REG_DWORD` setting.
+///
+/// The name scenario files and the documentation use, the number the driver reads from the
+/// registry, and the engine's value. The tables below are the one place where names and numbers
+/// meet: the driver's registry rules ([`crate::driver::registry::read_config`]) and the
+/// emulator's scenario reader both use them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Choice<T> {
+    /// The name (`aperf-mperf`).
+    pub name: &'static str,
+    /// The `REG_DWORD` number.
+    pub code: u32,
+    /// The engine's value.
+    pub value: T,
+}
+
+/// `FeedbackCounters`: `enabled` (1, default) and `disabled` (0).
+pub const FEEDBACK_COUNTER_CHOICES: [Choice<FeedbackCounterPolicy>; 2] = [
+    Choice { name: "enabled", code: 1, value: FeedbackCounterPolicy::Enabled },
+    Choice { name: "disabled", code: 0, value: FeedbackCounterPolicy::Disabled },
+];
+
+/// `CounterSource`, in the order the documentation lists them (see
+/// [`CounterSourcePreference`]).
+pub const COUNTER_SOURCE_CHOICES: [Choice<CounterSourcePreference>; 5] = [
+    Choice { name: "auto", code: 0, value: CounterSourcePreference::Auto },
+    Choice { name: "aperf-mperf", code: 1, value: CounterSourcePreference::AperfMperf },
+    Choice { name: "fixed-pmc", code: 2, value: CounterSourcePreference::FixedPmc },
+    Choice { name: "prefer-fixed-pmc", code: 4, value: CounterSourcePreference::PreferFixedPmc },
+    Choice { name: "none", code: 3, value: CounterSourcePreference::None },
+];
+
+/// `PmuReservation` (see [`ReservationPolicy`]).
+pub const PMU_RESERVATION_CHOICES: [Choice<ReservationPolicy>; 2] = [
+    Choice { name: "exclusive-pmu", code: 0, value: ReservationPolicy::ExclusivePmu },
+    Choice { name: "all-counter-indexes", code: 1, value: ReservationPolicy::AllCounterIndexes },
+];
+
+/// The value of `choices` whose registry number is `code`, if any. Any IRQL.
+#[must_use]
+pub fn value_of_code<T: Copy>(choices: &[Choice<T>], code: u32) -> Option<T> {
+    choices.iter().find(|choice| choice.code == code).map(|choice| choice.value)
+}
+
+/// The registry number of `value` in `choices`, if listed. Any IRQL.
+#[must_use]
+pub fn code_of_value<T: Copy + PartialEq>(choices: &[Choice<T>], value: T) -> Option<u32> {
+    choices.iter().find(|choice| choice.value == value).map(|choice| choice.code)
+}

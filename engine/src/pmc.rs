@@ -72,25 +72,14 @@ impl FixedCounters {
     }
 }
 
-/// How the host reserves the PMU. Registry: `PmuReservation` (`REG_DWORD`, the bracketed value).
+/// How the host reserves the PMU. Registry: `PmuReservation` (`REG_DWORD`, the bracketed value;
+/// names and numbers: [`crate::config::PMU_RESERVATION_CHOICES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReservationPolicy {
     /// `ResourceList = NULL`: exclusive ownership of the PMU (documented). Default. [0]
     ExclusivePmu,
     /// One `ResourceTypeRange` descriptor over every counter index. [1]
     AllCounterIndexes,
-}
-
-impl ReservationPolicy {
-    /// The registry value's policy, if the value is known.
-    #[must_use]
-    pub const fn from_registry(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::ExclusivePmu),
-            1 => Some(Self::AllCounterIndexes),
-            _ => None,
-        }
-    }
 }
 
 /// The fixed counters the host should reserve and enable before creating the PEP, or `None`.

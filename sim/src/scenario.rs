@@ -111,7 +111,10 @@ use std::fmt;
 use std::ops::RangeInclusive;
 
 use ppm_engine::abi::{PowerSystemHibernate, PowerSystemSleeping3, SYSTEM_POWER_STATE};
-use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
+use ppm_engine::config::{
+    COUNTER_SOURCE_CHOICES, CounterSourcePreference, FEEDBACK_COUNTER_CHOICES,
+    FeedbackCounterPolicy, MAX_NOMINAL_MHZ, PMU_RESERVATION_CHOICES,
+};
 use ppm_engine::device_id::{DeviceIdPatterns, MAX_DEVICE_ID_PATTERNS, MAX_PATTERN_UNITS};
 use ppm_engine::driver::registry::{MAX_PERFORMANCE_LEVEL, MAX_TRANSITION_LATENCY_100NS};
 use ppm_engine::perf::PerfCapabilities;
@@ -1732,31 +1735,20 @@ fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
             "pmu_reservation",
         ],
     )?;
+    // The names: the engine's tables, which also give the registry numbers the driver reads.
     let feedback_counters = reader.choice(
         "feedback_counters",
-        &[
-            ("enabled", FeedbackCounterPolicy::Enabled),
-            ("disabled", FeedbackCounterPolicy::Disabled),
-        ],
+        &FEEDBACK_COUNTER_CHOICES.map(|choice| (choice.name, choice.value)),
         FeedbackCounterPolicy::Enabled,
     )?;
     let counter_source = reader.choice(
         "counter_source",
-        &[
-            ("auto", CounterSourcePreference::Auto),
-            ("aperf-mperf", CounterSourcePreference::AperfMperf),
-            ("fixed-pmc", CounterSourcePreference::FixedPmc),
-            ("prefer-fixed-pmc", CounterSourcePreference::PreferFixedPmc),
-            ("none", CounterSourcePreference::None),
-        ],
+        &COUNTER_SOURCE_CHOICES.map(|choice| (choice.name, choice.value)),
         CounterSourcePreference::Auto,
     )?;
     let pmu_reservation = reader.choice(
         "pmu_reservation",
-        &[
-            ("exclusive-pmu", ReservationPolicy::ExclusivePmu),
-            ("all-counter-indexes", ReservationPolicy::AllCounterIndexes),
-        ],
+        &PMU_RESERVATION_CHOICES.map(|choice| (choice.name, choice.value)),
         ReservationPolicy::ExclusivePmu,
     )?;
     let performance_counter_view = reader.bool("performance_counter_view", false)?;

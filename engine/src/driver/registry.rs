@@ -16,11 +16,13 @@
 
 use core::fmt;
 
-use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy, MAX_NOMINAL_MHZ};
+use crate::config::{
+    COUNTER_SOURCE_CHOICES, Config, FEEDBACK_COUNTER_CHOICES, MAX_NOMINAL_MHZ,
+    PMU_RESERVATION_CHOICES, value_of_code,
+};
 use crate::counters::{NoCountersReason, NominalRateSource};
 use crate::device_id::{DeviceIdPatterns, MAX_PATTERN_UNITS, PatternError};
 use crate::perf::{PerfCapabilities, PerfSource};
-use crate::pmc::ReservationPolicy;
 
 /// `REG_SZ` (`winnt.h`): a NUL-terminated UTF-16 string.
 pub const REG_SZ: u32 = 1;
@@ -313,15 +315,13 @@ impl fmt::Display for Note {
 /// defaults ([`Config::new`]); every value that is ignored is reported to `note`.
 pub fn read_config(source: &mut impl ValueSource, mut note: impl FnMut(Note)) -> Config {
     let mut config = Config::new();
-    if let Some(value) = read_dword(source, names::FEEDBACK_COUNTERS, 0, 1, &mut note).value() {
-        config.feedback_counters = if value == 0 {
-            FeedbackCounterPolicy::Disabled
-        } else {
-            FeedbackCounterPolicy::Enabled
-        };
+    if let Some(value) = read_dword(source, names::FEEDBACK_COUNTERS, 0, 1, &mut note).value()
+        && let Some(policy) = value_of_code(&FEEDBACK_COUNTER_CHOICES, value)
+    {
+        config.feedback_counters = policy;
     }
     if let Some(value) = read_dword(source, names::COUNTER_SOURCE, 0, 4, &mut note).value()
-        && let Some(preference) = CounterSourcePreference::from_registry(value)
+        && let Some(preference) = value_of_code(&COUNTER_SOURCE_CHOICES, value)
     {
         config.counter_source = preference;
     }
@@ -351,7 +351,7 @@ pub fn read_config(source: &mut impl ValueSource, mut note: impl FnMut(Note)) ->
         config.transition_latency_100ns = value;
     }
     if let Some(value) = read_dword(source, names::PMU_RESERVATION, 0, 1, &mut note).value()
-        && let Some(policy) = ReservationPolicy::from_registry(value)
+        && let Some(policy) = value_of_code(&PMU_RESERVATION_CHOICES, value)
     {
         config.pmu_reservation = policy;
     }

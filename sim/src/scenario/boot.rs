@@ -20,13 +20,14 @@ use ppm_engine::abi::{
     STATUS_INVALID_PARAMETER, STATUS_INVALID_PEP_INFO_VERSION, STATUS_NOT_SUPPORTED,
     STATUS_UNSUCCESSFUL,
 };
-use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
+use ppm_engine::config::{
+    COUNTER_SOURCE_CHOICES, FEEDBACK_COUNTER_CHOICES, PMU_RESERVATION_CHOICES, code_of_value,
+};
 use ppm_engine::device_id::DeviceIdPatterns;
 use ppm_engine::driver::PoolBlock;
 use ppm_engine::driver::registry::{
     Lookup, REG_DWORD, REG_MULTI_SZ, REG_SZ, VALUE_BUFFER_BYTES, ValueSource, names, read_config,
 };
-use ppm_engine::pmc::ReservationPolicy;
 use toml::{Table, Value};
 
 use super::{ConfigSpec, Reader, ScenarioError, describe};
@@ -284,19 +285,15 @@ fn config_values(config: &ConfigSpec, table: Option<&Table>) -> Vec<(String, Reg
     let set = |key: &str| table.is_some_and(|table| table.contains_key(key));
     let mut values = Vec::new();
     let mut push = |name: &str, value| values.push((name.to_owned(), value));
+    // Every value is in its table (the reader took it from there).
+    let code = |code: Option<u32>| RegistryValue::dword(code.unwrap_or(u32::MAX));
     if set("feedback_counters") {
-        let enabled = config.feedback_counters == FeedbackCounterPolicy::Enabled;
-        push(names::FEEDBACK_COUNTERS, RegistryValue::dword(u32::from(enabled)));
+        let number = code_of_value(&FEEDBACK_COUNTER_CHOICES, config.feedback_counters);
+        push(names::FEEDBACK_COUNTERS, code(number));
     }
     if set("counter_source") {
-        let number = match config.counter_source {
-            CounterSourcePreference::Auto => 0,
-            CounterSourcePreference::AperfMperf => 1,
-            CounterSourcePreference::FixedPmc => 2,
-            CounterSourcePreference::None => 3,
-            CounterSourcePreference::PreferFixedPmc => 4,
-        };
-        push(names::COUNTER_SOURCE, RegistryValue::dword(number));
+        let number = code_of_value(&COUNTER_SOURCE_CHOICES, config.counter_source);
+        push(names::COUNTER_SOURCE, code(number));
     }
     if set("performance_counter_view") {
         let view = u32::from(config.performance_counter_view);
@@ -321,11 +318,8 @@ fn config_values(config: &ConfigSpec, table: Option<&Table>) -> Vec<(String, Reg
         );
     }
     if set("pmu_reservation") {
-        let number = match config.pmu_reservation {
-            ReservationPolicy::ExclusivePmu => 0,
-            ReservationPolicy::AllCounterIndexes => 1,
-        };
-        push(names::PMU_RESERVATION, RegistryValue::dword(number));
+        let number = code_of_value(&PMU_RESERVATION_CHOICES, config.pmu_reservation);
+        push(names::PMU_RESERVATION, code(number));
     }
     values
 }
