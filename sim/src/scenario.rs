@@ -511,8 +511,10 @@ impl ConfigSpec {
         if let Some(patterns) = &self.device_id_patterns {
             let mut set = DeviceIdPatterns::empty();
             for pattern in patterns {
-                // Validated when the scenario was read (ASCII, length, count).
-                let _ = set.push_str(pattern);
+                // Validated when the scenario was read (no NUL, length, count); any other
+                // UTF-16 is a pattern, as in the registry.
+                let units: Vec<u16> = pattern.encode_utf16().collect();
+                let _ = set.push_utf16(&units);
             }
             config.device_id_patterns = set;
         }
@@ -1786,7 +1788,8 @@ fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
     )?;
     if let Some(patterns) = &patterns {
         for (index, pattern) in patterns.iter().enumerate() {
-            if !pattern.is_ascii() || pattern.contains('\0') {
+            // The driver takes any UTF-16 but NUL (where a `REG_MULTI_SZ` splits).
+            if pattern.contains('\0') {
                 return Err(ScenarioError::field(
                     format!("config.device_id_patterns[{index}]"),
                     "expected an ASCII pattern without NUL characters".to_owned(),
