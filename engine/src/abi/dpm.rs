@@ -4,9 +4,9 @@ use super::types::{
     BOOLEAN, FALSE, GUID, PCUNICODE_STRING, PEPHANDLE, POHANDLE, PVOID, ULONG, ULONGLONG,
 };
 
-// Items that only the documentation links name, through the parent's re-exports.
+// Items that only the documentation links name.
 #[cfg(doc)]
-use super::TRUE;
+use super::types::TRUE;
 
 /// `PEP_DPM_PREPARE_DEVICE` (0x01): [`PEP_PREPARE_DEVICE`]; `PASSIVE_LEVEL`.
 pub const PEP_DPM_PREPARE_DEVICE: ULONG = 0x01;

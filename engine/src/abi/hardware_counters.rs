@@ -4,9 +4,9 @@ use core::mem::offset_of;
 
 use super::types::{HANDLE, KAFFINITY, PVOID, SIZE_T, UCHAR, ULONG, ULONGLONG, USHORT};
 
-// Items that only the documentation links name, through the parent's re-exports.
+// Items that only the documentation links name.
 #[cfg(doc)]
-use super::STATUS_NOT_SUPPORTED;
+use super::types::STATUS_NOT_SUPPORTED;
 
 /// `GROUP_AFFINITY`: a set of processors within one processor group.
 #[repr(C)]

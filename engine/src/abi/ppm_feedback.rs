@@ -6,10 +6,6 @@ use core::mem::offset_of;
 use super::layout::{get_bits32, set_bits32};
 use super::types::{ULONG, ULONG64};
 
-// Items that only the documentation links name, through the parent's re-exports.
-#[cfg(doc)]
-use super::{PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS};
-
 /// `PROCESSOR_FEEDBACK_TYPE_INSTANTANEOUS` (0): the counter reads an instantaneous value.
 pub const PROCESSOR_FEEDBACK_TYPE_INSTANTANEOUS: ULONG = 0x00;
 /// `PROCESSOR_FEEDBACK_TYPE_RELATIVE` (1): the counter reads two incrementing values.
@@ -137,6 +133,8 @@ pub type PPEP_PROCESSOR_FEEDBACK_COUNTER = *mut PEP_PROCESSOR_FEEDBACK_COUNTER;
 ///
 /// `Counters` is an `ANYSIZE_ARRAY`: the buffer holds `Count` elements from offset 4, of which
 /// only the first is declared here (see [`PEP_PPM_QUERY_FEEDBACK_COUNTERS::counters_ptr`]).
+///
+/// [`PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS`]: super::PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_QUERY_FEEDBACK_COUNTERS {
@@ -200,6 +198,8 @@ assert_layout!(
 );
 
 /// `PEP_PPM_FEEDBACK_READ`: payload of [`PEP_NOTIFY_PPM_FEEDBACK_READ`].
+///
+/// [`PEP_NOTIFY_PPM_FEEDBACK_READ`]: super::PEP_NOTIFY_PPM_FEEDBACK_READ
 #[repr(C)]
 #[derive(Clone, Copy)]
 // bindgen's name for the anonymous member; kept so that generated code can replace this.

@@ -6,21 +6,13 @@ use super::types::{
     BOOLEAN, FALSE, PowerSystemUnspecified, SYSTEM_POWER_STATE, UCHAR, ULONG, ULONG64,
 };
 
-// Items that only the documentation links name, through the parent's re-exports.
-#[cfg(doc)]
-use super::{
-    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
-    PEP_NOTIFY_PPM_PERF_CONSTRAINTS, PEP_NOTIFY_PPM_PERF_SET, PEP_NOTIFY_PPM_PERF_SET_STATE,
-    PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
-    PEP_NOTIFY_PPM_QUERY_VETO_REASONS, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-};
-
 /// `PEP_PPM_QUERY_PERF_CAPABILITIES`: payload of [`PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES`].
 ///
 /// All levels are on one PEP-chosen scale shared by all processors, with
 /// `LowestPerformance <= LowestNonlinearPerformance <= NominalPerformance <=
 /// HighestPerformance`.
+///
+/// [`PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES`]: super::PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_QUERY_PERF_CAPABILITIES {
@@ -63,6 +55,8 @@ pub const PERFORMANCE_LIMIT_DOMAIN_DEPENDENCY: ULONG = 1 << 2;
 
 /// `PEP_PPM_PERF_CONSTRAINTS` (structure tag `_PEP_PPM_QUERY_PERF_CONSTRAINTS`): payload of
 /// [`PEP_NOTIFY_PPM_PERF_CONSTRAINTS`].
+///
+/// [`PEP_NOTIFY_PPM_PERF_CONSTRAINTS`]: super::PEP_NOTIFY_PPM_PERF_CONSTRAINTS
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_PERF_CONSTRAINTS {
@@ -81,6 +75,8 @@ zeroed_default!(PEP_PPM_PERF_CONSTRAINTS { GuaranteedPerformanceLimit: 0, LimitR
 pub type PPEP_PPM_PERF_CONSTRAINTS = *mut PEP_PPM_PERF_CONSTRAINTS;
 
 /// `PEP_PPM_PERF_SET`: payload of [`PEP_NOTIFY_PPM_PERF_SET`] (all in).
+///
+/// [`PEP_NOTIFY_PPM_PERF_SET`]: super::PEP_NOTIFY_PPM_PERF_SET
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_PERF_SET {
@@ -116,6 +112,8 @@ pub type PPEP_PPM_PERF_SET = *mut PEP_PPM_PERF_SET;
 /// Older kits end after `DesiredPerformanceState` (3 bytes); newer kits add
 /// `EnergyPerformancePreference` (4 bytes). Only read the last member if the caller's buffer
 /// has it.
+///
+/// [`PEP_NOTIFY_PPM_PERF_SET_STATE`]: super::PEP_NOTIFY_PPM_PERF_SET_STATE
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_PERF_SET_STATE {
@@ -160,6 +158,8 @@ pub const PROCESSOR_DOMAIN_COORDINATION_SW_ANY: UCHAR = PROCESSOR_DOMAIN_COORDIA
 pub const PROCESSOR_DOMAIN_COORDINATION_HW_ALL: UCHAR = PROCESSOR_DOMAIN_COORDIANTION_HW_ALL;
 
 /// `PEP_PPM_QUERY_PLATFORM_STATES`: payload of [`PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES`].
+///
+/// [`PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES`]: super::PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_QUERY_PLATFORM_STATES {
@@ -173,6 +173,8 @@ zeroed_default!(PEP_PPM_QUERY_PLATFORM_STATES { PlatformStateCount: 0 });
 pub type PPEP_PPM_QUERY_PLATFORM_STATES = *mut PEP_PPM_QUERY_PLATFORM_STATES;
 
 /// `PEP_PPM_QUERY_VETO_REASONS`: payload of [`PEP_NOTIFY_PPM_QUERY_VETO_REASONS`].
+///
+/// [`PEP_NOTIFY_PPM_QUERY_VETO_REASONS`]: super::PEP_NOTIFY_PPM_QUERY_VETO_REASONS
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_QUERY_VETO_REASONS {
@@ -185,6 +187,8 @@ zeroed_default!(PEP_PPM_QUERY_VETO_REASONS { VetoReasonCount: 0 });
 pub type PPEP_PPM_QUERY_VETO_REASONS = *mut PEP_PPM_QUERY_VETO_REASONS;
 
 /// `PEP_PPM_QUERY_DOMAIN_INFO`: payload of [`PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO`].
+///
+/// [`PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO`]: super::PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_QUERY_DOMAIN_INFO {
@@ -245,6 +249,8 @@ pub type PPEP_PROCESSOR_PERF_STATE = *mut PEP_PROCESSOR_PERF_STATE;
 
 /// `PEP_PPM_QUERY_DISCRETE_PERF_STATES`: payload of
 /// [`PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES`].
+///
+/// [`PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES`]: super::PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_QUERY_DISCRETE_PERF_STATES {
@@ -260,6 +266,8 @@ zeroed_default!(PEP_PPM_QUERY_DISCRETE_PERF_STATES { Count: 0, States: core::ptr
 pub type PPEP_PPM_QUERY_DISCRETE_PERF_STATES = *mut PEP_PPM_QUERY_DISCRETE_PERF_STATES;
 
 /// `PEP_PPM_ENTER_SYSTEM_STATE`: payload of [`PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE`].
+///
+/// [`PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE`]: super::PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_ENTER_SYSTEM_STATE {
@@ -273,6 +281,8 @@ zeroed_default!(PEP_PPM_ENTER_SYSTEM_STATE { TargetState: PowerSystemUnspecified
 pub type PPEP_PPM_ENTER_SYSTEM_STATE = *mut PEP_PPM_ENTER_SYSTEM_STATE;
 
 /// `PEP_PPM_RESUME_FROM_SYSTEM_STATE`: payload of [`PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE`].
+///
+/// [`PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE`]: super::PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_RESUME_FROM_SYSTEM_STATE {
@@ -286,6 +296,8 @@ zeroed_default!(PEP_PPM_RESUME_FROM_SYSTEM_STATE { TargetState: PowerSystemUnspe
 pub type PPEP_PPM_RESUME_FROM_SYSTEM_STATE = *mut PEP_PPM_RESUME_FROM_SYSTEM_STATE;
 
 /// `PEP_PPM_PERF_CHECK_COMPLETE`: payload of [`PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE`].
+///
+/// [`PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE`]: super::PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_PERF_CHECK_COMPLETE {

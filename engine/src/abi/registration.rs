@@ -8,9 +8,11 @@ use super::types::{
     ULONGLONG, USHORT,
 };
 
-// Items that only the documentation links name, through the parent's re-exports.
+// Items that only the documentation links name.
 #[cfg(doc)]
-use super::{FALSE, PEP_DPM_WORK, TRUE};
+use super::dpm::PEP_DPM_WORK;
+#[cfg(doc)]
+use super::types::{FALSE, TRUE};
 
 /// `size_of` a registration structure as the `USHORT` its `Size` member holds.
 ///

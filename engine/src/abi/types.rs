@@ -3,10 +3,6 @@
 
 use core::ffi::c_void;
 
-// Items that only the documentation links name, through the parent's re-exports.
-#[cfg(doc)]
-use super::PEP_INFORMATION;
-
 /// `ULONG`: 32-bit unsigned (LLP64 `unsigned long`).
 pub type ULONG = u32;
 /// `USHORT`: 16-bit unsigned.
@@ -64,6 +60,8 @@ pub const STATUS_INVALID_KERNEL_INFO_VERSION: NTSTATUS = 0xC000_A004_u32.cast_si
 /// The value is not in the PEP documentation; it is the `ntstatus.h` value as reproduced by
 /// public transcriptions of that header (Go and C# `NTSTATUS` tables list
 /// `STATUS_INVALID_PEP_INFO_VERSION = 0xC000A005`).
+///
+/// [`PEP_INFORMATION::Version`]: super::PEP_INFORMATION::Version
 pub const STATUS_INVALID_PEP_INFO_VERSION: NTSTATUS = 0xC000_A005_u32.cast_signed();
 
 // ---------------------------------------------------------------------------------------------
