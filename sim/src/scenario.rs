@@ -118,10 +118,10 @@ use ppm_engine::perf::PerfCapabilities;
 use ppm_engine::pmc::ReservationPolicy;
 use toml::{Table, Value};
 
-use crate::machine::{NS_PER_MS, Timeline};
-
 pub mod boot;
+pub mod timeline;
 pub use boot::{BootFault, BootSpec, RegistryValue};
+use timeline::{NS_PER_MS, Timeline};
 
 /// The most processors a scenario may simulate (32 groups of 64).
 pub const MAX_PROCESSORS: u32 = 2048;
@@ -156,6 +156,8 @@ pub const INTEL_BUS_MHZ: u32 = 100;
 pub const MIN_PMC_WIDTH: u32 = 32;
 /// The widest `platform.pmc_width`.
 pub const MAX_PMC_WIDTH: u32 = 64;
+/// The default `platform.pmc_width` (the fixed counters' width, `CPUID.0AH:EDX[12:5]`).
+pub const DEFAULT_PMC_WIDTH: u32 = 48;
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1433,7 +1435,7 @@ fn read_pmu_fields(
     }
     let width = platform
         .optional_u32("pmc_width", MIN_PMC_WIDTH..=MAX_PMC_WIDTH)?
-        .unwrap_or(crate::cpu::pmu::DEFAULT_FIXED_WIDTH);
+        .unwrap_or(DEFAULT_PMC_WIDTH);
     Ok((Some(width), platform.bool("pmu_busy", false)?))
 }
 
