@@ -6,7 +6,8 @@
 
 use std::collections::BinaryHeap;
 
-use super::{Phase, ProcessorSet, Scenario};
+use super::spec::Scenario;
+use super::types::{EventKind, Phase, ProcessorSet};
 
 /// Nanoseconds per millisecond.
 pub const NS_PER_MS: u64 = 1_000_000;
@@ -271,5 +272,58 @@ impl Iterator for Spans<'_> {
             self.next += 1;
         }
         Some(span)
+    }
+}
+
+impl Scenario {
+    /// The `hot-add` and `hot-remove` events concerning processor `index`, in the order they
+    /// happen (time, then file order): (event number, `at_ms`, added).
+    pub(super) fn hotplug_events(&self, index: u32) -> Vec<(usize, u32, bool)> {
+        let mut list: Vec<(usize, u32, bool)> = self
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, event)| event.processors.contains(index))
+            .filter_map(|(number, event)| match event.kind {
+                EventKind::HotAdd => Some((number, event.at_ms, true)),
+                EventKind::HotRemove => Some((number, event.at_ms, false)),
+                _ => None,
+            })
+            .collect();
+        list.sort_by_key(|(number, at_ms, _)| (*at_ms, *number));
+        list
+    }
+
+    /// Whether processor `index` is offered to the PEP at boot (its first `hot-add`/`hot-remove`
+    /// event, if any, is not a `hot-add`).
+    #[must_use]
+    pub fn initially_present(&self, index: u32) -> bool {
+        self.hotplug_events(index).first().is_none_or(|(_, _, added)| !added)
+    }
+
+    /// Whether processor `index` is registered with the PEP when event `number` (at `at_ms`)
+    /// happens: after every `hot-add`/`hot-remove` that comes before it (time, then file order).
+    #[must_use]
+    pub fn present_at(&self, index: u32, at_ms: u32, number: usize) -> bool {
+        self.hotplug_events(index)
+            .into_iter()
+            .rev()
+            .find(|(other, other_ms, _)| (*other_ms, *other) < (at_ms, number))
+            .map_or_else(|| self.initially_present(index), |(_, _, added)| added)
+    }
+
+    /// The `sleep` events as (event number, start ms, resume ms).
+    #[must_use]
+    pub fn sleeps(&self) -> Vec<(usize, u32, u32)> {
+        self.events
+            .iter()
+            .enumerate()
+            .filter_map(|(number, event)| match event.kind {
+                EventKind::Sleep { duration_ms, .. } => {
+                    Some((number, event.at_ms, event.at_ms.saturating_add(duration_ms)))
+                }
+                _ => None,
+            })
+            .collect()
     }
 }
