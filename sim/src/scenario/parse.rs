@@ -8,7 +8,7 @@ use ppm_engine::perf::PerfCapabilities;
 use ppm_engine::pmc::ReservationPolicy;
 use toml::{Table, Value};
 
-use super::boot::{self};
+use super::boot;
 use super::error::ScenarioError;
 use super::reader::{Reader, describe, quoted_list};
 use super::spec::Scenario;

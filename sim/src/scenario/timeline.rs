@@ -3,6 +3,10 @@
 //! A [`Timeline`] of piecewise-constant [`Load`]s is what the simulated machine runs and what
 //! the checks take as the truth ([`Activity`] over an interval). It is still the description
 //! of a machine, not the simulation: `crate::machine` builds on it, never the other way.
+//!
+//! From the `hot-add`/`hot-remove` and `sleep` events: which processors are present when
+//! ([`Scenario::initially_present`], [`Scenario::present_at`]) and when the system sleeps
+//! ([`Scenario::sleeps`]).
 
 use std::collections::BinaryHeap;
 
