@@ -9,8 +9,16 @@
 
 use ppm_engine::platform::{CpuidResult, MsrFault};
 
-use crate::machine::CounterPair;
 use crate::scenario::{CounterSourceKind, CpuKind, HardwarePerf, INTEL_BUS_MHZ, Scenario};
+
+/// The raw values of a processor's APERF and MPERF.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterPair {
+    /// `IA32_APERF`.
+    pub aperf: u64,
+    /// `IA32_MPERF`.
+    pub mperf: u64,
+}
 
 /// MSR numbers the model implements.
 pub mod msr {
@@ -76,7 +84,7 @@ pub mod pmu {
     /// Fixed-function counters (`EDX[4:0]`).
     pub const FIXED_COUNTERS: u32 = 3;
     /// The default width of the fixed counters (`EDX[12:5]`).
-    pub const DEFAULT_FIXED_WIDTH: u32 = 48;
+    pub const DEFAULT_FIXED_WIDTH: u32 = crate::scenario::DEFAULT_PMC_WIDTH;
 }
 
 /// Whether `number` is an architectural PMU register (general-purpose counters and event

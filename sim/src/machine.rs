@@ -20,17 +20,16 @@
 //! runs the load its timeline has at runtime time 0; [`Machine::start_runtime`] fixes the clock
 //! value that scenario time 0 maps to.
 
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+pub use crate::cpu::CounterPair;
 use crate::cpu::CpuModel;
-use crate::scenario::{Phase, ProcessorSet, Scenario};
+use crate::scenario::Scenario;
+pub use crate::scenario::timeline::{Activity, Load, NS_PER_MS, Segment, Spans, Timeline};
 
 pub mod pmu;
 
-/// Nanoseconds per millisecond.
-pub const NS_PER_MS: u64 = 1_000_000;
 /// Nanoseconds per microsecond.
 pub const NS_PER_US: u64 = 1_000;
 /// The platform's performance counter frequency (`KeQueryPerformanceCounter`): 10 MHz.
@@ -40,269 +39,6 @@ pub const PERFORMANCE_COUNTER_HZ: u64 = 10_000_000;
 const COUNT_SCALE: u128 = 100_000_000_000;
 /// 2^64: the counters' modulus.
 const COUNTER_MODULUS: u128 = 1 << 64;
-
-/// A load: the delivered frequency while in C0 and the C0 residency.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Load {
-    /// Delivered frequency in C0, MHz.
-    pub frequency_mhz: u32,
-    /// C0 residency, percent.
-    pub busy_percent: u32,
-}
-
-/// One piece of a [`Timeline`]: `load` from `start_ns` (runtime time) to the next segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
-    /// Runtime time the segment starts at, ns.
-    pub start_ns: u64,
-    /// The load.
-    pub load: Load,
-}
-
-/// True activity over an interval, in exact integer units.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Activity {
-    /// C0 time weighted by residency: Σ busy % × ns.
-    pub c0: u128,
-    /// Delivered cycles: Σ MHz × busy % × ns.
-    pub cycles: u128,
-}
-
-impl Activity {
-    /// Adds another interval's activity.
-    pub const fn add(&mut self, other: Self) {
-        self.c0 += other.c0;
-        self.cycles += other.cycles;
-    }
-
-    /// The C0-time-weighted delivered frequency, MHz (`None` without C0 time).
-    #[must_use]
-    #[allow(clippy::cast_precision_loss)] // A ratio reported in MHz; f64 keeps 15 digits.
-    pub fn mean_mhz(&self) -> Option<f64> {
-        (self.c0 != 0).then(|| self.cycles as f64 / self.c0 as f64)
-    }
-}
-
-/// A processor's load over runtime time: sorted segments, the first at 0.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Timeline {
-    segments: Vec<Segment>,
-}
-
-impl Timeline {
-    /// The timeline of processor `index`: at each instant the covering phase that started
-    /// last (the later in the file on a tie) applies; uncovered, the processor is idle at the
-    /// nominal frequency.
-    #[must_use]
-    pub fn for_processor(scenario: &Scenario, index: u32) -> Self {
-        let phases: Vec<(usize, &Phase)> = scenario
-            .phases
-            .iter()
-            .enumerate()
-            .filter(|(_, phase)| phase.processors.contains(index))
-            .collect();
-        Self::from_phases(scenario.platform.nominal_mhz, &phases)
-    }
-
-    /// Every processor's timeline; one pass over the phases' processor sets, then a sweep per
-    /// processor: O(phases × log phases) per processor.
-    #[must_use]
-    pub fn for_all_processors(scenario: &Scenario) -> Vec<Self> {
-        let count = usize::try_from(scenario.platform.processors).unwrap_or(0);
-        let mut per_processor: Vec<Vec<(usize, &Phase)>> = vec![Vec::new(); count];
-        let mut all: Vec<(usize, &Phase)> = Vec::new();
-        for (file_index, phase) in scenario.phases.iter().enumerate() {
-            match &phase.processors {
-                ProcessorSet::All => all.push((file_index, phase)),
-                ProcessorSet::List(list) => {
-                    for &processor in list {
-                        if let Some(phases) =
-                            usize::try_from(processor).ok().and_then(|i| per_processor.get_mut(i))
-                        {
-                            phases.push((file_index, phase));
-                        }
-                    }
-                }
-            }
-        }
-        per_processor
-            .into_iter()
-            .map(|mut phases| {
-                phases.extend(all.iter().copied());
-                phases.sort_unstable_by_key(|(file_index, _)| *file_index);
-                Self::from_phases(scenario.platform.nominal_mhz, &phases)
-            })
-            .collect()
-    }
-
-    /// The sweep: breakpoints in time order; at each, the phases starting there join a max-heap
-    /// keyed by (start, file order) and ended phases leave it lazily from the top, whose phase
-    /// is the one that applies.
-    fn from_phases(nominal_mhz: u32, phases: &[(usize, &Phase)]) -> Self {
-        let idle = Load { frequency_mhz: nominal_mhz, busy_percent: 0 };
-        let start_ns = |phase: &Phase| u64::from(phase.start_ms) * NS_PER_MS;
-        let end_ns =
-            |phase: &Phase| phase.end_ms.map_or(u64::MAX, |end| u64::from(end) * NS_PER_MS);
-        let mut breakpoints: Vec<u64> = vec![0];
-        for (_, phase) in phases {
-            breakpoints.push(start_ns(phase));
-            if phase.end_ms.is_some() {
-                breakpoints.push(end_ns(phase));
-            }
-        }
-        breakpoints.sort_unstable();
-        breakpoints.dedup();
-        let mut by_start: Vec<usize> = (0..phases.len()).collect();
-        by_start.sort_unstable_by_key(|&position| start_ns(phases[position].1));
-        let mut pending = by_start.into_iter().peekable();
-        // Max-heap of (start_ms, file index, position in `phases`).
-        let mut active: BinaryHeap<(u32, usize, usize)> = BinaryHeap::new();
-        let mut segments: Vec<Segment> = Vec::with_capacity(breakpoints.len());
-        for at_ns in breakpoints {
-            while let Some(&position) = pending.peek() {
-                let (file_index, phase) = phases[position];
-                if start_ns(phase) > at_ns {
-                    break;
-                }
-                active.push((phase.start_ms, file_index, position));
-                pending.next();
-            }
-            while let Some(&(_, _, position)) = active.peek() {
-                if end_ns(phases[position].1) > at_ns {
-                    break;
-                }
-                active.pop();
-            }
-            let load = active.peek().map_or(idle, |&(_, _, position)| Load {
-                frequency_mhz: phases[position].1.frequency_mhz,
-                busy_percent: phases[position].1.busy_percent,
-            });
-            if segments.last().is_none_or(|last| last.load != load) {
-                segments.push(Segment { start_ns: at_ns, load });
-            }
-        }
-        Self { segments }
-    }
-
-    /// A timeline of one constant load.
-    #[must_use]
-    pub fn constant(load: Load) -> Self {
-        Self { segments: vec![Segment { start_ns: 0, load }] }
-    }
-
-    /// The segments.
-    #[must_use]
-    pub fn segments(&self) -> &[Segment] {
-        &self.segments
-    }
-
-    /// The load at runtime time `at_ns` and when it next changes (`u64::MAX`: never).
-    #[must_use]
-    pub fn load_at(&self, at_ns: u64) -> (Load, u64) {
-        let next = self.segments.partition_point(|segment| segment.start_ns <= at_ns);
-        let current = next.saturating_sub(1);
-        let load = self
-            .segments
-            .get(current)
-            .map_or(Load { frequency_mhz: 1, busy_percent: 0 }, |segment| segment.load);
-        let change = self.segments.get(next).map_or(u64::MAX, |segment| segment.start_ns);
-        (load, change)
-    }
-
-    /// The spans of constant load within runtime times `[from_ns, to_ns)`: (start, end,
-    /// load), in order — one search, then a walk along the segments.
-    #[must_use]
-    pub fn spans(&self, from_ns: u64, to_ns: u64) -> Spans<'_> {
-        self.spans_near(from_ns, to_ns, usize::MAX)
-    }
-
-    /// [`Self::spans`], looking for `from_ns` first just after segment index `hint` (where an
-    /// earlier walk ended: time moves forward), searching only when it is not there.
-    #[must_use]
-    pub fn spans_near(&self, from_ns: u64, to_ns: u64, hint: usize) -> Spans<'_> {
-        let starts_at_or_before = |index: usize| {
-            self.segments.get(index).is_some_and(|segment| segment.start_ns <= from_ns)
-        };
-        let mut next = hint;
-        let hint_usable =
-            hint <= self.segments.len() && (hint == 0 || starts_at_or_before(hint - 1));
-        let mut steps = 0;
-        while hint_usable && steps < 8 && starts_at_or_before(next) {
-            next += 1;
-            steps += 1;
-        }
-        if !hint_usable || starts_at_or_before(next) {
-            next = self.segments.partition_point(|segment| segment.start_ns <= from_ns);
-        }
-        Spans { segments: &self.segments, next, at: from_ns, to_ns }
-    }
-
-    /// The true activity over runtime times `[from_ns, to_ns)`.
-    #[must_use]
-    pub fn activity(&self, from_ns: u64, to_ns: u64) -> Activity {
-        let mut activity = Activity::default();
-        for (start, end, load) in self.spans(from_ns, to_ns) {
-            let dt = u128::from(end - start);
-            let busy = u128::from(load.busy_percent);
-            activity.c0 += busy * dt;
-            activity.cycles += u128::from(load.frequency_mhz) * busy * dt;
-        }
-        activity
-    }
-
-    /// The slowest and fastest frequencies at which the processor is in C0 during
-    /// `[from_ns, to_ns)`, or `None` when it never is.
-    #[must_use]
-    pub fn frequency_range(&self, from_ns: u64, to_ns: u64) -> Option<(u32, u32)> {
-        self.spans(from_ns, to_ns)
-            .filter(|(_, _, load)| load.busy_percent > 0)
-            .map(|(_, _, load)| load.frequency_mhz)
-            .fold(None, |range, f| {
-                Some(range.map_or((f, f), |(low, high): (u32, u32)| (low.min(f), high.max(f))))
-            })
-    }
-}
-
-/// The spans of constant load of a timeline over an interval (see [`Timeline::spans`]).
-#[derive(Clone, Debug)]
-pub struct Spans<'t> {
-    segments: &'t [Segment],
-    /// The first segment starting after `at`.
-    next: usize,
-    at: u64,
-    to_ns: u64,
-}
-
-impl Spans<'_> {
-    /// The index of the first segment starting after the walk's position: a hint for the
-    /// next walk.
-    #[must_use]
-    pub const fn position(&self) -> usize {
-        self.next
-    }
-}
-
-impl Iterator for Spans<'_> {
-    type Item = (u64, u64, Load);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.at >= self.to_ns {
-            return None;
-        }
-        let load = self
-            .next
-            .checked_sub(1)
-            .and_then(|current| self.segments.get(current))
-            .map_or(Load { frequency_mhz: 1, busy_percent: 0 }, |segment| segment.load);
-        let change = self.segments.get(self.next).map_or(u64::MAX, |segment| segment.start_ns);
-        let span = (self.at, change.min(self.to_ns), load);
-        self.at = span.1;
-        while self.segments.get(self.next).is_some_and(|segment| segment.start_ns <= self.at) {
-            self.next += 1;
-        }
-        Some(span)
-    }
-}
 
 /// Why a processor's counters jumped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -337,15 +73,6 @@ pub struct Discontinuity {
     pub at_ns: u64,
     /// What happened.
     pub kind: DiscontinuityKind,
-}
-
-/// The raw values of a processor's APERF and MPERF.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CounterPair {
-    /// `IA32_APERF`.
-    pub aperf: u64,
-    /// `IA32_MPERF`.
-    pub mperf: u64,
 }
 
 /// One processor's counter state.

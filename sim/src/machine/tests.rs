@@ -140,7 +140,7 @@ fn spans_from_any_hint_follow_load_at() {
     }
     let scenario = scenario(&text);
     let timeline = Timeline::for_processor(&scenario, 0);
-    let segments = timeline.segments.len();
+    let segments = timeline.segments().len();
     for _ in 0..2000 {
         let from = next(800) * NS_PER_MS + next(NS_PER_MS);
         let to = from + next(120 * NS_PER_MS);
@@ -159,7 +159,7 @@ fn spans_from_any_hint_follow_load_at() {
         assert_eq!(at, to.max(from), "the walk covers the interval");
         if to > from {
             // Where the next walk looks first: the first segment after the interval's end.
-            let expected = timeline.segments.partition_point(|segment| segment.start_ns <= to);
+            let expected = timeline.segments().partition_point(|segment| segment.start_ns <= to);
             assert_eq!(spans.position(), expected);
         }
     }

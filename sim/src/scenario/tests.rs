@@ -1,5 +1,7 @@
 //! Unit tests of the parent module.
 
+use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
+
 use super::*;
 
 const MINIMAL: &str =

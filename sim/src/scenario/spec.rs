@@ -1,0 +1,26 @@
+//! [`Scenario`]: the whole validated description, every table's spec together with how
+//! `DriverEntry` boots ([`super::boot`]).
+
+use super::boot::BootSpec;
+use super::types::{ConfigSpec, Event, Phase, PlatformSpec, PofxSpec};
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scenario {
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// `[platform]`.
+    pub platform: PlatformSpec,
+    /// `[pofx]`.
+    pub pofx: PofxSpec,
+    /// `[config]`.
+    pub config: ConfigSpec,
+    /// `[[phase]]`, in file order.
+    pub phases: Vec<Phase>,
+    /// `[[event]]`, in file order.
+    pub events: Vec<Event>,
+    /// `[registry]` (with `[config]`'s values) and `[[fault]]`: how `DriverEntry` boots.
+    pub boot: BootSpec,
+}
