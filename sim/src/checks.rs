@@ -14,21 +14,15 @@ use ppm_engine::abi::{
 use serde::Serialize;
 
 use crate::cpu::{is_pmu_msr, msr};
+use crate::machine::Machine;
 use crate::machine::pmu::{AccessContext, MsrAccess};
-use crate::machine::{Activity, Machine};
-use crate::pofx::{Observations, ProbeKind, ProcessorRecord};
+use crate::pofx::{Findings, Observations, ProbeKind, ProcessorRecord};
 use crate::scenario::Scenario;
 
 pub mod boot;
 mod lifecycle;
-pub mod reads;
 
-pub use reads::{Findings, ReadDigest};
-
-/// The largest relative error `feedback.accuracy` accepts: 0.1 %.
-pub const ACCURACY_TOLERANCE: f64 = 0.001;
-/// How far an interval's rate may stray outside the true frequency range: 1 %.
-pub const SPIKE_TOLERANCE: f64 = 0.01;
+pub use crate::pofx::{ACCURACY_TOLERANCE, CounterMetrics, SPIKE_TOLERANCE};
 
 /// The checks, in report order: the boot checks, then [`RUNTIME_CHECKS`].
 pub const CHECK_IDS: [&str; 35] = {
@@ -115,72 +109,6 @@ impl CheckResult {
             let _ = write!(detail, "; and {} more", failures.len() - 3);
         }
         Self::new(id, false, detail)
-    }
-}
-
-/// One counter's measurements on one processor.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CounterMetrics {
-    /// `CounterIndex`.
-    pub counter_index: u32,
-    /// The descriptor's `NominalRate`.
-    pub nominal_rate: u32,
-    /// Reads the PEP served (TRUE).
-    pub served: usize,
-    /// Every served read's counts were at least the previous ones.
-    pub monotonic: bool,
-    /// `ΣΔNominal`, `ΣΔActual` over the served reads (may be negative when not monotonic).
-    pub delta_nominal: i128,
-    /// `ΣΔActual`.
-    pub delta_actual: i128,
-    /// The true activity over the intervals between served reads without a counter
-    /// discontinuity (the intervals a correct PEP accounts).
-    pub expected: Activity,
-    /// Intervals whose rate was outside the true frequency range (descriptions).
-    pub spikes: Findings,
-    /// Intervals without a counter discontinuity whose `ΔNominal` is not the nominal counts
-    /// the processor made (descriptions): an interval dropped (a wrap taken for a reset) or
-    /// counts invented.
-    pub dropped: Findings,
-    /// Intervals touching a counter discontinuity (a correct PEP may lose them).
-    pub exempt: usize,
-    /// Intervals whose own rate was compared with the truth of that interval.
-    pub intervals_checked: usize,
-    /// Intervals whose rate missed the truth by more than their tolerance (descriptions).
-    pub interval_errors: Findings,
-    /// The interval closest to its tolerance: (error, tolerance), in parts per million.
-    pub worst_interval_ppm: (u64, u64),
-}
-
-impl CounterMetrics {
-    /// No intervals yet.
-    #[must_use]
-    pub const fn new(counter_index: u32, nominal_rate: u32) -> Self {
-        Self {
-            counter_index,
-            nominal_rate,
-            served: 0,
-            monotonic: true,
-            delta_nominal: 0,
-            delta_actual: 0,
-            expected: Activity { c0: 0, cycles: 0 },
-            spikes: Findings::new(),
-            dropped: Findings::new(),
-            exempt: 0,
-            intervals_checked: 0,
-            interval_errors: Findings::new(),
-            worst_interval_ppm: (0, 1),
-        }
-    }
-
-    /// `NominalRate × ΣΔActual / ΣΔNominal`, as Windows computes it (`None` when `ΣΔNominal` is
-    /// not positive).
-    #[must_use]
-    #[allow(clippy::cast_precision_loss)] // Reported rates; f64 keeps 15 digits.
-    pub fn measured(&self) -> Option<f64> {
-        (self.delta_nominal > 0).then(|| {
-            f64::from(self.nominal_rate) * self.delta_actual as f64 / self.delta_nominal as f64
-        })
     }
 }
 

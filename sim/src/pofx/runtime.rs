@@ -34,62 +34,16 @@ use ppm_engine::abi::{
     PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_RESUME_FROM_SYSTEM_STATE, PEP_UNREGISTER_DEVICE, ULONG,
 };
 
+use super::boot::initialise_processor;
+use super::caller::{Engine, Payload, handle, utf16};
 use super::nested::NestingSetup;
-use super::{
-    Action, DeviceRecord, Emulator, Engine, Payload, Probe, ProbeInputs, ProbeKind,
-    ProcessorRecord, Tally, handle, initialise_processor, refused_read_probe, sample_processor,
-    stale_handle_probes, utf16,
-};
+use super::observations::{ProcessorRecord, Tally};
+use super::probes::{ProbeInputs, refused_read_probe, stale_handle_probes};
+use super::records::{DeviceRecord, HotplugChange, HotplugRecord, Probe, ProbeKind, SleepRecord};
+use super::sample::sample_processor;
+use super::{Action, Emulator};
 use crate::machine::{Machine, NS_PER_MS};
-use crate::scenario::{EventKind, Scenario, SleepState};
-
-/// A `hot-add` or `hot-remove`, as the device side carried it out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HotplugRecord {
-    /// The event's index in the scenario.
-    pub event: usize,
-    /// Runtime time, ms.
-    pub at_ms: u32,
-    /// The processor.
-    pub processor: u32,
-    /// What happened.
-    pub change: HotplugChange,
-}
-
-/// What a [`HotplugRecord`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HotplugChange {
-    /// The processor was offered: its [`DeviceRecord`] is `Observations::devices[device]`
-    /// (registered and started there; its queries are in its processor record).
-    Added {
-        /// The index of its device record.
-        device: usize,
-    },
-    /// `PEP_DPM_UNREGISTER_DEVICE` of the processor's handle.
-    Removed {
-        /// The handle unregistered (`None`: the processor had no live handle; nothing was sent).
-        handle: Option<usize>,
-        /// The callback's return value.
-        returned: bool,
-        /// Calls with the stale handle afterwards, each of which must be refused.
-        stale_probes: Vec<Probe>,
-    },
-}
-
-/// A `sleep`, as the processors saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SleepRecord {
-    /// The event's index in the scenario.
-    pub event: usize,
-    /// The state entered.
-    pub state: SleepState,
-    /// Runtime times of the sleep's start and of the resume, ms.
-    pub window_ms: (u32, u32),
-    /// `ENTER_SYSTEM_STATE` per processor with a live handle: (processor, returned).
-    pub entered: Vec<(u32, bool)>,
-    /// `RESUME_FROM_SYSTEM_STATE` likewise.
-    pub resumed: Vec<(u32, bool)>,
-}
+use crate::scenario::{EventKind, Scenario};
 
 /// The order of items: time, action (the schedule's order at one instant), step (within an
 /// action), processor.
@@ -596,78 +550,6 @@ fn entry_items(scenario: &Scenario, at_ns: u64, action: Action, share: Share) ->
 }
 
 impl Emulator<'_> {
-    /// The runtime's actions in time order (at one instant in [`Action`] order): a sample
-    /// every interval from 0 to the end (none while the system sleeps), the probes after the
-    /// first, the events, the ends of fault windows, the power-ons and resumes of sleeps. The
-    /// counters of `counter-near-wrap` processors are set here, before the first read.
-    pub(super) fn schedule(&self) -> Vec<(u64, Action)> {
-        let pofx = self.scenario.pofx;
-        let interval = u64::from(pofx.sample_interval_ms) * NS_PER_MS;
-        let duration = u64::from(pofx.duration_ms) * NS_PER_MS;
-        let sleeps: Vec<(u64, u64)> = self
-            .scenario
-            .sleeps()
-            .into_iter()
-            .map(|(_, start, resume)| (u64::from(start) * NS_PER_MS, u64::from(resume) * NS_PER_MS))
-            .collect();
-        let mut schedule: Vec<(u64, Action)> = Vec::new();
-        let mut at = 0;
-        while at <= duration {
-            if !sleeps.iter().any(|(start, resume)| *start < at && at < *resume) {
-                schedule.push((at, Action::Sample));
-            }
-            at += interval;
-        }
-        schedule.push((0, Action::Probes));
-        for (number, event) in self.scenario.events.iter().enumerate() {
-            let at = u64::from(event.at_ms) * NS_PER_MS;
-            match event.kind {
-                EventKind::CounterNearWrap => {
-                    // Before the first read: the counters start the runtime just below 2^64
-                    // (the fixed counters, on a fixed-pmc machine, just below 2^width).
-                    for index in event.processors.indexes(self.processor_count()) {
-                        if self.scenario.uses_fixed_counters() {
-                            let _ = self.machine.set_fixed_near_wrap(index, at);
-                        } else {
-                            let _ = self.machine.set_near_wrap(index, at);
-                        }
-                    }
-                }
-                EventKind::PmuReprogrammed { duration_ms, .. } => {
-                    schedule.push((at, Action::Event(number)));
-                    let end = duration_ms.map(|length| at + u64::from(length) * NS_PER_MS);
-                    if let Some(end) = end.filter(|end| *end <= duration) {
-                        schedule.push((end, Action::PmuResume(number)));
-                    }
-                }
-                // The end of either window is an `EndFault`.
-                EventKind::MsrFault { duration_ms } | EventKind::CountersZero { duration_ms } => {
-                    schedule.push((at, Action::Event(number)));
-                    if let Some(length) = duration_ms {
-                        let end = at + u64::from(length) * NS_PER_MS;
-                        if end <= duration {
-                            schedule.push((end, Action::EndFault(number)));
-                        }
-                    }
-                }
-                EventKind::Sleep { state, duration_ms } => {
-                    schedule.push((at, Action::Event(number)));
-                    let resume = at + u64::from(duration_ms) * NS_PER_MS;
-                    let lead = u64::from(state.power_on_lead_ms(duration_ms)) * NS_PER_MS;
-                    schedule.push((resume - lead, Action::PowerOn(number)));
-                    schedule.push((resume, Action::Resume(number)));
-                }
-                EventKind::CounterReset
-                | EventKind::WrongProcessorRead { .. }
-                | EventKind::HotAdd
-                | EventKind::HotRemove
-                | EventKind::Smi { .. } => schedule.push((at, Action::Event(number))),
-            }
-        }
-        schedule.sort_unstable();
-        schedule
-    }
-
     /// Runs the items, on this thread or on processor threads with this thread as the device
     /// side, and merges what every thread observed into the observations.
     pub(super) fn run_items(&mut self, engine: &Engine, origin: u64, schedule: &[(u64, Action)]) {
