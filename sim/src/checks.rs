@@ -4,6 +4,12 @@
 //! a scenario (no counters to read, a single processor) passes with a detail starting
 //! `not applicable:`; when registration failed, every other check fails with `not run:`.
 //! [`CHECK_IDS`] lists them in report order.
+//!
+//! This module holds the one table of (id, check) and [`evaluate`]; the checks themselves are
+//! methods of one context, by family: `boot`, `dpm` (devices, boot queries and the refusal
+//! probes), `capabilities` (the answers of initialisation), `feedback` (the runtime's reads),
+//! `lifecycle` (hot-plug, sleep, re-entrancy) and `pmc` (MSR and PMU access). They read the
+//! emulator's observations ([`crate::pofx`]) and nothing else of it.
 
 use std::fmt::Write as _;
 

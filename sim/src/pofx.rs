@@ -10,6 +10,15 @@
 //! processor with a device thread beside them (`[pofx] threads`; see the `runtime` submodule),
 //! optionally with nested notifications interrupting every read (`[pofx]
 //! nested_notifications`; see [`NestedCall`]).
+//!
+//! The submodules are layers, each using only those before it: `records` (plain per-call
+//! records), `caller` (the engine's C callbacks called the way PoFx calls them), `analysis`
+//! (how a call's platform trace read the counters), `digest` (the runtime's reads, digested as
+//! they are made), `observations` (the per-processor records and the run's [`Observations`]),
+//! `probes`, `nested`, `sample`, `boot`, `schedule` and `runtime` (what the emulated OS does,
+//! most of it as methods of [`Emulator`]). This module holds [`RunOptions`] and the
+//! [`Emulator`]'s orchestration. The checks ([`crate::checks`]) consume the observations;
+//! nothing here uses them.
 
 use std::sync::Arc;
 
