@@ -27,36 +27,8 @@ use ppm_engine::driver::registry::{Lookup, VALUE_BUFFER_BYTES, ValueSource};
 use ppm_engine::driver::{self, KernelServices, LogLevel, Outcome, PoolBlock, StateKey, registry};
 
 use crate::machine::Machine;
-use crate::platform::{OnProcessor, SimPlatform};
+use crate::platform::{DriverSetup, OnProcessor, SimPlatform};
 use crate::scenario::{BootFault, Scenario};
-
-thread_local! {
-    /// The calling thread is the driver reserving the PMU and enabling the counters.
-    static DRIVER_SETUP: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the calling thread is in `DriverEntry` (for the MSR access log: the PMU control
-/// writes made there are the driver's own setup).
-#[must_use]
-pub fn in_driver_setup() -> bool {
-    DRIVER_SETUP.with(Cell::get)
-}
-
-/// Marks the calling thread as `DriverEntry` while alive.
-struct DriverSetup;
-
-impl DriverSetup {
-    fn enter() -> Self {
-        DRIVER_SETUP.with(|setup| setup.set(true));
-        Self
-    }
-}
-
-impl Drop for DriverSetup {
-    fn drop(&mut self) {
-        DRIVER_SETUP.with(|setup| setup.set(false));
-    }
-}
 
 /// Deliberately broken kernel services, standing for a driver that gets the unwinding or the
 /// reporting wrong: each makes one `boot.*` check fail (`tests/checks_can_fail.rs`).

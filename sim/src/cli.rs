@@ -512,7 +512,7 @@ mod progress {
     use std::sync::{Arc, Mutex, PoisonError};
     use std::time::{Duration, Instant};
 
-    use crate::checks::reads::{ReadObserver, TracedRead};
+    use crate::pofx::{ReadObserver, TracedRead};
     use crate::scenario::Scenario;
 
     /// Whether a progress line is on the terminal.

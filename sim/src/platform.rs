@@ -201,6 +201,37 @@ pub fn while_resuming<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+thread_local! {
+    /// The calling thread is the driver reserving the PMU and enabling the counters.
+    static DRIVER_SETUP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is in `DriverEntry` (for the MSR access log: the PMU control
+/// writes made there are the driver's own setup).
+#[must_use]
+pub fn in_driver_setup() -> bool {
+    DRIVER_SETUP.with(Cell::get)
+}
+
+/// Marks the calling thread as `DriverEntry` while alive (the emulated kernel holds one
+/// around the engine's `DriverEntry` sequence).
+pub struct DriverSetup;
+
+impl DriverSetup {
+    /// Marks the calling thread until the guard is dropped.
+    #[must_use]
+    pub fn enter() -> Self {
+        DRIVER_SETUP.with(|setup| setup.set(true));
+        Self
+    }
+}
+
+impl Drop for DriverSetup {
+    fn drop(&mut self) {
+        DRIVER_SETUP.with(|setup| setup.set(false));
+    }
+}
+
 /// While alive, the calling thread models interrupts arriving during the engine's calls.
 ///
 /// Every platform call then takes `call_ns` of the processor's time (so that the counters
@@ -359,7 +390,7 @@ impl SimPlatform {
         previous: Option<u64>,
         ok: bool,
     ) {
-        let context = if crate::boot::in_driver_setup() {
+        let context = if in_driver_setup() {
             AccessContext::DriverSetup
         } else if RESUMING.with(Cell::get) {
             AccessContext::Resume

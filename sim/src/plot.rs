@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use plotters::prelude::*;
 
-use crate::checks::reads::{ReadObserver, TracedRead};
+use crate::pofx::{ReadObserver, TracedRead};
 use crate::scenario::Scenario;
 
 /// The most processors one plot shows.

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-use crate::checks::reads::{ReadObserver, TracedRead};
+use crate::pofx::{ReadObserver, TracedRead};
 
 /// One CSV row.
 #[derive(Debug, Serialize)]

@@ -1,9 +1,8 @@
 //! The checks of the runtime's lifecycle events and of re-entrancy: `dpm.hotplug`,
 //! `ppm.system_state` and `feedback.reentrancy`.
 
-use crate::pofx::{HotplugChange, ProcessorRecord};
+use crate::pofx::{Findings, HotplugChange, ProcessorRecord};
 
-use super::reads::Findings;
 use super::{CheckResult, Context};
 
 impl Context<'_> {

@@ -19,56 +19,15 @@ use ppm_engine::abi::{
     PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_PPM_PERF_CHECK_COMPLETE, ULONG,
 };
 
-use super::{
-    Payload, PpmCallback, RawRead, SENTINEL, analyse_read, capabilities_sentinel,
-    capabilities_untouched, data, feedback_read, handle, raw_read, read_counts,
-};
+use super::analysis::{analyse_read, raw_read};
+use super::caller::{Payload, PpmCallback, SENTINEL, data, feedback_read, handle, read_counts};
+use super::probes::{capabilities_sentinel, capabilities_untouched};
+use super::records::{NestedCall, NestedNotification};
 use crate::platform::{self, InjectionPoint, NestingHook, PlatformOp};
 
 /// The simulated time every platform call takes while nested notifications are modelled, ns
 /// (about an MSR read's cost), so that the counters move between two calls.
 pub const PLATFORM_CALL_NS: u64 = 50;
-
-/// Which nested notification was delivered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NestedNotification {
-    /// `FEEDBACK_READ` of the interrupted read's own handle and counter: must be served.
-    OwnRead,
-    /// `FEEDBACK_READ` of a handle bound to another processor: must be refused untouched.
-    ForeignRead,
-    /// `QUERY_CAPABILITIES` with the interrupted read's handle: the answer of initialisation.
-    QueryCapabilities,
-    /// `PERF_CHECK_COMPLETE` with a NULL handle: acknowledged.
-    PerfCheckComplete,
-}
-
-/// One nested notification delivered during a runtime `FEEDBACK_READ`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(clippy::struct_excessive_bools)] // Independent observations, not a state.
-pub struct NestedCall {
-    /// Where the interrupted call was.
-    pub point: InjectionPoint,
-    /// Whether interrupts were masked there (never, on a faithful platform).
-    pub masked: bool,
-    /// What was delivered.
-    pub notification: NestedNotification,
-    /// The handle passed.
-    pub handle: usize,
-    /// The callback's return value.
-    pub returned: bool,
-    /// `FEEDBACK_READ`: `NominalCount` after the call.
-    pub nominal: u64,
-    /// `FEEDBACK_READ`: `ActualCount` after the call.
-    pub actual: u64,
-    /// `QUERY_CAPABILITIES`: `FeedbackCounterCount` and `IdleStateCount` after the call.
-    pub capabilities: Option<(u32, u32)>,
-    /// `FEEDBACK_READ`: the raw counter values it read.
-    pub raw: Option<RawRead>,
-    /// Whether an MSR read faulted during the call.
-    pub faulted: bool,
-    /// Whether its data was left as it was.
-    pub untouched: bool,
-}
 
 /// What the sampler needs to deliver nested notifications for one processor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,12 @@
 //! Unit tests of the parent module.
 
-use super::*;
+use super::analysis::analyse_read;
+use super::caller::Engine;
+use super::records::PairAccess;
+use crate::cpu::msr;
+use crate::machine::Machine;
 use crate::platform::MsrRead;
+use crate::platform::PlatformOp;
 
 fn read(msr: u32, masked: bool, epoch: u64) -> PlatformOp {
     PlatformOp::ReadMsr(MsrRead {

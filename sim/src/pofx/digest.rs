@@ -13,12 +13,21 @@
 //! past every folded read, which is all the checks ask of it.
 
 use crate::machine::{Activity, Discontinuity, DiscontinuityKind, Machine, NS_PER_MS};
-use crate::pofx::{NestedNotification, PairAccess, RawRead, ReadRecord};
 use crate::scenario::Scenario;
 
 use ppm_engine::counters::PAIR_BOUND_NS;
 
-use super::{ACCURACY_TOLERANCE, CounterMetrics, SPIKE_TOLERANCE};
+use super::records::{PairAccess, RawRead, ReadRecord};
+
+mod events;
+mod interval;
+
+use interval::{Interval, interval, interval_accuracy, traced_interval};
+
+/// The largest relative error `feedback.accuracy` accepts: 0.1 %.
+pub const ACCURACY_TOLERANCE: f64 = 0.001;
+/// How far an interval's rate may stray outside the true frequency range: 1 %.
+pub const SPIKE_TOLERANCE: f64 = 0.01;
 
 /// Findings of one kind: the first [`Findings::KEPT`] as text, in order, the rest counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -587,416 +596,69 @@ impl ReadDigest {
     }
 }
 
-/// One interval between consecutive served reads of a counter on one handle: what every
-/// measurement of it starts from.
-struct Interval<'r> {
-    before: &'r ReadRecord,
-    after: &'r ReadRecord,
-    /// `ΔNominalCount` (negative when the PEP went backwards).
-    delta_nominal: i128,
-    /// `ΔActualCount`.
-    delta_actual: i128,
-    /// The counters jumped within it (see [`Facts::breaks`]).
-    across_break: bool,
-    /// The processor's true activity over it.
-    activity: Activity,
-    /// Its slowest and fastest C0 frequencies.
-    range: Option<(u32, u32)>,
+/// One counter's measurements on one processor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterMetrics {
+    /// `CounterIndex`.
+    pub counter_index: u32,
+    /// The descriptor's `NominalRate`.
+    pub nominal_rate: u32,
+    /// Reads the PEP served (TRUE).
+    pub served: usize,
+    /// Every served read's counts were at least the previous ones.
+    pub monotonic: bool,
+    /// `ΣΔNominal`, `ΣΔActual` over the served reads (may be negative when not monotonic).
+    pub delta_nominal: i128,
+    /// `ΣΔActual`.
+    pub delta_actual: i128,
+    /// The true activity over the intervals between served reads without a counter
+    /// discontinuity (the intervals a correct PEP accounts).
+    pub expected: Activity,
+    /// Intervals whose rate was outside the true frequency range (descriptions).
+    pub spikes: Findings,
+    /// Intervals without a counter discontinuity whose `ΔNominal` is not the nominal counts
+    /// the processor made (descriptions): an interval dropped (a wrap taken for a reset) or
+    /// counts invented.
+    pub dropped: Findings,
+    /// Intervals touching a counter discontinuity (a correct PEP may lose them).
+    pub exempt: usize,
+    /// Intervals whose own rate was compared with the truth of that interval.
+    pub intervals_checked: usize,
+    /// Intervals whose rate missed the truth by more than their tolerance (descriptions).
+    pub interval_errors: Findings,
+    /// The interval closest to its tolerance: (error, tolerance), in parts per million.
+    pub worst_interval_ppm: (u64, u64),
 }
 
-impl<'r> Interval<'r> {
-    fn new(
-        facts: &Facts<'_>,
-        before: &'r ReadRecord,
-        after: &'r ReadRecord,
-        activity: Activity,
-        range: Option<(u32, u32)>,
-    ) -> Self {
+impl CounterMetrics {
+    /// No intervals yet.
+    #[must_use]
+    pub const fn new(counter_index: u32, nominal_rate: u32) -> Self {
         Self {
-            before,
-            after,
-            delta_nominal: i128::from(after.nominal) - i128::from(before.nominal),
-            delta_actual: i128::from(after.actual) - i128::from(before.actual),
-            across_break: facts
-                .breaks
-                .iter()
-                .any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to),
-            activity,
-            range,
+            counter_index,
+            nominal_rate,
+            served: 0,
+            monotonic: true,
+            delta_nominal: 0,
+            delta_actual: 0,
+            expected: Activity { c0: 0, cycles: 0 },
+            spikes: Findings::new(),
+            dropped: Findings::new(),
+            exempt: 0,
+            intervals_checked: 0,
+            interval_errors: Findings::new(),
+            worst_interval_ppm: (0, 1),
         }
     }
-}
 
-/// The whole-run measurements of one interval: its counts, monotonicity, the truth it adds,
-/// spikes and dropped counts.
-#[allow(clippy::cast_precision_loss)] // Times in milliseconds, for the messages.
-fn interval(facts: &Facts<'_>, metrics: &mut CounterMetrics, pair: &Interval<'_>) {
-    let Interval { before, after, delta_nominal, delta_actual, activity, range, .. } = *pair;
-    metrics.delta_nominal += delta_nominal;
-    metrics.delta_actual += delta_actual;
-    if delta_nominal < 0 || delta_actual < 0 {
-        metrics.monotonic = false;
-        return;
-    }
-    if pair.across_break {
-        metrics.exempt += 1;
-        if excessive(facts, (delta_nominal, delta_actual), activity) {
-            metrics.spikes.push_with(|| {
-                excess_message(facts, after, (delta_nominal, delta_actual), activity)
-            });
-        }
-    } else {
-        metrics.expected.add(activity);
-        if let Some(made) = dropped(facts, delta_nominal, activity) {
-            metrics.dropped.push_with(|| {
-                let from = facts.machine.runtime_ns(before.at_ns) as f64 / 1e6;
-                let to = facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
-                format!("{from}..{to} ms: ΔNominal {delta_nominal}, but the processor made {made:.0} nominal counts and its counters did not jump")
-            });
-        }
-    }
-    if let Some(spike) = spike(facts, after, range, delta_nominal, delta_actual) {
-        metrics.spikes.push(spike);
-    } else if facts
-        .zero_windows
-        .iter()
-        .any(|(from, to)| *from <= before.at_ns && after.at_ns <= *to)
-        && (delta_nominal, delta_actual) != (0, 0)
-    {
-        metrics.spikes.push_with(|| {
-            format!(
-                "{} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} reported after the counters stopped (they read 0)",
-                facts.runtime_ms(after.at_ns)
-            )
-        });
-    }
-}
-
-/// The interval between two served reads as `--trace` shows it.
-#[allow(clippy::cast_precision_loss)] // Rates; f64 keeps 15 digits.
-fn traced_interval(facts: &Facts<'_>, pair: &Interval<'_>) -> TracedInterval {
-    let (delta_nominal, delta_actual) = (pair.delta_nominal, pair.delta_actual);
-    TracedInterval {
-        delta_nominal,
-        delta_actual,
-        measured_mhz: (delta_nominal > 0).then(|| {
-            f64::from(facts.frequency_rate_mhz) * delta_actual as f64 / delta_nominal as f64
-        }),
-        true_mhz: pair.activity.mean_mhz(),
-        discontinuity: pair.across_break,
-    }
-}
-
-/// `feedback.interval_accuracy` for one interval between served reads: the rate Windows
-/// computes from it (`ΔActual / ΔNominal`, a ratio to the nominal rate) against the true one
-/// over that interval (delivered cycles over nominal cycles in C0), within
-/// [`ACCURACY_TOLERANCE`], two counts of rounding each way, and the counts the interval's two
-/// pairs may have made between their actual and their nominal read (`skew_cycles`, see
-/// [`IntervalBound`]). Intervals touching a counter discontinuity or spent idle are not
-/// compared.
-#[allow(
-    clippy::cast_precision_loss,
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    reason = "ratios of counts (f64 keeps 15 digits) and non-negative parts per million"
-)]
-fn interval_accuracy(
-    facts: &Facts<'_>,
-    skew_cycles: u128,
-    metrics: &mut CounterMetrics,
-    pair: &Interval<'_>,
-) {
-    let Interval { before, after, delta_nominal, delta_actual, activity, .. } = *pair;
-    if pair.across_break
-        || activity.c0 == 0
-        || activity.cycles == 0
-        || delta_nominal <= 0
-        || delta_actual < 0
-    {
-        return;
-    }
-    metrics.intervals_checked += 1;
-    let measured = delta_actual as f64 / delta_nominal as f64;
-    // Delivered MHz × busy % × ns over nominal MHz × busy % × ns.
-    let truth = activity.cycles as f64 / (facts.nominal_mhz * activity.c0 as f64);
-    let error = (measured - truth).abs() / truth;
-    // Cycles are in activity units (MHz × busy % × ns), as the truth's.
-    let rounding = 2.0 / delta_nominal as f64 + 2.0 / delta_actual.max(1) as f64;
-    let allowed = ACCURACY_TOLERANCE + skew_cycles as f64 / activity.cycles as f64 + rounding;
-    let ppm = |value: f64| (value * 1e6).round() as u64;
-    let (worst_error, worst_allowed) = metrics.worst_interval_ppm;
-    if error * (worst_allowed as f64) >= (worst_error as f64) * allowed {
-        metrics.worst_interval_ppm = (ppm(error), ppm(allowed).max(1));
-    }
-    if error > allowed {
-        metrics.interval_errors.push_with(|| {
-            let from = facts.machine.runtime_ns(before.at_ns) as f64 / 1e6;
-            let to = facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
-            format!(
-                "{from}..{to} ms: {:.1} MHz measured, {:.1} MHz true: {:.3} % off, {:.3} % allowed",
-                measured * facts.nominal_mhz,
-                truth * facts.nominal_mhz,
-                error * 100.0,
-                allowed * 100.0
-            )
-        });
-    }
-}
-
-/// Whether an interval across a counter discontinuity (which a PEP may lose) reports more
-/// counts than the processor can have made in it (within 2 counts and 0.1 %): a reset, a wrap
-/// or counters that came back turned into a huge delta. The true activity is an upper bound (a
-/// sleeping or stopped processor counts less).
-#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
-fn excessive(
-    facts: &Facts<'_>,
-    (delta_nominal, delta_actual): (i128, i128),
-    activity: Activity,
-) -> bool {
-    // Counts = MHz × busy % × ns / 100 000.
-    let nominal = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
-    let actual = activity.cycles as f64 / 100_000.0;
-    let over =
-        |reported: i128, made: f64| reported as f64 > made.mul_add(1.0 + ACCURACY_TOLERANCE, 2.0);
-    over(delta_nominal, nominal) || over(delta_actual, actual)
-}
-
-#[allow(clippy::cast_precision_loss)] // A time and counts, for the message.
-fn excess_message(
-    facts: &Facts<'_>,
-    after: &ReadRecord,
-    (delta_nominal, delta_actual): (i128, i128),
-    activity: Activity,
-) -> String {
-    let nominal = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
-    let actual = activity.cycles as f64 / 100_000.0;
-    let at_ms = facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
-    format!(
-        "{at_ms} ms: ΔNominal {delta_nominal}, ΔActual {delta_actual} across a counter discontinuity, more than the {nominal:.0}/{actual:.0} counts the processor made"
-    )
-}
-
-/// The nominal counts the processor made, when an interval without a counter discontinuity
-/// reports other nominal counts (within 2 counts and 0.1 %, for the counts' integer rounding
-/// and the time the read itself takes): an interval a PEP dropped, or counts it invented.
-#[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
-fn dropped(facts: &Facts<'_>, delta_nominal: i128, activity: Activity) -> Option<f64> {
-    // Nominal counts = MHz × busy % × ns / 100 000.
-    let made = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
-    let reported = delta_nominal as f64;
-    ((reported - made).abs() > 2.0 + made * ACCURACY_TOLERANCE).then_some(made)
-}
-
-/// Whether one interval's rate is implausible: outside the slowest..fastest C0 frequency of the
-/// interval (±1 %), activity reported while the processor never left idle, or actual counts
-/// with no nominal counts.
-#[allow(clippy::cast_precision_loss)] // Ratios of counts; f64 keeps 15 digits.
-fn spike(
-    facts: &Facts<'_>,
-    after: &ReadRecord,
-    range: Option<(u32, u32)>,
-    delta_nominal: i128,
-    delta_actual: i128,
-) -> Option<String> {
-    let at_ms = || facts.machine.runtime_ns(after.at_ns) as f64 / 1e6;
-    if delta_nominal == 0 {
-        return (delta_actual > 0)
-            .then(|| format!("{} ms: ΔActual {delta_actual} with ΔNominal 0", at_ms()));
-    }
-    let rate = facts.nominal_mhz * delta_actual as f64 / delta_nominal as f64;
-    match range {
-        None => {
-            Some(format!("{} ms: {rate:.1} MHz reported while the processor was idle", at_ms()))
-        }
-        Some((slowest, fastest)) => {
-            let low = f64::from(slowest) * (1.0 - SPIKE_TOLERANCE);
-            let high = f64::from(fastest) * (1.0 + SPIKE_TOLERANCE);
-            (!(low..=high).contains(&rate)).then(|| {
-                format!("{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz", at_ms())
-            })
-        }
-    }
-}
-
-impl SleepDigest {
-    /// An interval between served reads of `counter` on one handle: when it spans the sleep
-    /// (from before its start to after the resume), it must not report more than the counts
-    /// the processor made since it was powered on again (the raw values the second read saw).
-    fn interval(
-        &mut self,
-        facts: &Facts<'_>,
-        counter: u32,
-        first: &ReadRecord,
-        second: &ReadRecord,
-    ) {
-        // The OS does not read while the system sleeps: a pair with its first read before
-        // the resume (the last sample, at or just after the sleep's start, comes before
-        // ENTER_SYSTEM_STATE) and its second after it spans the sleep.
-        let resume_ns = self.resume_ns;
-        if facts.machine.runtime_ns(first.at_ns) >= resume_ns
-            || facts.machine.runtime_ns(second.at_ns) < resume_ns
-        {
-            return;
-        }
-        self.across += 1;
-        let mut since = second.raw.map_or((0, 0), |raw| (raw.nominal, raw.actual));
-        // ARM64: the reported constant count is scaled to NominalRate (and rounded, one more).
-        if let Some(scaled) = facts.scaled_nominal(since.0) {
-            since.0 = scaled.saturating_add(1);
-        }
-        let delta =
-            (second.nominal.wrapping_sub(first.nominal), second.actual.wrapping_sub(first.actual));
-        if delta.0 > since.0 || delta.1 > since.1 {
-            self.failures.push_with(|| {
-                format!(
-                    "processor {} counter {counter}: ΔNominal {}, ΔActual {} across the sleep, more than the {}/{} counts since the processor was powered on again",
-                    facts.index, delta.0, delta.1, since.0, since.1
-                )
-            });
-        }
-    }
-}
-
-impl NestedDigest {
-    fn fold(&mut self, facts: &Facts<'_>, capabilities: Option<(u32, u32)>, read: &ReadRecord) {
-        self.outer += usize::from(read.returned);
-        for call in &read.nested {
-            self.calls += 1;
-            let name = || {
-                format!(
-                    "processor {} at {} ms, nested {:?} at {:?}",
-                    facts.index,
-                    facts.runtime_ms(read.at_ns),
-                    call.notification,
-                    call.point
-                )
-            };
-            if call.masked {
-                self.masked.push_with(|| format!("{}: delivered inside a masked section", name()));
-            }
-            let problem = match call.notification {
-                NestedNotification::OwnRead => {
-                    self.points += 1;
-                    self.nested += usize::from(call.returned);
-                    (!call.returned && !call.faulted).then_some("refused with working counters")
-                }
-                NestedNotification::ForeignRead => (call.returned || !call.untouched)
-                    .then_some("a handle bound to another processor was served"),
-                NestedNotification::QueryCapabilities => (!call.returned
-                    || call.capabilities != capabilities)
-                    .then_some("answered other than at initialisation"),
-                NestedNotification::PerfCheckComplete => (!call.returned).then_some("refused"),
-            };
-            if let Some(problem) = problem {
-                self.failures.push_with(|| format!("{}: {problem}", name()));
-            }
-        }
-        let Some(states) = &mut self.exactness else { return };
-        // The call's own read and its nested reads of the same counters, in the order they
-        // accumulated (every call's reads lie between the previous call's and the next's).
-        let mut served: Vec<Served> = Vec::new();
-        if let (true, Some(raw)) = (read.returned, read.raw) {
-            served.push(Served { raw, nominal: read.nominal, actual: read.actual, what: "read" });
-        }
-        for call in &read.nested {
-            if let (NestedNotification::OwnRead, true, Some(raw)) =
-                (call.notification, call.returned, call.raw)
-            {
-                served.push(Served {
-                    raw,
-                    nominal: call.nominal,
-                    actual: call.actual,
-                    what: "nested read",
-                });
-            }
-        }
-        if served.is_empty() {
-            return;
-        }
-        served.sort_by_key(|read| read.raw.at_ns);
-        let position =
-            states.iter().position(|state| state.handle == read.handle).unwrap_or_else(|| {
-                states.push(HandleExactness {
-                    handle: read.handle,
-                    previous: None,
-                    base: None,
-                    problem: None,
-                    stopped: false,
-                });
-                states.len() - 1
-            });
-        let Some(state) = states.get_mut(position) else { return };
-        for current in served {
-            state.next(facts, current);
-        }
-    }
-}
-
-impl HandleExactness {
-    /// Every served read of a handle, in the order they accumulated, must not go backwards,
-    /// and within a run of reads without a discontinuity of the processor's counters the
-    /// totals must have grown by exactly what the raw counters did since the run's first read.
-    #[allow(clippy::cast_precision_loss)] // A time in milliseconds, for the message.
-    fn next(&mut self, facts: &Facts<'_>, current: Served) {
-        if self.stopped {
-            return;
-        }
-        let Some(previous) = self.previous.replace(current) else { return };
-        let handle = self.handle;
-        let name = || {
-            let at_ms = facts.machine.runtime_ns(current.raw.at_ns) as f64 / 1e6;
-            format!("processor {} handle {handle:#x}, {} at {at_ms} ms", facts.index, current.what)
-        };
-        if current.nominal < previous.nominal || current.actual < previous.actual {
-            self.problem.get_or_insert_with(|| format!("{}: went backwards", name()));
-            self.stopped = true;
-            return;
-        }
-        let jumped =
-            facts.jumps.iter().any(|at| previous.raw.at_ns < *at && *at <= current.raw.at_ns);
-        if jumped {
-            self.base = Some(current);
-            return;
-        }
-        let start = *self.base.get_or_insert(previous);
-        if current.raw.actual < previous.raw.actual || current.raw.nominal < previous.raw.nominal {
-            self.problem.get_or_insert_with(|| {
-                format!(
-                    "{}: the raw counters went backwards ({}/{} after {}/{}) with no reset between: a read was torn",
-                    name(),
-                    current.raw.actual,
-                    current.raw.nominal,
-                    previous.raw.actual,
-                    previous.raw.nominal
-                )
-            });
-        }
-        let mut hardware = (
-            current.raw.nominal.wrapping_sub(start.raw.nominal),
-            current.raw.actual.wrapping_sub(start.raw.actual),
-        );
-        let reported = (
-            current.nominal.wrapping_sub(start.nominal),
-            current.actual.wrapping_sub(start.actual),
-        );
-        // ARM64: the constant count is reported scaled to NominalRate, each total rounded
-        // down, so a difference is the scaled hardware count or one more.
-        if let Some(scaled) = facts.scaled_nominal(hardware.0) {
-            hardware.0 = if reported.0 == scaled.saturating_add(1) { reported.0 } else { scaled };
-        }
-        if hardware != reported {
-            self.problem.get_or_insert_with(|| {
-                format!(
-                    "{}: ΔNominal/ΔActual {}/{} since the run began, but the hardware counted {}/{}",
-                    name(),
-                    reported.0,
-                    reported.1,
-                    hardware.0,
-                    hardware.1
-                )
-            });
-            self.stopped = true;
-        }
+    /// `NominalRate × ΣΔActual / ΣΔNominal`, as Windows computes it (`None` when `ΣΔNominal` is
+    /// not positive).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // Reported rates; f64 keeps 15 digits.
+    pub fn measured(&self) -> Option<f64> {
+        (self.delta_nominal > 0).then(|| {
+            f64::from(self.nominal_rate) * self.delta_actual as f64 / self.delta_nominal as f64
+        })
     }
 }
 

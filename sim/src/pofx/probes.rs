@@ -1,0 +1,428 @@
+//! The conformance probes: calls a PEP must refuse without touching their data.
+
+use ppm_engine::abi::{
+    PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
+    PEP_DPM_UNREGISTER_DEVICE, PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
+    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+    PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_UNREGISTER_DEVICE, ULONG,
+};
+
+use super::Emulator;
+use super::caller::{
+    CountersBuffer, Engine, MAX_QUERIED_COUNTERS, SENTINEL, SENTINEL_BYTE, Sentinel,
+    UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS, feedback_read, handle, read_counts,
+};
+use super::observations::ProcessorRecord;
+use super::records::{Probe, ProbeKind};
+use crate::platform::PlatformOp;
+
+impl Emulator<'_> {
+    fn probe(
+        &mut self,
+        kind: ProbeKind,
+        what: String,
+        returned: bool,
+        untouched: bool,
+        trace: &[PlatformOp],
+    ) {
+        self.observations.absorb(trace);
+        self.observations.probes.push(Probe { kind, what, returned, untouched });
+    }
+
+    /// A `FEEDBACK_READ` that must be refused (and, where the kind requires, leave its buffer alone).
+    fn refused_read(
+        &mut self,
+        engine: &Engine,
+        kind: ProbeKind,
+        on: u32,
+        handle_value: usize,
+        counter_index: ULONG,
+        what: String,
+    ) {
+        let (probe, trace) =
+            refused_read_probe(engine, kind, on, handle_value, counter_index, what);
+        self.observations.absorb(&trace);
+        self.observations.probes.push(probe);
+    }
+
+    /// What the conformance probes need to know: the live processors (index, handle,
+    /// counters described) among `records`, every handle issued so far, and the first live
+    /// processor's `FeedbackCounterCount`.
+    pub(super) fn probe_inputs(&self, records: &[ProcessorRecord]) -> ProbeInputs {
+        let live: Vec<(u32, usize, usize)> = records
+            .iter()
+            .filter_map(|record| {
+                record
+                    .handle
+                    .map(|handle| (record.index, handle, record.described_counters().len()))
+            })
+            .collect();
+        let issued: Vec<usize> = self
+            .observations
+            .devices
+            .iter()
+            .filter_map(|d| d.registered.map(|r| r.handle))
+            .collect();
+        let first_described = live
+            .first()
+            .and_then(|(index, _, _)| records.iter().find(|record| record.index == *index))
+            .map_or(0, |record| {
+                record.capabilities.map_or(0, |(_, capabilities)| capabilities.FeedbackCounterCount)
+            });
+        ProbeInputs { live, issued, first_described }
+    }
+
+    /// The conformance probes, run once after the first sample (every handle bound).
+    pub(super) fn run_probes(&mut self, engine: &Engine, inputs: &ProbeInputs) {
+        self.dpm_probes(engine);
+        self.ppm_probes(engine, inputs.live.first().copied(), inputs.first_described);
+        self.forged_handle_probes(engine, &inputs.issued);
+        self.counter_probes(engine, &inputs.live);
+    }
+
+    /// Undefined DPM notifications and NULL DPM data.
+    fn dpm_probes(&mut self, engine: &Engine) {
+        for notification in UNDEFINED_DPM_NOTIFICATIONS {
+            let mut buffer = Sentinel::FRESH;
+            let (returned, trace) = engine.dpm(0, notification, Some(&mut buffer));
+            self.probe(
+                ProbeKind::DpmUnknown,
+                format!("DPM notification {notification:#x}"),
+                returned,
+                buffer == Sentinel::FRESH,
+                &trace,
+            );
+        }
+        for notification in [
+            PEP_DPM_PREPARE_DEVICE,
+            PEP_DPM_REGISTER_DEVICE,
+            PEP_DPM_UNREGISTER_DEVICE,
+            PEP_DPM_DEVICE_STARTED,
+        ] {
+            let (returned, trace) = engine.dpm::<Sentinel>(0, notification, None);
+            self.probe(
+                ProbeKind::DpmUnknown,
+                format!("DPM notification {notification:#x} with NULL data"),
+                returned,
+                true,
+                &trace,
+            );
+        }
+        let (returned, accepted, trace) = engine.prepare(None);
+        self.probe(
+            ProbeKind::DpmUnknown,
+            "PREPARE_DEVICE with a NULL DeviceId".to_owned(),
+            returned && accepted,
+            true,
+            &trace,
+        );
+    }
+
+    /// Undefined PPM notifications, NULL PPM data and a wrong `Count`, with the first live
+    /// processor (index, handle, counters) and its `FeedbackCounterCount` (`described`).
+    fn ppm_probes(
+        &mut self,
+        engine: &Engine,
+        first: Option<(u32, usize, usize)>,
+        described: ULONG,
+    ) {
+        for notification in UNDEFINED_PPM_NOTIFICATIONS {
+            let handles = [Some(0), first.map(|(_, handle, _)| handle)];
+            for handle_value in handles.into_iter().flatten() {
+                let on = first.map_or(0, |(index, _, _)| index);
+                let mut buffer = Sentinel::FRESH;
+                let (returned, trace) =
+                    engine.ppm(on, handle_value, notification, Some(&mut buffer));
+                let which = if handle_value == 0 { "NULL" } else { "a live" };
+                self.probe(
+                    ProbeKind::PpmUnknown,
+                    format!("PPM notification {notification:#x} with {which} handle"),
+                    returned,
+                    buffer == Sentinel::FRESH,
+                    &trace,
+                );
+            }
+        }
+        if let Some((index, handle_value, _)) = first {
+            for (notification, name) in [
+                (PEP_NOTIFY_PPM_QUERY_CAPABILITIES, "QUERY_CAPABILITIES"),
+                (PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, "QUERY_FEEDBACK_COUNTERS"),
+                (PEP_NOTIFY_PPM_FEEDBACK_READ, "FEEDBACK_READ"),
+                (PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, "QUERY_PERF_CAPABILITIES"),
+                (PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, "QUERY_DOMAIN_INFO"),
+                (PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, "ENTER_SYSTEM_STATE"),
+                (PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, "RESUME_FROM_SYSTEM_STATE"),
+                (PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, "PERF_CHECK_COMPLETE"),
+            ] {
+                let (returned, trace) =
+                    engine.ppm::<Sentinel>(index, handle_value, notification, None);
+                self.probe(
+                    ProbeKind::PpmNullData,
+                    format!("{name} with NULL data"),
+                    returned,
+                    true,
+                    &trace,
+                );
+            }
+            // QUERY_FEEDBACK_COUNTERS with a Count other than FeedbackCounterCount.
+            let wrong_counts: Vec<ULONG> =
+                if described == 0 { vec![1] } else { vec![0, described.saturating_add(1)] };
+            for wrong in wrong_counts
+                .into_iter()
+                .filter(|wrong| (*wrong as usize) <= MAX_QUERIED_COUNTERS + 1)
+            {
+                let mut buffer = CountersBuffer::new(wrong);
+                let (returned, trace) = engine.ppm(
+                    index,
+                    handle_value,
+                    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+                    Some(&mut buffer),
+                );
+                let untouched = buffer.untouched(wrong);
+                self.probe(ProbeKind::WrongCount, format!("QUERY_FEEDBACK_COUNTERS with Count {wrong} (FeedbackCounterCount {described})"), returned, untouched, &trace);
+            }
+        }
+    }
+
+    /// Handles the PEP never issued: near-misses of issued ones and values never issued.
+    fn forged_handle_probes(&mut self, engine: &Engine, issued: &[usize]) {
+        let mut forged: Vec<usize> = vec![
+            1,
+            0xDEAD_BEEF,
+            usize::MAX,
+            0x8000_0000_0000_0000,
+            std::ptr::from_ref(&issued).addr(),
+        ];
+        for &issued_handle in issued.iter().take(4) {
+            forged.extend([
+                issued_handle.wrapping_add(1 << 32),
+                issued_handle.wrapping_sub(1 << 32),
+                issued_handle ^ (1 << 63),
+                issued_handle ^ 0xFFFF_0000,
+                !issued_handle,
+            ]);
+        }
+        forged.retain(|value| *value != 0 && !issued.contains(value));
+        forged.sort_unstable();
+        forged.dedup();
+        let processor_count = self.processor_count();
+        for (number, forged_handle) in forged.into_iter().enumerate() {
+            let on = u32::try_from(number).unwrap_or(0) % processor_count;
+            self.refused_read(
+                engine,
+                ProbeKind::ForgedHandle,
+                on,
+                forged_handle,
+                0,
+                format!("FEEDBACK_READ with forged handle {forged_handle:#x}"),
+            );
+            let mut capabilities = capabilities_sentinel();
+            let (returned, trace) = engine.ppm(
+                on,
+                forged_handle,
+                PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+                Some(&mut capabilities),
+            );
+            let untouched = capabilities_untouched(&capabilities);
+            self.probe(
+                ProbeKind::ForgedHandle,
+                format!("QUERY_CAPABILITIES with forged handle {forged_handle:#x}"),
+                returned,
+                untouched,
+                &trace,
+            );
+            let mut perf = perf_sentinel();
+            let (returned, trace) = engine.ppm(
+                on,
+                forged_handle,
+                PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+                Some(&mut perf),
+            );
+            let untouched = perf_untouched(&perf);
+            self.probe(
+                ProbeKind::ForgedHandle,
+                format!("QUERY_PERF_CAPABILITIES with forged handle {forged_handle:#x}"),
+                returned,
+                untouched,
+                &trace,
+            );
+        }
+    }
+
+    /// Per live processor: out-of-range indexes (or any index without counters) and a read on
+    /// the wrong processor.
+    fn counter_probes(&mut self, engine: &Engine, live: &[(u32, usize, usize)]) {
+        let processor_count = self.processor_count();
+        for (index, handle_value, count) in live {
+            let (index, handle_value, count) =
+                (*index, *handle_value, u32::try_from(*count).unwrap_or(u32::MAX));
+            if count == 0 {
+                self.refused_read(
+                    engine,
+                    ProbeKind::NoCounters,
+                    index,
+                    handle_value,
+                    0,
+                    format!(
+                        "FEEDBACK_READ of counter 0 of processor {index}, which describes none"
+                    ),
+                );
+                continue;
+            }
+            for counter_index in [count, count.saturating_add(7), u32::MAX] {
+                self.refused_read(engine, ProbeKind::IndexOutOfRange, index, handle_value, counter_index, format!("FEEDBACK_READ of counter {counter_index} of processor {index} ({count} described)"));
+            }
+            if processor_count > 1 {
+                let on = (index + 1) % processor_count;
+                self.refused_read(
+                    engine,
+                    ProbeKind::WrongProcessor,
+                    on,
+                    handle_value,
+                    0,
+                    format!("FEEDBACK_READ of processor {index}'s counter on processor {on}"),
+                );
+            }
+        }
+    }
+
+    /// Unregisters the last processor, then checks that its handle is stale.
+    pub(super) fn unregister_last(&mut self, engine: &Engine) {
+        let Some((index, handle_value)) = self
+            .observations
+            .processors
+            .iter()
+            .rev()
+            .find_map(|record| record.handle.map(|handle| (record.index, handle)))
+        else {
+            return;
+        };
+        let mut request = PEP_UNREGISTER_DEVICE { DeviceHandle: handle(handle_value) };
+        let (returned, trace) = engine.dpm(0, PEP_DPM_UNREGISTER_DEVICE, Some(&mut request));
+        self.observations.absorb(&trace);
+        self.observations.unregistered = Some((index, returned));
+        for (probe, trace) in stale_handle_probes(engine, index, handle_value) {
+            self.observations.absorb(&trace);
+            self.observations.probes.push(probe);
+        }
+    }
+}
+
+/// What the conformance probes need (see `Emulator::probe_inputs`).
+#[derive(Clone, Debug)]
+pub(super) struct ProbeInputs {
+    live: Vec<(u32, usize, usize)>,
+    issued: Vec<usize>,
+    first_described: ULONG,
+}
+
+/// A `FEEDBACK_READ` on processor `on` that must be refused (and, where the kind requires,
+/// leave its buffer alone).
+pub(super) fn refused_read_probe(
+    engine: &Engine,
+    kind: ProbeKind,
+    on: u32,
+    handle_value: usize,
+    counter_index: ULONG,
+    what: String,
+) -> (Probe, Vec<PlatformOp>) {
+    let mut read = feedback_read(counter_index);
+    let (returned, trace) =
+        engine.ppm(on, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
+    let untouched = read_counts(&read) == (SENTINEL, SENTINEL);
+    let untouched = untouched || !kind.requires_untouched_data();
+    (Probe { kind, what, returned, untouched }, trace)
+}
+
+/// After processor `index`'s handle was unregistered: a `FEEDBACK_READ` and a
+/// `QUERY_CAPABILITIES` with it as the processor, and a `DEVICE_STARTED` with it, each of which
+/// must be refused.
+pub(super) fn stale_handle_probes(
+    engine: &Engine,
+    index: u32,
+    handle_value: usize,
+) -> Vec<(Probe, Vec<PlatformOp>)> {
+    let mut probes = vec![refused_read_probe(
+        engine,
+        ProbeKind::StaleHandle,
+        index,
+        handle_value,
+        0,
+        format!("FEEDBACK_READ with processor {index}'s handle after UNREGISTER"),
+    )];
+    let mut capabilities = capabilities_sentinel();
+    let (returned, trace) =
+        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, Some(&mut capabilities));
+    let untouched = capabilities_untouched(&capabilities);
+    probes.push((
+        Probe {
+            kind: ProbeKind::StaleHandle,
+            what: format!("QUERY_CAPABILITIES with processor {index}'s handle after UNREGISTER"),
+            returned,
+            untouched,
+        },
+        trace,
+    ));
+    let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
+    let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+    probes.push((
+        Probe {
+            kind: ProbeKind::StaleHandle,
+            what: format!("DEVICE_STARTED with processor {index}'s handle after UNREGISTER"),
+            returned,
+            untouched: true,
+        },
+        trace,
+    ));
+    probes
+}
+
+pub(super) const fn capabilities_sentinel() -> PEP_PPM_QUERY_CAPABILITIES {
+    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+    PEP_PPM_QUERY_CAPABILITIES {
+        FeedbackCounterCount: word,
+        IdleStateCount: word,
+        PerformanceStatesSupported: SENTINEL_BYTE,
+        ParkingSupported: SENTINEL_BYTE,
+        DiscretePerformanceStateCount: SENTINEL_BYTE,
+        Reserved: SENTINEL_BYTE,
+    }
+}
+
+pub(super) const fn capabilities_untouched(capabilities: &PEP_PPM_QUERY_CAPABILITIES) -> bool {
+    let fresh = capabilities_sentinel();
+    capabilities.FeedbackCounterCount == fresh.FeedbackCounterCount
+        && capabilities.IdleStateCount == fresh.IdleStateCount
+        && capabilities.PerformanceStatesSupported == fresh.PerformanceStatesSupported
+        && capabilities.ParkingSupported == fresh.ParkingSupported
+        && capabilities.DiscretePerformanceStateCount == fresh.DiscretePerformanceStateCount
+        && capabilities.Reserved == fresh.Reserved
+}
+
+const fn perf_sentinel() -> PEP_PPM_QUERY_PERF_CAPABILITIES {
+    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+    PEP_PPM_QUERY_PERF_CAPABILITIES {
+        HighestPerformance: word,
+        NominalPerformance: word,
+        LowestNonlinearPerformance: word,
+        LowestPerformance: word,
+        DomainId: word,
+        DomainMembers: word,
+    }
+}
+
+fn perf_untouched(perf: &PEP_PPM_QUERY_PERF_CAPABILITIES) -> bool {
+    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
+    [
+        perf.HighestPerformance,
+        perf.NominalPerformance,
+        perf.LowestNonlinearPerformance,
+        perf.LowestPerformance,
+        perf.DomainId,
+        perf.DomainMembers,
+    ]
+    .iter()
+    .all(|value| *value == word)
+}
