@@ -658,7 +658,7 @@ pub(super) fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
             if pattern.contains('\0') {
                 return Err(ScenarioError::field(
                     format!("config.device_id_patterns[{index}]"),
-                    "expected an ASCII pattern without NUL characters".to_owned(),
+                    "expected a pattern without NUL characters".to_owned(),
                 ));
             }
         }
