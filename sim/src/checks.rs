@@ -29,7 +29,7 @@ mod pmc;
 
 pub use crate::pofx::{ACCURACY_TOLERANCE, CounterMetrics, SPIKE_TOLERANCE};
 
-/// The checks, in report order: the boot checks, then [`RUNTIME_CHECKS`].
+/// The checks, in report order: the boot checks, then the runtime checks (`RUNTIME_CHECKS`).
 pub const CHECK_IDS: [&str; 35] = {
     let mut ids = [""; 35];
     let mut index = 0;
@@ -283,7 +283,7 @@ const RUNTIME_CHECKS: [(&str, RuntimeCheck); 30] = [
     ("pmc.reservation_respected", |context| context.reservation_respected()),
 ];
 
-/// The five checks of `DriverEntry` and the registration, before [`RUNTIME_CHECKS`].
+/// The five checks of `DriverEntry` and the registration, before `RUNTIME_CHECKS`.
 const BOOT_CHECK_IDS: [&str; 5] =
     ["registration.version_size", "boot.status", "boot.unwind", "boot.state", "boot.inert"];
 

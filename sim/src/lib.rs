@@ -9,8 +9,9 @@
 //! - [`machine`], [`cpu`]: the simulated machine (clock, loads, counters, the architectural
 //!   PMU of [`machine::pmu`]) and CPU flavours.
 //! - [`platform`]: the engine's [`ppm_engine::Platform`] over the machine.
-//! - [`reservation`]: the driver's part before the PEP exists: the PMU reservation through the
-//!   emulated HAL and enabling the fixed counters.
+//! - [`boot`]: the driver's part before the PEP exists: `DriverEntry`'s sequence
+//!   ([`ppm_engine::driver::driver_entry`]) over emulated kernel services — registry values,
+//!   pool, the PMU reservation through the emulated HAL, `PoFxRegisterPluginEx`.
 //! - [`pofx`]: the emulator — on one thread, or on one thread per processor beside a device
 //!   thread, optionally with nested notifications interrupting every read; [`checks`]: the
 //!   conformance checks; [`report`]: the results.
