@@ -15,7 +15,7 @@ use wdk_sys::{
     ALL_PROCESSOR_GROUPS, HANDLE, NT_SUCCESS, POOL_FLAG_NON_PAGED, SIZE_T, USHORT, WDFDRIVER,
 };
 
-use crate::platform::KernelPlatform;
+use crate::platform::{self, KernelPlatform};
 use crate::registry::{Parameters, State};
 use crate::{affinity, log, pofx, storage};
 
@@ -58,6 +58,7 @@ const ALL_GROUPS: USHORT = {
 
 impl KernelServices for Kernel {
     type Platform = KernelPlatform;
+    type Host = storage::KernelHost;
     type Parameters<'a> = Parameters;
     type State<'a> = State;
     type CounterReservation = HANDLE;
@@ -140,7 +141,7 @@ impl KernelServices for Kernel {
     }
 
     fn set_fixed_counters_reserved(&self, reserved: bool) {
-        storage::set_fixed_counters_reserved(reserved);
+        platform::set_fixed_counters_reserved(reserved);
     }
 
     unsafe fn install(&self, pep: Pep<KernelPlatform>) -> &'static Pep<KernelPlatform> {

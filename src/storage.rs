@@ -1,5 +1,5 @@
-//! Static storage: the PEP instance and the pointer the callbacks find it through, whether the
-//! fixed counters are reserved, and the `PoFx` kernel-information block.
+//! Static storage: the PEP instance and the pointer the callbacks find it through
+//! ([`KernelHost`]), and the `PoFx` kernel-information block.
 //!
 //! Nothing is allocated after `DriverEntry`: the PEP lives in a static cell written once at
 //! `PASSIVE_LEVEL` before it is published, and `PoFx` fills the kernel-information block in
@@ -9,10 +9,10 @@
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, Ordering};
 
-use ppm_engine::Pep;
 use ppm_engine::abi::{PEP_KERNEL_INFORMATION_STRUCT_V3, PEP_KERNEL_INFORMATION_V3};
+use ppm_engine::{Pep, PepHost};
 
 use crate::platform::KernelPlatform;
 
@@ -28,9 +28,6 @@ static PEP: PepCell = PepCell(UnsafeCell::new(MaybeUninit::uninit()));
 
 /// The published instance: NULL until [`publish`], after which it points into [`PEP`].
 static INSTANCE: AtomicPtr<Pep<KernelPlatform>> = AtomicPtr::new(ptr::null_mut());
-
-/// Whether the PMU is reserved and the fixed counters are enabled on every active processor.
-static FIXED_COUNTERS_RESERVED: AtomicBool = AtomicBool::new(false);
 
 /// The block `PoFxRegisterPluginEx` fills (`Version` and `Size` preset).
 struct KernelInformationCell(UnsafeCell<PEP_KERNEL_INFORMATION_STRUCT_V3>);
@@ -56,6 +53,19 @@ pub fn instance() -> Option<&'static Pep<KernelPlatform>> {
     unsafe { pep.as_ref() }
 }
 
+/// The host of the driver's callbacks: the instance [`set_instance`] published.
+pub struct KernelHost;
+
+impl PepHost for KernelHost {
+    type Platform = KernelPlatform;
+
+    /// The published PEP (see [`instance`]). Any IRQL: one acquire load.
+    #[inline]
+    fn instance() -> Option<&'static Pep<KernelPlatform>> {
+        instance()
+    }
+}
+
 /// Moves `pep` into the static cell and returns a reference to it. `PASSIVE_LEVEL`.
 ///
 /// # Safety
@@ -72,17 +82,6 @@ pub unsafe fn install(pep: Pep<KernelPlatform>) -> &'static Pep<KernelPlatform> 
 pub fn set_instance(pep: Option<&'static Pep<KernelPlatform>>) {
     let pointer = pep.map_or(ptr::null_mut(), |pep| ptr::from_ref(pep).cast_mut());
     INSTANCE.store(pointer, Ordering::Release);
-}
-
-/// Whether the fixed-counter source may be used. Any IRQL.
-#[inline]
-pub fn fixed_counters_reserved() -> bool {
-    FIXED_COUNTERS_RESERVED.load(Ordering::Acquire)
-}
-
-/// Records whether the fixed counters are reserved and enabled. `PASSIVE_LEVEL`.
-pub fn set_fixed_counters_reserved(reserved: bool) {
-    FIXED_COUNTERS_RESERVED.store(reserved, Ordering::Release);
 }
 
 /// The kernel-information block to pass to `PoFxRegisterPluginEx`.

@@ -6,7 +6,6 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use ppm_engine::Platform;
 use ppm_engine::abi::{
     BOOLEAN, FALSE, PCUNICODE_STRING, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
     PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION, PEP_NOTIFY_PPM_FEEDBACK_READ,
@@ -18,11 +17,15 @@ use ppm_engine::abi::{
     PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID, TRUE, ULONG,
 };
 use ppm_engine::arm64::SystemRegister;
-use ppm_engine::pep::{accept_device_notification, accept_processor_notification, pep_information};
+use ppm_engine::callbacks::{
+    accept_device_notification, accept_processor_notification, pep_information,
+};
 use ppm_engine::platform::CpuidResult;
+use ppm_engine::{PepHost, Platform};
 use ppm_sim::boot::BootSabotage;
+use ppm_sim::platform::SimHost;
 use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
-use ppm_sim::{PlatformFaults, Report, RunOptions, Scenario, SimPlatform, run_with};
+use ppm_sim::{PlatformFaults, Report, RunOptions, Scenario, run_with};
 
 const BASE: &str = r#"
 name = "harness"
@@ -58,13 +61,13 @@ type Dpm = unsafe extern "C" fn(ULONG, PVOID) -> BOOLEAN;
 type Ppm = unsafe extern "C" fn(PEPHANDLE, ULONG, PVOID) -> BOOLEAN;
 
 fn with_dpm(shim: Dpm) -> RunOptions {
-    let mut info = pep_information::<SimPlatform>();
+    let mut info = pep_information::<SimHost>();
     info.AcceptDeviceNotification = Some(shim);
     RunOptions { pep_information: Some(info), ..RunOptions::default() }
 }
 
 fn with_ppm(shim: Ppm) -> RunOptions {
-    let mut info = pep_information::<SimPlatform>();
+    let mut info = pep_information::<SimHost>();
     info.AcceptProcessorNotification = Some(shim);
     RunOptions { pep_information: Some(info), ..RunOptions::default() }
 }
@@ -101,13 +104,13 @@ fn assert_detail(report: &Report, id: &str, needle: &str) {
 /// The engine's DPM callback.
 unsafe fn real_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
     // SAFETY: the caller passes on the emulator's arguments unchanged.
-    unsafe { accept_device_notification::<SimPlatform>(notification, data) }
+    unsafe { accept_device_notification::<SimHost>(notification, data) }
 }
 
 /// The engine's PPM callback.
 unsafe fn real_ppm(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
     // SAFETY: the caller passes on the emulator's arguments unchanged.
-    unsafe { accept_processor_notification::<SimPlatform>(handle, notification, data) }
+    unsafe { accept_processor_notification::<SimHost>(handle, notification, data) }
 }
 
 /// The device id of a `PEP_PREPARE_DEVICE`, as text.
@@ -142,14 +145,14 @@ fn the_real_engine_passes_the_harness_scenario() {
 
 #[test]
 fn a_wrong_size_or_a_missing_callback_fails_registration() {
-    let mut info: PEP_INFORMATION = pep_information::<SimPlatform>();
+    let mut info: PEP_INFORMATION = pep_information::<SimHost>();
     info.Size = 24;
     let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
     // PoFxRegisterPluginEx refuses the structure, so DriverEntry fails where the scenario
     // expects it to register: boot.status says so, and nothing runs.
     let report = assert_fails(&base(), &options, &["registration.version_size", "boot.status"]);
     assert!(report.checks.iter().skip(5).all(|check| check.detail.starts_with("not run")));
-    let mut info = pep_information::<SimPlatform>();
+    let mut info = pep_information::<SimHost>();
     info.AcceptProcessorNotification = None;
     let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
     assert_fails(&base(), &options, &["registration.version_size"]);
@@ -610,7 +613,7 @@ unsafe extern "C" fn read_cppc_on_intel(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // AMD CPPC_CAP1 on an Intel part: CPUID never announced it.
         let _ = pep.platform().read_msr(0xC001_02B0);
@@ -630,7 +633,7 @@ unsafe extern "C" fn read_the_amu_unannounced(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // On a SoC whose ID_AA64PFR0_EL1 announces no AMU: an undefined instruction.
         let _ = pep.platform().read_system_register(SystemRegister::Amevcntr00El0);
@@ -914,7 +917,7 @@ unsafe extern "C" fn read_fixed_counter(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // IA32_FIXED_CTR1, whether or not the PMU is reserved.
         let _ = pep.platform().read_msr(0x30A);
@@ -938,7 +941,7 @@ unsafe extern "C" fn write_fixed_control(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // IA32_FIXED_CTR_CTRL, from a notification: the PMU is reserved, but a PEP writes
         // no MSR on a notification path.

@@ -6,7 +6,6 @@
 
 use crate::device_id::DeviceIdPatterns;
 use crate::perf::PerfCapabilities;
-use crate::pmc::ReservationPolicy;
 
 /// Whether the PEP reports feedback counters at all.
 ///
@@ -58,6 +57,27 @@ impl CounterSourcePreference {
     #[must_use]
     pub const fn allows_fixed_pmc(self) -> bool {
         matches!(self, Self::Auto | Self::FixedPmc | Self::PreferFixedPmc)
+    }
+}
+
+/// How the host reserves the PMU. Registry: `PmuReservation` (`REG_DWORD`, the bracketed value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReservationPolicy {
+    /// `ResourceList = NULL`: exclusive ownership of the PMU (documented). Default. [0]
+    ExclusivePmu,
+    /// One `ResourceTypeRange` descriptor over every counter index. [1]
+    AllCounterIndexes,
+}
+
+impl ReservationPolicy {
+    /// The registry value's policy, if the value is known.
+    #[must_use]
+    pub const fn from_registry(value: u32) -> Option<Self> {
+        match value {
+            0 => Some(Self::ExclusivePmu),
+            1 => Some(Self::AllCounterIndexes),
+            _ => None,
+        }
     }
 }
 

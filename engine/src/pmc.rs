@@ -23,6 +23,7 @@ use crate::abi::{
     PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR__bindgen_ty_1__bindgen_ty_1,
     PHYSICAL_COUNTER_RESOURCE_LIST, ResourceTypeRange,
 };
+pub use crate::config::ReservationPolicy;
 use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy};
 use crate::cpu::CpuFeatures;
 use crate::platform::{MsrFault, Platform};
@@ -69,27 +70,6 @@ impl FixedCounters {
     #[must_use]
     pub const fn mask(&self) -> u64 {
         if self.width >= 64 { u64::MAX } else { (1u64 << self.width).wrapping_sub(1) }
-    }
-}
-
-/// How the host reserves the PMU. Registry: `PmuReservation` (`REG_DWORD`, the bracketed value).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReservationPolicy {
-    /// `ResourceList = NULL`: exclusive ownership of the PMU (documented). Default. [0]
-    ExclusivePmu,
-    /// One `ResourceTypeRange` descriptor over every counter index. [1]
-    AllCounterIndexes,
-}
-
-impl ReservationPolicy {
-    /// The registry value's policy, if the value is known.
-    #[must_use]
-    pub const fn from_registry(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::ExclusivePmu),
-            1 => Some(Self::AllCounterIndexes),
-            _ => None,
-        }
     }
 }
 

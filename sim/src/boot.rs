@@ -27,7 +27,7 @@ use ppm_engine::driver::registry::{Lookup, VALUE_BUFFER_BYTES, ValueSource};
 use ppm_engine::driver::{self, KernelServices, LogLevel, Outcome, PoolBlock, StateKey, registry};
 
 use crate::machine::Machine;
-use crate::platform::{OnProcessor, SimPlatform};
+use crate::platform::{OnProcessor, SimHost, SimPlatform};
 use crate::scenario::{BootFault, Scenario};
 
 thread_local! {
@@ -347,6 +347,7 @@ impl StateKey for SimState<'_> {
 
 impl KernelServices for SimKernel<'_> {
     type Platform = SimPlatform;
+    type Host = SimHost;
     type Parameters<'k>
         = SimParameters<'k>
     where

@@ -1,0 +1,75 @@
+//! The per-thread engine instance: [`ThreadHost`], [`enter`] and [`leave`].
+
+use std::any::TypeId;
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use ppm_engine::{Pep, PepHost, Platform};
+
+/// The engine instance entered on a thread, type-erased: the platform's type and the `Pep`.
+type Installed = Option<(TypeId, *const ())>;
+
+thread_local! {
+    static INSTALLED: Cell<Installed> = const { Cell::new(None) };
+}
+
+/// The host of every emulated caller: the callbacks serve the `Pep<P>` [`enter`]ed on the
+/// calling thread, and refuse everything when none is (or one of another platform is).
+#[derive(Debug)]
+pub struct ThreadHost<P>(PhantomData<fn() -> P>);
+
+impl<P: Platform> PepHost for ThreadHost<P> {
+    type Platform = P;
+
+    #[inline]
+    fn instance() -> Option<&'static Pep<P>> {
+        let (platform, pep) = INSTALLED.with(Cell::get)?;
+        if platform != TypeId::of::<P>() {
+            return None;
+        }
+        // SAFETY: `pep` was installed by `enter` from a `&Pep<P>` (the type is checked above)
+        // borrowed by the `Entered` guard that is alive on this thread (dropping it uninstalls
+        // it); the engine shares the `Pep` by `&` only. The `'static` is wider than the truth:
+        // the engine uses the reference only for the callback it was obtained in, which runs
+        // within the guard's life.
+        unsafe { pep.cast::<Pep<P>>().as_ref() }
+    }
+}
+
+/// While alive, the callbacks called on this thread serve the entered instance (or none, for
+/// [`leave`]). Dropping it restores the previous one: guards nest.
+#[derive(Debug)]
+#[must_use = "the instance is entered only while the guard lives"]
+pub struct Entered<'pep> {
+    previous: Installed,
+    _pep: PhantomData<&'pep ()>,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        INSTALLED.with(|installed| installed.set(self.previous));
+    }
+}
+
+/// Makes `pep` the instance [`ThreadHost<P>`] serves on the calling thread, for the guard's life.
+pub fn enter<P: Platform>(pep: &Pep<P>) -> Entered<'_> {
+    let installed = Some((TypeId::of::<P>(), std::ptr::from_ref(pep).cast::<()>()));
+    Entered { previous: INSTALLED.with(|cell| cell.replace(installed)), _pep: PhantomData }
+}
+
+/// No instance on the calling thread for the guard's life: every callback refuses.
+pub fn leave<'pep>() -> Entered<'pep> {
+    Entered { previous: INSTALLED.with(|cell| cell.replace(None)), _pep: PhantomData }
+}
+
+/// Whether an instance is entered on the calling thread.
+#[must_use]
+pub fn is_entered() -> bool {
+    INSTALLED.with(Cell::get).is_some()
+}
+
+/// Makes `pep` the instance [`ThreadHost<P>`] serves on the calling thread from now on (until
+/// another [`enter`] or `install`): a leaked engine needs no guard.
+pub fn install<P: Platform>(pep: &'static Pep<P>) {
+    std::mem::forget(enter(pep));
+}
