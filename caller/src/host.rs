@@ -6,11 +6,18 @@ use std::marker::PhantomData;
 
 use ppm_engine::{Pep, PepHost, Platform};
 
-/// The engine instance entered on a thread, type-erased: the platform's type and the `Pep`.
-type Installed = Option<(TypeId, *const ())>;
+/// The engine instance entered on a thread, type-erased: the `Pep` and its platform's type;
+/// `(NULL, TypeId::of::<Nothing>())` when none is.
+type Installed = (*const (), TypeId);
+
+/// The "platform" of no instance: a private type that implements no `Platform`.
+struct Nothing;
+
+/// What a thread holds when no instance is entered.
+const NOTHING: Installed = (std::ptr::null(), TypeId::of::<Nothing>());
 
 thread_local! {
-    static INSTALLED: Cell<Installed> = const { Cell::new(None) };
+    static INSTALLED: Cell<Installed> = const { Cell::new(NOTHING) };
 }
 
 /// The host of every emulated caller: the callbacks serve the `Pep<P>` [`enter`]ed on the
@@ -23,16 +30,16 @@ impl<P: Platform> PepHost for ThreadHost<P> {
 
     #[inline]
     fn instance() -> Option<&'static Pep<P>> {
-        let (platform, pep) = INSTALLED.with(Cell::get)?;
+        let (pep, platform) = INSTALLED.with(Cell::get);
         if platform != TypeId::of::<P>() {
             return None;
         }
-        // SAFETY: `pep` was installed by `enter` from a `&Pep<P>` (the type is checked above)
-        // borrowed by the `Entered` guard that is alive on this thread (dropping it uninstalls
-        // it); the engine shares the `Pep` by `&` only. The `'static` is wider than the truth:
-        // the engine uses the reference only for the callback it was obtained in, which runs
-        // within the guard's life.
-        unsafe { pep.cast::<Pep<P>>().as_ref() }
+        // SAFETY: the type is `P`'s, not `Nothing`'s (which implements no `Platform`), so
+        // `enter` installed `pep` from a `&Pep<P>` (non-NULL) borrowed by the `Entered` guard
+        // alive on this thread (dropping it uninstalls it); the engine shares the `Pep` by `&`
+        // only. The `'static` is wider than the truth: the engine uses the reference only for
+        // the callback it was obtained in, which runs within the guard's life.
+        Some(unsafe { &*pep.cast::<Pep<P>>() })
     }
 }
 
@@ -53,19 +60,19 @@ impl Drop for Entered<'_> {
 
 /// Makes `pep` the instance [`ThreadHost<P>`] serves on the calling thread, for the guard's life.
 pub fn enter<P: Platform>(pep: &Pep<P>) -> Entered<'_> {
-    let installed = Some((TypeId::of::<P>(), std::ptr::from_ref(pep).cast::<()>()));
+    let installed = (std::ptr::from_ref(pep).cast::<()>(), TypeId::of::<P>());
     Entered { previous: INSTALLED.with(|cell| cell.replace(installed)), _pep: PhantomData }
 }
 
 /// No instance on the calling thread for the guard's life: every callback refuses.
 pub fn leave<'pep>() -> Entered<'pep> {
-    Entered { previous: INSTALLED.with(|cell| cell.replace(None)), _pep: PhantomData }
+    Entered { previous: INSTALLED.with(|cell| cell.replace(NOTHING)), _pep: PhantomData }
 }
 
 /// Whether an instance is entered on the calling thread.
 #[must_use]
 pub fn is_entered() -> bool {
-    INSTALLED.with(Cell::get).is_some()
+    !INSTALLED.with(Cell::get).0.is_null()
 }
 
 /// Makes `pep` the instance [`ThreadHost<P>`] serves on the calling thread from now on (until
