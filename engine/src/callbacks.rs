@@ -1,13 +1,15 @@
 //! The `PEP_INFORMATION` callbacks PoFx calls: the C boundary of the engine.
 //!
-//! Each callback finds its engine instance through the host `H` ([`PepHost::instance`]), decodes
-//! the notification and hands it to [`crate::dpm`] or [`crate::ppm`]. The kernel and every
+//! Each callback finds its engine instance through the host `H` ([`PepHost::instance`]), wraps
+//! the raw `data` once in a typed view ([`crate::payload::Data`], the one place its contract is
+//! taken on) and hands it to [`crate::dpm`] or [`crate::ppm`]. The kernel and every
 //! caller of the engine (the emulator, the tests, the fuzz harness) call exactly these functions.
 
 use core::ffi::c_void;
 
 use crate::abi::{BOOLEAN, FALSE, PEP_INFORMATION, PEP_INFORMATION_V3, PEPHANDLE, TRUE, ULONG};
 use crate::host::PepHost;
+use crate::payload::{Data, Dpm, Ppm};
 use crate::{dpm, ppm};
 
 /// The `PEP_INFORMATION` to pass to `PoFxRegisterPluginEx`: version 3, size 32, the DPM and
@@ -47,8 +49,9 @@ pub unsafe extern "C" fn accept_device_notification<H: PepHost>(
     data: *mut c_void,
 ) -> BOOLEAN {
     let Some(pep) = H::instance() else { return FALSE };
-    // SAFETY: the caller's contract for `data` is passed on unchanged.
-    boolean(unsafe { dpm::dispatch(pep, notification, data) })
+    // SAFETY: the caller's contract for `data` is the view's.
+    let data = unsafe { Data::<Dpm>::new(notification, data) };
+    boolean(dpm::dispatch(pep, data))
 }
 
 /// `PEPCALLBACKNOTIFYPPM`: PoFx's processor power management notifications.
@@ -67,6 +70,7 @@ pub unsafe extern "C" fn accept_processor_notification<H: PepHost>(
     data: *mut c_void,
 ) -> BOOLEAN {
     let Some(pep) = H::instance() else { return FALSE };
-    // SAFETY: the caller's contract for `data` is passed on unchanged.
-    boolean(unsafe { ppm::dispatch(pep, handle, notification, data) })
+    // SAFETY: the caller's contract for `data` is the view's.
+    let data = unsafe { Data::<Ppm>::new(notification, data) };
+    boolean(ppm::dispatch(pep, handle, data))
 }

@@ -34,6 +34,7 @@ pub mod device_id;
 pub mod dpm;
 pub mod driver;
 pub mod host;
+mod payload;
 pub mod pep;
 pub mod perf;
 pub mod platform;
