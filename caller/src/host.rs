@@ -7,14 +7,28 @@ use std::marker::PhantomData;
 use ppm_engine::{Pep, PepHost, Platform};
 
 /// The engine instance entered on a thread, type-erased: the `Pep` and its platform's type;
-/// `(NULL, TypeId::of::<Nothing>())` when none is.
-type Installed = (*const (), TypeId);
+/// `(NULL, Nothing's)` when none is. The type is held as a `'static` reference to a constant
+/// `TypeId`, so that the usual check is one address comparison (see [`is_type_of`]).
+type Installed = (*const (), &'static TypeId);
+
+/// `P`'s `TypeId`, as a `'static` constant.
+const fn type_of<P: 'static>() -> &'static TypeId {
+    const { &TypeId::of::<P>() }
+}
+
+/// Whether `installed` is `P`'s `TypeId`: the same constant (one comparison, the usual case),
+/// or, should the compiler have emitted `P`'s constant more than once, an equal one. Never
+/// true for another type (distinct `TypeId`s are distinct constants, at distinct addresses).
+#[inline]
+fn is_type_of<P: 'static>(installed: &'static TypeId) -> bool {
+    std::ptr::eq(installed, type_of::<P>()) || *installed == TypeId::of::<P>()
+}
 
 /// The "platform" of no instance: a private type that implements no `Platform`.
 struct Nothing;
 
 /// What a thread holds when no instance is entered.
-const NOTHING: Installed = (std::ptr::null(), TypeId::of::<Nothing>());
+const NOTHING: Installed = (std::ptr::null(), type_of::<Nothing>());
 
 thread_local! {
     static INSTALLED: Cell<Installed> = const { Cell::new(NOTHING) };
@@ -31,14 +45,17 @@ impl<P: Platform> PepHost for ThreadHost<P> {
     #[inline]
     fn instance() -> Option<&'static Pep<P>> {
         let (pep, platform) = INSTALLED.with(Cell::get);
-        if platform != TypeId::of::<P>() {
+        if !is_type_of::<P>(platform) {
             return None;
         }
         // SAFETY: the type is `P`'s, not `Nothing`'s (which implements no `Platform`), so
-        // `enter` installed `pep` from a `&Pep<P>` (non-NULL) borrowed by the `Entered` guard
-        // alive on this thread (dropping it uninstalls it); the engine shares the `Pep` by `&`
-        // only. The `'static` is wider than the truth: the engine uses the reference only for
-        // the callback it was obtained in, which runs within the guard's life.
+        // `enter` installed `pep` from a `&Pep<P>`: non-NULL (telling the optimiser so saves
+        // the callback a NULL test on every notification).
+        unsafe { std::hint::assert_unchecked(!pep.is_null()) };
+        // SAFETY: as above, `pep` came from a `&Pep<P>` borrowed by the `Entered` guard alive
+        // on this thread (dropping it uninstalls it); the engine shares the `Pep` by `&` only.
+        // The `'static` is wider than the truth: the engine uses the reference only for the
+        // callback it was obtained in, which runs within the guard's life.
         Some(unsafe { &*pep.cast::<Pep<P>>() })
     }
 }
@@ -60,7 +77,7 @@ impl Drop for Entered<'_> {
 
 /// Makes `pep` the instance [`ThreadHost<P>`] serves on the calling thread, for the guard's life.
 pub fn enter<P: Platform>(pep: &Pep<P>) -> Entered<'_> {
-    let installed = (std::ptr::from_ref(pep).cast::<()>(), TypeId::of::<P>());
+    let installed = (std::ptr::from_ref(pep).cast::<()>(), type_of::<P>());
     Entered { previous: INSTALLED.with(|cell| cell.replace(installed)), _pep: PhantomData }
 }
 
