@@ -1,7 +1,7 @@
 //! The `PEP_INFORMATION` callbacks PoFx calls: the C boundary of the engine.
 //!
 //! Each callback finds its engine instance through the host `H` ([`PepHost::instance`]), wraps
-//! the raw `data` once in a typed view ([`crate::payload::Data`], the one place its contract is
+//! the raw `data` once in a typed view (`payload::Data`, the one place its contract is
 //! taken on) and hands it to [`crate::dpm`] or [`crate::ppm`]. The kernel and every
 //! caller of the engine (the emulator, the tests, the fuzz harness) call exactly these functions.
 
