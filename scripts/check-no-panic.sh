@@ -88,9 +88,9 @@ if $self_test; then
     cp -r "$root/tools/panic-proof" "$scratch/tools/panic-proof"
     rm -rf "$scratch/engine/target" "$scratch/tools/panic-proof/target"
     # An index that depends on the notification id: out of bounds for ids 4, 9, 14, ...
-    perl -0pi -e 's/(fn accept_processor_notification<P: Platform>\([^)]*\)\s*->\s*BOOLEAN\s*\{)/$1\n    let _injected_panic = [0u8; 4][notification as usize % 5];/s' \
-        "$scratch/engine/src/pep.rs"
-    if ! grep -q _injected_panic "$scratch/engine/src/pep.rs"; then
+    perl -0pi -e 's/(fn accept_processor_notification<H: PepHost>\([^)]*\)\s*->\s*BOOLEAN\s*\{)/$1\n    let _injected_panic = [0u8; 4][notification as usize % 5];/s' \
+        "$scratch/engine/src/callbacks.rs"
+    if ! grep -q _injected_panic "$scratch/engine/src/callbacks.rs"; then
         echo "FAIL: self-test: could not inject the panic (accept_processor_notification changed?)" >&2
         exit 1
     fi

@@ -79,7 +79,7 @@ copy_workspace() {
     local dest=$1
     rm -rf "$dest"
     mkdir -p "$dest"
-    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- Cargo.toml Cargo.lock build.rs src engine sim \
+    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- Cargo.toml Cargo.lock build.rs src caller engine sim \
         | xargs -0 cp --parents -t "$dest")
 }
 

@@ -58,6 +58,7 @@ const ALL_GROUPS: USHORT = {
 
 impl KernelServices for Kernel {
     type Platform = KernelPlatform;
+    type Host = storage::KernelHost;
     type Parameters<'a> = Parameters;
     type State<'a> = State;
     type CounterReservation = HANDLE;

@@ -18,16 +18,14 @@
 //! [`ppm_engine::arm64::instructions`] (`MRS`, `DAIF` masking, `CNTVCT_EL0` as the time stamp).
 
 use core::sync::atomic::{AtomicBool, Ordering};
-
 use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::PerformanceCounter;
-use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
+use ppm_engine::{CpuidResult, MsrFault, Platform};
+
 use wdk_sys::LARGE_INTEGER;
 use wdk_sys::ntddk::{
     KeGetCurrentProcessorNumberEx, KeQueryPerformanceCounter, KeStallExecutionProcessor,
 };
-
-use crate::storage;
 
 /// The longest single `KeStallExecutionProcessor` call; the documentation asks for no more
 /// than 50 microseconds per call, so longer waits are made of several calls.
@@ -36,8 +34,8 @@ const MAX_STALL_MICROSECONDS: u32 = 50;
 /// Whether the PMU is reserved and the fixed counters are enabled on every active processor.
 static FIXED_COUNTERS_RESERVED: AtomicBool = AtomicBool::new(false);
 
-/// Records whether `DriverEntry` reserved the PMU and enabled the fixed counters everywhere.
-/// `PASSIVE_LEVEL`.
+/// Records whether the fixed counters are reserved and enabled (what
+/// [`KernelPlatform::fixed_counters_reserved`] answers). `PASSIVE_LEVEL`.
 pub fn set_fixed_counters_reserved(reserved: bool) {
     FIXED_COUNTERS_RESERVED.store(reserved, Ordering::Release);
 }
@@ -47,12 +45,6 @@ pub fn set_fixed_counters_reserved(reserved: bool) {
 pub struct KernelPlatform;
 
 impl Platform for KernelPlatform {
-    /// The published PEP instance (see [`storage::instance`]). Any IRQL.
-    #[inline]
-    fn instance() -> Option<&'static Pep<Self>> {
-        storage::instance()
-    }
-
     /// `KeGetCurrentProcessorNumberEx(NULL)`: the system-wide index of the current processor.
     /// Any IRQL.
     #[inline]

@@ -1,6 +1,5 @@
-//! Static storage: the PEP instance and the pointer the callbacks find it through, and the
-//! `PoFx` kernel-information block. (Whether the fixed counters are reserved is the platform's:
-//! [`crate::platform::set_fixed_counters_reserved`].)
+//! Static storage: the PEP instance and the pointer the callbacks find it through
+//! ([`KernelHost`]), and the `PoFx` kernel-information block.
 //!
 //! Nothing is allocated after `DriverEntry`: the PEP lives in a static cell written once at
 //! `PASSIVE_LEVEL` before it is published, and `PoFx` fills the kernel-information block in
@@ -12,8 +11,8 @@ use core::mem::MaybeUninit;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-use ppm_engine::Pep;
 use ppm_engine::abi::{PEP_KERNEL_INFORMATION_STRUCT_V3, PEP_KERNEL_INFORMATION_V3};
+use ppm_engine::{Pep, PepHost};
 
 use crate::platform::KernelPlatform;
 
@@ -52,6 +51,19 @@ pub fn instance() -> Option<&'static Pep<KernelPlatform>> {
     // cell), which is never written again; the acquire load pairs with its release store, so
     // the whole PEP is visible.
     unsafe { pep.as_ref() }
+}
+
+/// The host of the driver's callbacks: the instance [`set_instance`] published.
+pub struct KernelHost;
+
+impl PepHost for KernelHost {
+    type Platform = KernelPlatform;
+
+    /// The published PEP (see [`instance`]). Any IRQL: one acquire load.
+    #[inline]
+    fn instance() -> Option<&'static Pep<KernelPlatform>> {
+        instance()
+    }
 }
 
 /// Moves `pep` into the static cell and returns a reference to it. `PASSIVE_LEVEL`.

@@ -17,10 +17,11 @@ use ppm_engine::abi::{
     PEP_PPM_QUERY_VETO_REASONS, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEPHANDLE, PVOID, TRUE,
     ULONG,
 };
-use ppm_engine::pep::pep_information;
+use ppm_engine::callbacks::pep_information;
 use ppm_sim::boot::BootSabotage;
+use ppm_sim::platform::SimHost;
 use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
-use ppm_sim::{PlatformFaults, RunOptions, SimPlatform, run_with};
+use ppm_sim::{PlatformFaults, RunOptions, run_with};
 
 mod common;
 
@@ -46,14 +47,14 @@ fn the_real_engine_passes_the_harness_scenario() {
 
 #[test]
 fn a_wrong_size_or_a_missing_callback_fails_registration() {
-    let mut info: PEP_INFORMATION = pep_information::<SimPlatform>();
+    let mut info: PEP_INFORMATION = pep_information::<SimHost>();
     info.Size = 24;
     let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
     // PoFxRegisterPluginEx refuses the structure, so DriverEntry fails where the scenario
     // expects it to register: boot.status says so, and nothing runs.
     let report = assert_fails(&base(), &options, &["registration.version_size", "boot.status"]);
     assert!(report.checks.iter().skip(5).all(|check| check.detail.starts_with("not run")));
-    let mut info = pep_information::<SimPlatform>();
+    let mut info = pep_information::<SimHost>();
     info.AcceptProcessorNotification = None;
     let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
     assert_fails(&base(), &options, &["registration.version_size"]);

@@ -5,7 +5,6 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use ppm_engine::Platform;
 use ppm_engine::abi::{
     BOOLEAN, FALSE, PEP_DPM_REGISTER_DEVICE, PEP_NOTIFY_PPM_FEEDBACK_READ,
     PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
@@ -13,7 +12,9 @@ use ppm_engine::abi::{
 };
 use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::CpuidResult;
-use ppm_sim::{PlatformFaults, Scenario, SimPlatform};
+use ppm_engine::{PepHost, Platform};
+use ppm_sim::platform::SimHost;
+use ppm_sim::{PlatformFaults, Scenario};
 
 mod common;
 
@@ -177,7 +178,7 @@ unsafe extern "C" fn read_cppc_on_intel(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // AMD CPPC_CAP1 on an Intel part: CPUID never announced it.
         let _ = pep.platform().read_msr(0xC001_02B0);
@@ -197,7 +198,7 @@ unsafe extern "C" fn read_the_amu_unannounced(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // On a SoC whose ID_AA64PFR0_EL1 announces no AMU: an undefined instruction.
         let _ = pep.platform().read_system_register(SystemRegister::Amevcntr00El0);
@@ -477,7 +478,7 @@ unsafe extern "C" fn read_fixed_counter(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // IA32_FIXED_CTR1, whether or not the PMU is reserved.
         let _ = pep.platform().read_msr(0x30A);
@@ -501,7 +502,7 @@ unsafe extern "C" fn write_fixed_control(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimPlatform::instance()
+        && let Some(pep) = SimHost::instance()
     {
         // IA32_FIXED_CTR_CTRL, from a notification: the PMU is reserved, but a PEP writes
         // no MSR on a notification path.

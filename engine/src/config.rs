@@ -6,7 +6,6 @@
 
 use crate::device_id::DeviceIdPatterns;
 use crate::perf::PerfCapabilities;
-use crate::pmc::ReservationPolicy;
 
 /// Whether the PEP reports feedback counters at all.
 ///
@@ -59,6 +58,16 @@ impl CounterSourcePreference {
     pub const fn allows_fixed_pmc(self) -> bool {
         matches!(self, Self::Auto | Self::FixedPmc | Self::PreferFixedPmc)
     }
+}
+
+/// How the host reserves the PMU. Registry: `PmuReservation` (`REG_DWORD`, the bracketed value;
+/// names and numbers: [`PMU_RESERVATION_CHOICES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReservationPolicy {
+    /// `ResourceList = NULL`: exclusive ownership of the PMU (documented). Default. [0]
+    ExclusivePmu,
+    /// One `ResourceTypeRange` descriptor over every counter index. [1]
+    AllCounterIndexes,
 }
 
 /// Everything a user can configure. Built at `PASSIVE_LEVEL`; read-only afterwards.

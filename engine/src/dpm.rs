@@ -17,7 +17,6 @@
 //! an overlap a stale read could store counts into the slot's next registration, or a
 //! re-PREPARE could be accepted and its REGISTER declined; the loom model pins both cases.
 
-use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
 use crate::abi::{
@@ -26,31 +25,19 @@ use crate::abi::{
     PEP_DPM_UNREGISTER_DEVICE, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE,
     PEPHANDLE, PepDeviceAccepted, PepDeviceNotAccepted, TRUE,
 };
+use crate::payload::{Data, Dpm};
 use crate::pep::Pep;
 use crate::platform::Platform;
-use crate::ppm::typed;
 use crate::processor::{ProcessorSlot, encode_handle, generation_of, lifecycle, state, state_of};
 
 /// Routes one device notification. Returns whether it was handled.
-///
-/// # Safety
-/// `data` is NULL or points to the structure PoFx documents for `notification`.
-pub(crate) unsafe fn dispatch<P: Platform>(
-    pep: &Pep<P>,
-    notification: u32,
-    data: *mut c_void,
-) -> bool {
-    match notification {
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_DPM_PREPARE_DEVICE => unsafe { prepare_device(pep, data) },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_DPM_REGISTER_DEVICE => unsafe { register_device(pep, data) },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_DPM_DEVICE_STARTED => unsafe { device_started(pep, data) },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_DPM_UNREGISTER_DEVICE => unsafe { unregister_device(pep, data) },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_DPM_ABANDON_DEVICE => unsafe { abandon_device(pep, data) },
+pub(crate) fn dispatch<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    match data.id() {
+        PEP_DPM_PREPARE_DEVICE => prepare_device(pep, data),
+        PEP_DPM_REGISTER_DEVICE => register_device(pep, data),
+        PEP_DPM_DEVICE_STARTED => device_started(pep, data),
+        PEP_DPM_UNREGISTER_DEVICE => unregister_device(pep, data),
+        PEP_DPM_ABANDON_DEVICE => abandon_device(pep, data),
         _ => false,
     }
 }
@@ -92,19 +79,13 @@ fn hash_device_id(id: &[u16]) -> u64 {
 }
 
 /// `PEP_DPM_PREPARE_DEVICE`: accepts a processor while a slot is free; declines anything else.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_PREPARE_DEVICE`.
-unsafe fn prepare_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
-    let Some(data) = typed::<PEP_PREPARE_DEVICE>(data) else { return false };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PREPARE_DEVICE.
-    let id_pointer = unsafe { (*data.as_ptr()).DeviceId };
+fn prepare_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_PREPARE_DEVICE>() else { return false };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
-    let Some(id) = (unsafe { device_id(id_pointer) }) else { return false };
+    let Some(id) = (unsafe { device_id(data.DeviceId) }) else { return false };
     let accepted = pep.patterns.matches(id) && claim_slot(pep, claim_key(id));
     pep.device_log.record(id, accepted);
-    // SAFETY: as above; DeviceAccepted is the PEP's output.
-    unsafe { (*data.as_ptr()).DeviceAccepted = if accepted { TRUE } else { FALSE } };
+    data.DeviceAccepted = if accepted { TRUE } else { FALSE };
     true
 }
 
@@ -141,15 +122,10 @@ fn claim_key(id: &[u16]) -> u64 {
 
 /// `PEP_DPM_REGISTER_DEVICE`: registers a prepared processor and returns its handle; declines
 /// (`PepDeviceNotAccepted`, NULL handle) a device that was not prepared.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_REGISTER_DEVICE_V2`.
-unsafe fn register_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
-    let Some(data) = typed::<PEP_REGISTER_DEVICE_V2>(data) else { return false };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_REGISTER_DEVICE_V2.
-    let request = unsafe { data.as_ptr().read() };
+fn register_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_REGISTER_DEVICE_V2>() else { return false };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
-    let Some(id) = (unsafe { device_id(request.DeviceId) }) else { return false };
+    let Some(id) = (unsafe { device_id(data.DeviceId) }) else { return false };
     let key = claim_key(id);
     let mut handle: PEPHANDLE = core::ptr::null_mut();
     for (index, slot) in pep.slots.iter().enumerate() {
@@ -169,7 +145,7 @@ unsafe fn register_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool 
         {
             continue;
         }
-        slot.kernel_handle.store(request.KernelHandle.addr(), Ordering::Relaxed);
+        slot.kernel_handle.store(data.KernelHandle.addr(), Ordering::Relaxed);
         slot.reset_counters();
         slot.lifecycle.store(lifecycle(generation, state::REGISTERED), Ordering::Release);
         handle = encode_handle(index, generation);
@@ -177,22 +153,15 @@ unsafe fn register_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool 
         break;
     }
     let accepted = !handle.is_null();
-    // SAFETY: as above; DeviceHandle and DeviceAccepted are the PEP's outputs.
-    unsafe { (*data.as_ptr()).DeviceHandle = handle };
-    let acceptance = if accepted { PepDeviceAccepted } else { PepDeviceNotAccepted };
-    // SAFETY: as above.
-    unsafe { (*data.as_ptr()).DeviceAccepted = acceptance };
+    data.DeviceHandle = handle;
+    data.DeviceAccepted = if accepted { PepDeviceAccepted } else { PepDeviceNotAccepted };
     true
 }
 
 /// `PEP_DPM_DEVICE_STARTED`: `<= DISPATCH_LEVEL`.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_DEVICE_STARTED`.
-unsafe fn device_started<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
-    let Some(data) = typed::<PEP_DEVICE_STARTED>(data) else { return false };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_DEVICE_STARTED.
-    let handle = unsafe { (*data.as_ptr()).DeviceHandle };
+fn device_started<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_DEVICE_STARTED>() else { return false };
+    let handle = data.DeviceHandle;
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
     let current = slot.lifecycle.load(Ordering::Acquire);
     if state_of(current) == state::REGISTERED {
@@ -207,13 +176,9 @@ unsafe fn device_started<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
 }
 
 /// `PEP_DPM_UNREGISTER_DEVICE`: frees the slot; the handle becomes stale.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_UNREGISTER_DEVICE`.
-unsafe fn unregister_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
-    let Some(data) = typed::<PEP_UNREGISTER_DEVICE>(data) else { return false };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_UNREGISTER_DEVICE.
-    let handle = unsafe { (*data.as_ptr()).DeviceHandle };
+fn unregister_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_UNREGISTER_DEVICE>() else { return false };
+    let handle = data.DeviceHandle;
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
     release_registration(slot, handle.addr())
 }
@@ -263,18 +228,12 @@ fn release_device(slot: &ProcessorSlot, key: u64) -> bool {
 
 /// `PEP_DPM_ABANDON_DEVICE`: releases the device if it was ours (`DeviceAccepted` TRUE), or
 /// says it was not (FALSE).
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_ABANDON_DEVICE`.
-unsafe fn abandon_device<P: Platform>(pep: &Pep<P>, data: *mut c_void) -> bool {
-    let Some(data) = typed::<PEP_ABANDON_DEVICE>(data) else { return false };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_ABANDON_DEVICE.
-    let id_pointer = unsafe { (*data.as_ptr()).DeviceId };
+fn abandon_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_ABANDON_DEVICE>() else { return false };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
-    let Some(id) = (unsafe { device_id(id_pointer) }) else { return false };
+    let Some(id) = (unsafe { device_id(data.DeviceId) }) else { return false };
     let key = claim_key(id);
     let owned = pep.slots.iter().any(|slot| release_device(slot, key));
-    // SAFETY: as above; DeviceAccepted is the PEP's output.
-    unsafe { (*data.as_ptr()).DeviceAccepted = if owned { TRUE } else { FALSE } };
+    data.DeviceAccepted = if owned { TRUE } else { FALSE };
     true
 }

@@ -5,7 +5,8 @@
 //! [`Platform`] that supplies the few kernel and hardware services the engine needs. The Windows
 //! driver instantiates it with the kernel platform; the `ppm-sim` emulator instantiates it with
 //! simulated processors. Both reach the engine only through the C callbacks that
-//! [`pep_information`] returns, exactly as the kernel does.
+//! [`pep_information`] returns for their [`PepHost`] (which finds the instance), exactly as the
+//! kernel does.
 //!
 //! IRQL: construction ([`Pep::new`]) runs at `PASSIVE_LEVEL`. The callbacks run at the IRQLs
 //! PoFx documents for each notification (see [`ppm`] and [`dpm`]); nothing they reach allocates,
@@ -25,12 +26,15 @@
 
 pub mod abi;
 pub mod arm64;
+pub mod callbacks;
 pub mod config;
 pub mod counters;
 pub mod cpu;
 pub mod device_id;
 pub mod dpm;
 pub mod driver;
+pub mod host;
+mod payload;
 pub mod pep;
 pub mod perf;
 pub mod platform;
@@ -40,15 +44,15 @@ pub mod processor;
 mod sync;
 pub mod x86;
 
+pub use callbacks::pep_information;
 pub use config::Config;
-pub use pep::{Pep, pep_information};
+pub use host::PepHost;
+pub use pep::Pep;
 pub use platform::{CpuidResult, MsrFault, Platform};
 pub use processor::ProcessorSlot;
 
 // PEPHANDLE values are pointer-sized; the handle encoding (see `processor`) needs 64 bits.
 const _: () =
     assert!(core::mem::size_of::<usize>() == 8, "ppm-engine supports 64-bit targets only");
-#[cfg(test)]
-mod arm64_tests;
 #[cfg(test)]
 mod tests;

@@ -1,13 +1,12 @@
-//! The PEP instance and the `PEP_INFORMATION` callbacks PoFx calls.
+//! The PEP instance: configuration, detected hardware facts and the processor table.
 //!
-//! One [`Pep`] exists per registration. The C callbacks find it through
-//! [`Platform::instance`], decode the notification and hand it to [`crate::dpm`] or
-//! [`crate::ppm`]. The kernel and the emulator call exactly these functions.
+//! One [`Pep`] exists per registration. The C callbacks ([`crate::callbacks`]) find it through
+//! their host ([`crate::host::PepHost`]), decode the notification and hand it to [`crate::dpm`]
+//! or [`crate::ppm`].
 
-use core::ffi::c_void;
 use core::sync::atomic::Ordering;
 
-use crate::abi::{BOOLEAN, FALSE, PEP_INFORMATION, PEP_INFORMATION_V3, PEPHANDLE, TRUE, ULONG};
+use crate::abi::PEPHANDLE;
 use crate::config::Config;
 use crate::counters::{CounterSource, FeedbackSetup, NoCountersReason, NominalRateSource};
 use crate::cpu::CpuFeatures;
@@ -15,7 +14,6 @@ use crate::device_id::{DeviceIdLog, DeviceIdPatterns};
 use crate::perf::{self, PerfCapabilities, PerfSource};
 use crate::platform::Platform;
 use crate::processor::{ProcessorSlot, slot_index};
-use crate::{dpm, ppm};
 
 /// The PEP: configuration, detected hardware facts and the processor table.
 ///
@@ -157,65 +155,4 @@ impl<P: Platform> Pep<P> {
         let slot = self.slots.get(index)?;
         (slot.live_handle.load(Ordering::Acquire) == value).then_some((index, slot))
     }
-}
-
-/// The `PEP_INFORMATION` to pass to `PoFxRegisterPluginEx`: version 3, size 32, the DPM and
-/// PPM callbacks of this engine instantiated for `P`, no ACPI callback.
-#[must_use]
-pub fn pep_information<P: Platform>() -> PEP_INFORMATION {
-    PEP_INFORMATION {
-        Version: PEP_INFORMATION_V3,
-        Size: PEP_INFORMATION_SIZE,
-        AcceptDeviceNotification: Some(accept_device_notification::<P>),
-        AcceptProcessorNotification: Some(accept_processor_notification::<P>),
-        AcceptAcpiNotification: None,
-    }
-}
-
-const PEP_INFORMATION_SIZE: u16 = {
-    let size = core::mem::size_of::<PEP_INFORMATION>();
-    assert!(size == 32);
-    32
-};
-
-const fn boolean(value: bool) -> BOOLEAN {
-    if value { TRUE } else { FALSE }
-}
-
-/// `PEPCALLBACKNOTIFYDPM`: PoFx's device power management notifications.
-///
-/// IRQL: as PoFx documents per notification (`PASSIVE_LEVEL` for prepare/register/unregister/
-/// abandon, `<= DISPATCH_LEVEL` for device started). Returns TRUE only for the notifications
-/// handled; FALSE, without touching `data`, for every other one and for malformed data.
-///
-/// # Safety
-/// `data` must be NULL or point to the structure PoFx documents for `notification`, valid for
-/// the duration of the call.
-pub unsafe extern "C" fn accept_device_notification<P: Platform>(
-    notification: ULONG,
-    data: *mut c_void,
-) -> BOOLEAN {
-    let Some(pep) = P::instance() else { return FALSE };
-    // SAFETY: the caller's contract for `data` is passed on unchanged.
-    boolean(unsafe { dpm::dispatch(pep, notification, data) })
-}
-
-/// `PEPCALLBACKNOTIFYPPM`: PoFx's processor power management notifications.
-///
-/// IRQL: `PASSIVE_LEVEL` up to `HIGH_LEVEL`, interrupts possibly disabled. Nothing reached from
-/// here allocates, blocks, logs or panics. Returns TRUE only for the notifications handled;
-/// FALSE, without touching `data`, for every other one, for NULL or misaligned data and for an
-/// unknown, stale or forged handle.
-///
-/// # Safety
-/// `data` must be NULL or point to the structure PoFx documents for `notification`, valid for
-/// the duration of the call. `handle` may be anything: it is validated, never dereferenced.
-pub unsafe extern "C" fn accept_processor_notification<P: Platform>(
-    handle: PEPHANDLE,
-    notification: ULONG,
-    data: *mut c_void,
-) -> BOOLEAN {
-    let Some(pep) = P::instance() else { return FALSE };
-    // SAFETY: the caller's contract for `data` is passed on unchanged.
-    boolean(unsafe { ppm::dispatch(pep, handle, notification, data) })
 }

@@ -1,10 +1,12 @@
 //! The platform: the kernel and hardware services the engine needs, and nothing more.
 //!
+//! Hardware only: where the engine instance lives is the host's concern
+//! ([`crate::host::PepHost`]).
+//!
 //! The Windows driver implements it over `ntoskrnl` and the processor's own instructions
 //! (see [`crate::x86`]); `ppm-sim` implements it over simulated processors.
 
 use crate::arm64::SystemRegister;
-use crate::pep::Pep;
 
 /// The four registers `CPUID` returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -41,12 +43,6 @@ pub struct PerformanceCounter {
 /// Every method may be called at any IRQL up to `HIGH_LEVEL` unless its documentation says
 /// otherwise, and none may allocate, block, log or panic.
 pub trait Platform: Sized + Sync + 'static {
-    /// The engine instance whose C callbacks are being called, or `None` before it exists.
-    ///
-    /// The kernel keeps one instance in static storage; an emulator may keep one per thread.
-    /// Any IRQL.
-    fn instance() -> Option<&'static Pep<Self>>;
-
     /// The system-wide index of the processor executing the caller (the index
     /// `KeGetCurrentProcessorNumberEx` reports, `group * 64 + number` on a host emulator).
     /// Any IRQL.

@@ -23,6 +23,7 @@ use crate::abi::{
     PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR__bindgen_ty_1__bindgen_ty_1,
     PHYSICAL_COUNTER_RESOURCE_LIST, ResourceTypeRange,
 };
+pub use crate::config::ReservationPolicy;
 use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy};
 use crate::cpu::CpuFeatures;
 use crate::platform::{MsrFault, Platform};
@@ -70,16 +71,6 @@ impl FixedCounters {
     pub const fn mask(&self) -> u64 {
         if self.width >= 64 { u64::MAX } else { (1u64 << self.width).wrapping_sub(1) }
     }
-}
-
-/// How the host reserves the PMU. Registry: `PmuReservation` (`REG_DWORD`, the bracketed value;
-/// names and numbers: [`crate::config::PMU_RESERVATION_CHOICES`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReservationPolicy {
-    /// `ResourceList = NULL`: exclusive ownership of the PMU (documented). Default. [0]
-    ExclusivePmu,
-    /// One `ResourceTypeRange` descriptor over every counter index. [1]
-    AllCounterIndexes,
 }
 
 /// The fixed counters the host should reserve and enable before creating the PEP, or `None`.

@@ -18,8 +18,6 @@
 //! satisfied by one member): per-logical-processor HWP/CPPC requests are independent, and a PEP
 //! that does not control perf states has nothing to coordinate.
 
-use core::ffi::c_void;
-use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use crate::abi::{
@@ -37,82 +35,46 @@ use crate::abi::{
     SYSTEM_POWER_STATE,
 };
 use crate::counters::{CounterSource, read_and_accumulate};
+use crate::payload::{Data, Payload, Ppm};
 use crate::pep::Pep;
 use crate::platform::Platform;
 use crate::pmc;
 use crate::processor::{ProcessorSlot, UNBOUND};
-
-/// `data` as a pointer to `T`, if it is non-NULL and aligned for `T`.
-#[inline]
-pub(crate) fn typed<T>(data: *mut c_void) -> Option<NonNull<T>> {
-    let data = NonNull::new(data.cast::<T>())?;
-    data.is_aligned().then_some(data)
-}
 
 /// Routes one processor notification. Returns whether it was handled.
 ///
 /// The hot notification, `FEEDBACK_READ`, is tested first and handled inline; every other one
 /// goes through an out-of-line match, so the read path needs no jump table and no registers
 /// saved for the rest.
-///
-/// # Safety
-/// `data` is NULL or points to the structure PoFx documents for `notification`.
 #[inline]
-pub(crate) unsafe fn dispatch<P: Platform>(
-    pep: &Pep<P>,
-    handle: PEPHANDLE,
-    notification: u32,
-    data: *mut c_void,
-) -> bool {
-    if notification == PEP_NOTIFY_PPM_FEEDBACK_READ {
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        return unsafe { feedback_read(pep, handle, data) };
+pub(crate) fn dispatch<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    if data.id() == PEP_NOTIFY_PPM_FEEDBACK_READ {
+        return feedback_read(pep, handle, data);
     }
-    // SAFETY: the caller's contract for `data` is passed on unchanged.
-    unsafe { dispatch_other(pep, handle, notification, data) }
+    dispatch_other(pep, handle, data)
 }
 
 /// Every processor notification but `FEEDBACK_READ`.
-///
-/// # Safety
-/// As [`dispatch`].
 #[inline(never)]
-unsafe fn dispatch_other<P: Platform>(
-    pep: &Pep<P>,
-    handle: PEPHANDLE,
-    notification: u32,
-    data: *mut c_void,
-) -> bool {
-    match notification {
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_QUERY_CAPABILITIES => unsafe { query_capabilities(pep, handle, data) },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS => unsafe {
-            query_feedback_counters(pep, handle, data)
-        },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES => unsafe {
-            query_perf_capabilities(pep, handle, data)
-        },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO => unsafe { query_domain_info(pep, handle, data) },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE => unsafe {
+fn dispatch_other<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    match data.id() {
+        PEP_NOTIFY_PPM_QUERY_CAPABILITIES => query_capabilities(pep, handle, data),
+        PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS => query_feedback_counters(pep, handle, data),
+        PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES => query_perf_capabilities(pep, handle, data),
+        PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO => query_domain_info(pep, handle, data),
+        PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE => {
             system_state::<P, PEP_PPM_ENTER_SYSTEM_STATE>(pep, handle, data, false)
-        },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE => unsafe {
+        }
+        PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE => {
             system_state::<P, PEP_PPM_RESUME_FROM_SYSTEM_STATE>(pep, handle, data, true)
-        },
+        }
         PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE => perf_check_complete(pep, handle, data),
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES => unsafe {
+        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES => {
             zero_count::<P, PEP_PPM_QUERY_PLATFORM_STATES>(pep, handle, data)
-        },
-        // SAFETY: the caller's contract for `data` is passed on unchanged.
-        PEP_NOTIFY_PPM_QUERY_VETO_REASONS => unsafe {
+        }
+        PEP_NOTIFY_PPM_QUERY_VETO_REASONS => {
             zero_count::<P, PEP_PPM_QUERY_VETO_REASONS>(pep, handle, data)
-        },
+        }
         // No payload: nothing is read or written.
         PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES => handle_acceptable(pep, handle),
         _ => false,
@@ -123,15 +85,11 @@ unsafe fn dispatch_other<P: Platform>(
 /// processor the handle is bound to. The first read of a handle binds it to the processor it
 /// runs on; a read on any other processor, an index beyond `FeedbackCounterCount` or a faulting
 /// counter read is refused.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_PPM_FEEDBACK_READ`.
 #[inline]
-unsafe fn feedback_read<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: *mut c_void) -> bool {
-    let Some(data) = typed::<PEP_PPM_FEEDBACK_READ>(data) else { return false };
+fn feedback_read<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    let Some(data) = data.get::<PEP_PPM_FEEDBACK_READ>() else { return false };
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_FEEDBACK_READ.
-    let index = unsafe { (*data.as_ptr()).CounterIndex };
+    let index = data.CounterIndex;
     if index >= pep.feedback.count {
         return false;
     }
@@ -141,15 +99,11 @@ unsafe fn feedback_read<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: *mut
         return false;
     }
     let Ok(counts) = read_and_accumulate(pep.platform(), &pep.feedback, slot) else { return false };
-    let out = PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1 {
+    // The relative view of the union: NominalCount, ActualCount.
+    data.__bindgen_anon_1.__bindgen_anon_1 = PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1 {
         NominalCount: counts.nominal,
         ActualCount: counts.actual,
     };
-    // SAFETY: as above; taking the address of a field reads nothing.
-    let counts = unsafe { &raw mut (*data.as_ptr()).__bindgen_anon_1 };
-    // SAFETY: the union is in the structure PoFx gave the PEP to fill; the relative view is
-    // one of its members, at offset 0 and of the union's alignment.
-    unsafe { counts.cast::<PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1>().write(out) };
     true
 }
 
@@ -166,15 +120,8 @@ fn bind(slot: &ProcessorSlot, bound: u32, current: u32) -> bool {
 }
 
 /// `PEP_NOTIFY_PPM_QUERY_CAPABILITIES`: `PASSIVE_LEVEL`, once per processor.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_PPM_QUERY_CAPABILITIES`.
-unsafe fn query_capabilities<P: Platform>(
-    pep: &Pep<P>,
-    handle: PEPHANDLE,
-    data: *mut c_void,
-) -> bool {
-    let Some(data) = typed::<PEP_PPM_QUERY_CAPABILITIES>(data) else { return false };
+fn query_capabilities<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    let Some(data) = data.get::<PEP_PPM_QUERY_CAPABILITIES>() else { return false };
     if pep.slot_for_handle(handle).is_none() {
         return false;
     }
@@ -186,27 +133,23 @@ unsafe fn query_capabilities<P: Platform>(
         DiscretePerformanceStateCount: 0,
         Reserved: 0,
     };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_CAPABILITIES.
-    unsafe { data.as_ptr().write(answer) };
+    *data = answer;
     true
 }
 
 /// `PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS`: `PASSIVE_LEVEL`, processor init. `Count` must equal
-/// `FeedbackCounterCount` (the buffer holds that many descriptors).
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_PPM_QUERY_FEEDBACK_COUNTERS` whose buffer holds `Count`
-/// descriptors.
-unsafe fn query_feedback_counters<P: Platform>(
+/// `FeedbackCounterCount` (PoFx documents the buffer as holding `Count` descriptors).
+fn query_feedback_counters<P: Platform>(
     pep: &Pep<P>,
     handle: PEPHANDLE,
-    data: *mut c_void,
+    data: Data<'_, Ppm>,
 ) -> bool {
-    let Some(data) = typed::<PEP_PPM_QUERY_FEEDBACK_COUNTERS>(data) else { return false };
+    // A pointer, not a reference: the descriptors run past the structure's one-element array.
+    let Some(data) = data.pointer::<PEP_PPM_QUERY_FEEDBACK_COUNTERS>() else { return false };
     if pep.slot_for_handle(handle).is_none() {
         return false;
     }
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_FEEDBACK_COUNTERS.
+    // SAFETY: `data` is non-NULL, aligned and a PEP_PPM_QUERY_FEEDBACK_COUNTERS (`Data`).
     let count = unsafe { (*data.as_ptr()).Count };
     if count == 0 || count != pep.feedback.count {
         return false;
@@ -216,7 +159,7 @@ unsafe fn query_feedback_counters<P: Platform>(
     let first = counters.cast::<PEP_PROCESSOR_FEEDBACK_COUNTER>();
     let described = usize::try_from(count).unwrap_or(0);
     for (offset, descriptor) in pep.feedback.descriptors.iter().take(described).enumerate() {
-        // SAFETY: the buffer holds `Count` descriptors (caller) and `offset < Count`; the
+        // SAFETY: the buffer holds `Count` descriptors (PoFx) and `offset < Count`; the
         // descriptor array starts at an aligned offset of an aligned structure.
         unsafe { first.wrapping_add(offset).write(*descriptor) };
     }
@@ -224,15 +167,12 @@ unsafe fn query_feedback_counters<P: Platform>(
 }
 
 /// `PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES`: `PASSIVE_LEVEL`, processor init.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_PPM_QUERY_PERF_CAPABILITIES`.
-unsafe fn query_perf_capabilities<P: Platform>(
+fn query_perf_capabilities<P: Platform>(
     pep: &Pep<P>,
     handle: PEPHANDLE,
-    data: *mut c_void,
+    data: Data<'_, Ppm>,
 ) -> bool {
-    let Some(data) = typed::<PEP_PPM_QUERY_PERF_CAPABILITIES>(data) else { return false };
+    let Some(data) = data.get::<PEP_PPM_QUERY_PERF_CAPABILITIES>() else { return false };
     let Some((index, _)) = pep.slot_for_handle(handle) else { return false };
     let Ok(domain) = u32::try_from(index) else { return false };
     let answer = PEP_PPM_QUERY_PERF_CAPABILITIES {
@@ -243,13 +183,12 @@ unsafe fn query_perf_capabilities<P: Platform>(
         DomainId: domain,
         DomainMembers: 1,
     };
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_PERF_CAPABILITIES.
-    unsafe { data.as_ptr().write(answer) };
+    *data = answer;
     true
 }
 
 /// The payloads that are one count the PEP answers with 0 (nothing to report).
-trait ZeroCount {
+trait ZeroCount: Payload<Ppm> {
     /// The answer: the structure with its count 0.
     const ZERO: Self;
 }
@@ -265,20 +204,16 @@ impl ZeroCount for PEP_PPM_QUERY_VETO_REASONS {
 /// `QUERY_PLATFORM_STATES` / `QUERY_VETO_REASONS`: `PASSIVE_LEVEL`, once at boot. This PEP has
 /// no platform idle state (`IdleStateCount` is 0) and vetoes nothing: the count is 0, the
 /// documented way to say so.
-///
-/// # Safety
-/// `data` is NULL or points to a `T`.
-unsafe fn zero_count<P: Platform, T: ZeroCount>(
+fn zero_count<P: Platform, T: ZeroCount>(
     pep: &Pep<P>,
     handle: PEPHANDLE,
-    data: *mut c_void,
+    data: Data<'_, Ppm>,
 ) -> bool {
-    let Some(data) = typed::<T>(data) else { return false };
+    let Some(data) = data.get::<T>() else { return false };
     if !handle_acceptable(pep, handle) {
         return false;
     }
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a `T` (four bytes, out).
-    unsafe { data.as_ptr().write(T::ZERO) };
+    *data = T::ZERO;
     true
 }
 
@@ -289,20 +224,12 @@ fn handle_acceptable<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE) -> bool {
 
 /// `PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO`: `PASSIVE_LEVEL`. Known domains are the slot indexes of
 /// live processor devices.
-///
-/// # Safety
-/// `data` is NULL or points to a `PEP_PPM_QUERY_DOMAIN_INFO`.
-unsafe fn query_domain_info<P: Platform>(
-    pep: &Pep<P>,
-    handle: PEPHANDLE,
-    data: *mut c_void,
-) -> bool {
-    let Some(data) = typed::<PEP_PPM_QUERY_DOMAIN_INFO>(data) else { return false };
+fn query_domain_info<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    let Some(data) = data.get::<PEP_PPM_QUERY_DOMAIN_INFO>() else { return false };
     if !handle_acceptable(pep, handle) {
         return false;
     }
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a PEP_PPM_QUERY_DOMAIN_INFO.
-    let domain = unsafe { (*data.as_ptr()).DomainId };
+    let domain = data.DomainId;
     let live = usize::try_from(domain)
         .ok()
         .and_then(|index| pep.slots.get(index))
@@ -319,31 +246,25 @@ unsafe fn query_domain_info<P: Platform>(
         WorstCaseTransitionLatency: pep.transition_latency_100ns,
         WorstCaseTransitionOverhead: 0,
     };
-    // SAFETY: as above.
-    unsafe { data.as_ptr().write(answer) };
+    *data = answer;
     true
 }
 
 /// The structures of `ENTER_SYSTEM_STATE` and `RESUME_FROM_SYSTEM_STATE`.
-trait SystemStateData {
-    /// Reads `TargetState`.
-    ///
-    /// # Safety
-    /// `data` points to a valid instance.
-    unsafe fn target_state(data: NonNull<Self>) -> SYSTEM_POWER_STATE;
+trait SystemStateData: Payload<Ppm> {
+    /// `TargetState`.
+    fn target_state(&self) -> SYSTEM_POWER_STATE;
 }
 
 impl SystemStateData for PEP_PPM_ENTER_SYSTEM_STATE {
-    unsafe fn target_state(data: NonNull<Self>) -> SYSTEM_POWER_STATE {
-        // SAFETY: `data` points to a valid instance (caller).
-        unsafe { (*data.as_ptr()).TargetState }
+    fn target_state(&self) -> SYSTEM_POWER_STATE {
+        self.TargetState
     }
 }
 
 impl SystemStateData for PEP_PPM_RESUME_FROM_SYSTEM_STATE {
-    unsafe fn target_state(data: NonNull<Self>) -> SYSTEM_POWER_STATE {
-        // SAFETY: `data` points to a valid instance (caller).
-        unsafe { (*data.as_ptr()).TargetState }
+    fn target_state(&self) -> SYSTEM_POWER_STATE {
+        self.TargetState
     }
 }
 
@@ -353,21 +274,17 @@ impl SystemStateData for PEP_PPM_RESUME_FROM_SYSTEM_STATE {
 /// handle, every handle's does. With the fixed-counter source, resume also enables fixed
 /// counters 1 and 2 again on the processor it runs on: the sleep reset its PMU control, and the
 /// reservation that makes the PMU the driver's is held for good.
-///
-/// # Safety
-/// `data` is NULL or points to a `T`.
-unsafe fn system_state<P: Platform, T: SystemStateData>(
+fn system_state<P: Platform, T: SystemStateData>(
     pep: &Pep<P>,
     handle: PEPHANDLE,
-    data: *mut c_void,
+    data: Data<'_, Ppm>,
     resume: bool,
 ) -> bool {
-    let Some(data) = typed::<T>(data) else { return false };
+    let Some(data) = data.get::<T>() else { return false };
     if !handle_acceptable(pep, handle) {
         return false;
     }
-    // SAFETY: `data` is non-NULL, aligned and, per the caller, a `T`.
-    let target = unsafe { T::target_state(data) };
+    let target = data.target_state();
     if !(PowerSystemWorking..=PowerSystemShutdown).contains(&target) {
         return false;
     }
@@ -389,6 +306,6 @@ unsafe fn system_state<P: Platform, T: SystemStateData>(
 
 /// `PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE`: `DISPATCH_LEVEL`, any processor. Acknowledged; this PEP
 /// has no perf-check work.
-fn perf_check_complete<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: *mut c_void) -> bool {
-    typed::<PEP_PPM_PERF_CHECK_COMPLETE>(data).is_some() && handle_acceptable(pep, handle)
+fn perf_check_complete<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    data.pointer::<PEP_PPM_PERF_CHECK_COMPLETE>().is_some() && handle_acceptable(pep, handle)
 }

@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ppm_engine::config::{Config, CounterSourcePreference};
@@ -21,10 +20,6 @@ use ppm_engine::platform::PerformanceCounter;
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 use proptest::prelude::*;
-
-thread_local! {
-    static INSTANCE: Cell<Option<&'static Pep<Scripted>>> = const { Cell::new(None) };
-}
 
 /// An Intel processor under a hypervisor with APERF/MPERF (and nothing else model-specific),
 /// whose raw counter values the test sets.
@@ -47,10 +42,6 @@ impl Scripted {
 }
 
 impl Platform for Scripted {
-    fn instance() -> Option<&'static Pep<Self>> {
-        INSTANCE.with(Cell::get)
-    }
-
     fn current_processor_index(&self) -> u32 {
         0
     }
@@ -85,11 +76,8 @@ impl Platform for Scripted {
 
 /// A fresh engine with one processor slot, published for this thread's callbacks.
 fn engine(config: &Config) -> (&'static Pep<Scripted>, &'static ProcessorSlot) {
-    let slots: &'static [ProcessorSlot] = Box::leak(Box::new([ProcessorSlot::new()]));
-    let pep: &'static Pep<Scripted> =
-        Box::leak(Box::new(Pep::new(Scripted::default(), config, slots)));
-    INSTANCE.with(|cell| cell.set(Some(pep)));
-    (pep, &slots[0])
+    let slots = ppm_caller::table(1);
+    (ppm_caller::boot_with(Scripted::default(), config, slots), &slots[0])
 }
 
 /// What happens to the raw counters before the next read.
@@ -152,10 +140,10 @@ proptest! {
         config.performance_counter_view = counter_view;
         let (pep, slot) = engine(&config);
         let platform = pep.platform();
-        let handle = common::add_processor::<Scripted>("\\_SB.CPU0");
+        let handle = ppm_caller::add_processor::<Scripted>("\\_SB.CPU0");
         platform.set(start.0, start.1);
 
-        let first = common::read::<Scripted>(handle, 0);
+        let first = ppm_caller::read::<Scripted>(handle, 0);
         prop_assert_eq!(first, Some((0, 0)), "the first read is the baseline");
         // The baseline the next delta is taken from; None after a zero reading (or a zero
         // start): the next real reading is a new baseline.
@@ -169,7 +157,7 @@ proptest! {
             let now = platform.get();
             // Both views report the same accumulated pair.
             let view = if counter_view { u32::try_from(index % 2).unwrap_or(0) } else { 0 };
-            let counts = common::read::<Scripted>(handle, view);
+            let counts = ppm_caller::read::<Scripted>(handle, view);
             prop_assert!(counts.is_some(), "read {} refused", index);
             let counts = counts.unwrap_or_default();
             let expected_delta = match baseline {
@@ -211,15 +199,15 @@ proptest! {
     ) {
         let (pep, slot) = engine(&Config::new());
         let platform = pep.platform();
-        let handle = common::add_processor::<Scripted>("\\_SB.CPU0");
+        let handle = ppm_caller::add_processor::<Scripted>("\\_SB.CPU0");
         platform.set(1_000, 1_000);
-        prop_assert_eq!(common::read::<Scripted>(handle, 0), Some((0, 0)));
+        prop_assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((0, 0)));
         apply(platform, &Step::Advance(before.0, before.1));
         let reported = (before.1, before.0);
-        prop_assert_eq!(common::read::<Scripted>(handle, 0), Some(reported));
-        prop_assert!(common::resume::<Scripted>(handle));
+        prop_assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some(reported));
+        prop_assert!(ppm_caller::resume::<Scripted>(handle));
         platform.set(across.0, across.1);
-        prop_assert_eq!(common::read::<Scripted>(handle, 0), Some(reported));
+        prop_assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some(reported));
         apply(platform, &Step::Advance(after.0, after.1));
         let (actual, nominal) = platform.get();
         // A zero reading across the resume is no reading: the one after it is the baseline.
@@ -229,7 +217,7 @@ proptest! {
         } else {
             reported
         };
-        prop_assert_eq!(common::read::<Scripted>(handle, 0), Some(expected));
+        prop_assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some(expected));
         prop_assert_eq!(
             slot.resets(),
             u32::from(!forward && across != (0, 0) && across.0 != u64::MAX)
@@ -319,7 +307,7 @@ proptest! {
         engine(&config);
         let id = String::from_utf16(&id).unwrap_or_default();
         let id_units: Vec<u16> = id.encode_utf16().collect();
-        prop_assert_eq!(common::prepare::<Scripted>(&id), reference(&pattern, &id_units));
+        prop_assert_eq!(ppm_caller::prepare::<Scripted>(&id), reference(&pattern, &id_units));
     }
 }
 

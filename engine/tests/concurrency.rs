@@ -20,13 +20,11 @@ use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use ppm_engine::abi::{
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_QUERY_PERF_CAPABILITIES, PEPHANDLE,
-};
+use ppm_engine::abi::PEPHANDLE;
 use ppm_engine::config::Config;
 use ppm_engine::platform::PerformanceCounter;
 use ppm_engine::x86::msr;
-use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
+use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
 
 const READERS: u32 = 4;
 const READS: u64 = 250_000;
@@ -40,8 +38,10 @@ thread_local! {
     static CURRENT: Cell<u32> = const { Cell::new(0) };
 }
 
+/// Runs the calling thread as processor `index`, with the engine entered.
 fn on_processor(index: u32) {
     CURRENT.with(|current| current.set(index));
+    ppm_caller::install(pep());
 }
 
 /// Processors whose APERF/MPERF the test advances; the current processor is per thread.
@@ -63,10 +63,6 @@ impl Threaded {
 }
 
 impl Platform for Threaded {
-    fn instance() -> Option<&'static Pep<Self>> {
-        PEP.get().copied()
-    }
-
     fn current_processor_index(&self) -> u32 {
         CURRENT.with(Cell::get)
     }
@@ -105,9 +101,7 @@ fn pep() -> &'static Pep<Threaded> {
             counters: (0..=READERS).map(|_| (AtomicU64::new(1), AtomicU64::new(1))).collect(),
             time: AtomicU64::new(0),
         };
-        let slots: Vec<ProcessorSlot> = (0..READERS + 2).map(|_| ProcessorSlot::new()).collect();
-        let slots: &'static [ProcessorSlot] = Box::leak(slots.into_boxed_slice());
-        Box::leak(Box::new(Pep::new(platform, &Config::new(), slots)))
+        ppm_caller::boot(platform, &Config::new(), usize::try_from(READERS + 2).unwrap())
     })
 }
 
@@ -117,15 +111,7 @@ const fn handle(address: usize) -> PEPHANDLE {
 
 /// A read-only query any processor may make with any handle.
 fn query_perf(handle: PEPHANDLE) -> bool {
-    let mut data = PEP_PPM_QUERY_PERF_CAPABILITIES {
-        HighestPerformance: 0,
-        NominalPerformance: 0,
-        LowestNonlinearPerformance: 0,
-        LowestPerformance: 0,
-        DomainId: u32::MAX,
-        DomainMembers: 0,
-    };
-    common::ppm::<Threaded>(handle, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, (&raw mut data).cast())
+    ppm_caller::query_perf_capabilities::<Threaded>(handle).is_some()
 }
 
 /// One processor: its own handle, read `READS` times with known hardware deltas.
@@ -137,18 +123,22 @@ fn reader(processor: u32, own: usize, others: &[usize], churned: &AtomicUsize) {
         let (actual, nominal) = (round % 7 * 300 + 1, round % 5 * 200 + 1);
         platform.advance(processor, actual, nominal);
         expected = (expected.0 + nominal, expected.1 + actual);
-        let counts = common::read::<Threaded>(handle(own), 0);
+        let counts = ppm_caller::read::<Threaded>(handle(own), 0);
         assert_eq!(counts, Some(expected), "processor {processor}, read {round}");
         match round % 8 {
             0 => {
                 let other = others[usize::try_from(round).unwrap() / 8 % others.len()];
-                assert_eq!(common::read::<Threaded>(handle(other), 0), None, "another's handle");
+                assert_eq!(
+                    ppm_caller::read::<Threaded>(handle(other), 0),
+                    None,
+                    "another's handle"
+                );
             }
             1 => {
                 let forged = own ^ 1 << 40;
-                assert_eq!(common::read::<Threaded>(handle(forged), 0), None, "forged handle");
+                assert_eq!(ppm_caller::read::<Threaded>(handle(forged), 0), None, "forged handle");
             }
-            2 => assert_eq!(common::read::<Threaded>(std::ptr::null_mut(), 0), None),
+            2 => assert_eq!(ppm_caller::read::<Threaded>(std::ptr::null_mut(), 0), None),
             3 => {
                 // Any answer will do (the handle may be going away); it must not crash.
                 let _ = query_perf(handle(churned.load(Ordering::Relaxed)));
@@ -165,16 +155,16 @@ fn churner(stop: &AtomicBool, churned: &AtomicUsize) -> u32 {
     let mut cycles = 0;
     while cycles < CHURN_CYCLES || !stop.load(Ordering::Relaxed) {
         let id = format!("\\_SB.C{:03X}", 0x100 + cycles % 3);
-        let new = common::add_processor::<Threaded>(&id);
+        let new = ppm_caller::add_processor::<Threaded>(&id);
         churned.store(new.addr(), Ordering::Relaxed);
-        assert_eq!(common::read::<Threaded>(new, 0), Some((0, 0)), "a new registration");
+        assert_eq!(ppm_caller::read::<Threaded>(new, 0), Some((0, 0)), "a new registration");
         platform.advance(CHURNER, 30, 20);
-        assert_eq!(common::read::<Threaded>(new, 0), Some((20, 30)));
+        assert_eq!(ppm_caller::read::<Threaded>(new, 0), Some((20, 30)));
         let registered = pep().registered_count();
         assert!((usize::try_from(READERS).unwrap() + 1..=pep().capacity()).contains(&registered));
-        assert!(common::unregister::<Threaded>(new));
-        assert_eq!(common::read::<Threaded>(new, 0), None, "an unregistered handle");
-        assert!(!common::unregister::<Threaded>(new), "unregistered twice");
+        assert!(ppm_caller::unregister::<Threaded>(new));
+        assert_eq!(ppm_caller::read::<Threaded>(new, 0), None, "an unregistered handle");
+        assert!(!ppm_caller::unregister::<Threaded>(new), "unregistered twice");
         cycles += 1;
     }
     cycles
@@ -183,12 +173,13 @@ fn churner(stop: &AtomicBool, churned: &AtomicUsize) -> u32 {
 #[test]
 fn processors_read_while_devices_come_and_go() {
     let pep = pep();
+    ppm_caller::install(pep);
     let own: Vec<usize> = (0..READERS)
         .map(|processor| {
-            let handle = common::add_processor::<Threaded>(&format!("\\_SB.CPU{processor}"));
+            let handle = ppm_caller::add_processor::<Threaded>(&format!("\\_SB.CPU{processor}"));
             // Bind each handle to its processor before the race starts.
             on_processor(processor);
-            assert_eq!(common::read::<Threaded>(handle, 0), Some((0, 0)));
+            assert_eq!(ppm_caller::read::<Threaded>(handle, 0), Some((0, 0)));
             handle.addr()
         })
         .collect();
@@ -223,6 +214,6 @@ fn processors_read_while_devices_come_and_go() {
     assert_eq!(pep.registered_count(), usize::try_from(READERS).unwrap());
     for (processor, &own) in (0..READERS).zip(&own) {
         on_processor(processor);
-        assert!(common::read::<Threaded>(handle(own), 0).is_some());
+        assert!(ppm_caller::read::<Threaded>(handle(own), 0).is_some());
     }
 }

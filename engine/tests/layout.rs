@@ -17,9 +17,6 @@ const MAX_PROCESSORS: usize = 2048;
 struct Zst;
 
 impl Platform for Zst {
-    fn instance() -> Option<&'static Pep<Self>> {
-        None
-    }
     fn current_processor_index(&self) -> u32 {
         0
     }

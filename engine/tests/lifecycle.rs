@@ -8,25 +8,14 @@
 //! device then both succeeded.
 #![cfg(not(loom))]
 
-mod common;
-
-use std::cell::Cell;
-
 use ppm_engine::config::Config;
 use ppm_engine::platform::PerformanceCounter;
-use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
-
-thread_local! {
-    static INSTANCE: Cell<Option<&'static Pep<NoCounters>>> = const { Cell::new(None) };
-}
+use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
 
 /// A platform without counters: only the device lifecycle matters here.
 struct NoCounters;
 
 impl Platform for NoCounters {
-    fn instance() -> Option<&'static Pep<Self>> {
-        INSTANCE.with(Cell::get)
-    }
     fn current_processor_index(&self) -> u32 {
         0
     }
@@ -46,24 +35,19 @@ impl Platform for NoCounters {
 }
 
 fn engine(capacity: usize) -> &'static Pep<NoCounters> {
-    let slots: Vec<ProcessorSlot> = (0..capacity).map(|_| ProcessorSlot::new()).collect();
-    let slots: &'static [ProcessorSlot] = Box::leak(slots.into_boxed_slice());
-    let pep: &'static Pep<NoCounters> =
-        Box::leak(Box::new(Pep::new(NoCounters, &Config::new(), slots)));
-    INSTANCE.with(|cell| cell.set(Some(pep)));
-    pep
+    ppm_caller::boot(NoCounters, &Config::new(), capacity)
 }
 
 /// The basic order, and a re-PREPARE of a registered device, with no hole in the table.
 #[test]
 fn a_device_is_registered_once() {
     let pep = engine(4);
-    let first = common::add_processor::<NoCounters>("\\_SB.CPU0");
-    assert!(common::prepare::<NoCounters>("\\_SB.CPU0"), "a registered device is still ours");
-    assert!(common::register::<NoCounters>("\\_SB.CPU0").is_null(), "registered twice");
+    let first = ppm_caller::add_processor::<NoCounters>("\\_SB.CPU0");
+    assert!(ppm_caller::prepare::<NoCounters>("\\_SB.CPU0"), "a registered device is still ours");
+    assert!(ppm_caller::register::<NoCounters>("\\_SB.CPU0").is_null(), "registered twice");
     assert_eq!(pep.registered_count(), 1);
-    assert!(common::unregister::<NoCounters>(first));
-    let again = common::add_processor::<NoCounters>("\\_SB.CPU0");
+    assert!(ppm_caller::unregister::<NoCounters>(first));
+    let again = ppm_caller::add_processor::<NoCounters>("\\_SB.CPU0");
     assert_ne!(again, first);
     assert_eq!(pep.registered_count(), 1);
 }
@@ -73,16 +57,16 @@ fn a_device_is_registered_once() {
 #[test]
 fn a_re_prepare_after_an_earlier_slot_was_freed_takes_no_second_slot() {
     let pep = engine(2);
-    let other = common::add_processor::<NoCounters>("\\_SB.CPU0"); // slot 0
-    assert!(common::prepare::<NoCounters>("\\_SB.CPU1")); // slot 1
-    assert!(common::unregister::<NoCounters>(other)); // slot 0 free again
-    assert!(common::prepare::<NoCounters>("\\_SB.CPU1")); // must find slot 1, not claim slot 0
-    let first = common::register::<NoCounters>("\\_SB.CPU1");
+    let other = ppm_caller::add_processor::<NoCounters>("\\_SB.CPU0"); // slot 0
+    assert!(ppm_caller::prepare::<NoCounters>("\\_SB.CPU1")); // slot 1
+    assert!(ppm_caller::unregister::<NoCounters>(other)); // slot 0 free again
+    assert!(ppm_caller::prepare::<NoCounters>("\\_SB.CPU1")); // must find slot 1, not claim slot 0
+    let first = ppm_caller::register::<NoCounters>("\\_SB.CPU1");
     assert!(!first.is_null());
-    assert!(common::prepare::<NoCounters>("\\_SB.CPU1"));
-    let second = common::register::<NoCounters>("\\_SB.CPU1");
+    assert!(ppm_caller::prepare::<NoCounters>("\\_SB.CPU1"));
+    let second = ppm_caller::register::<NoCounters>("\\_SB.CPU1");
     assert!(second.is_null(), "one device registered twice: {first:p} and {second:p}");
     assert_eq!(pep.registered_count(), 1);
     // And the table still has room for another device.
-    assert!(common::prepare::<NoCounters>("\\_SB.CPU2"));
+    assert!(ppm_caller::prepare::<NoCounters>("\\_SB.CPU2"));
 }

@@ -42,14 +42,6 @@ use ppm_engine::platform::PerformanceCounter;
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 
-std::thread_local! {
-    /// The engine of the current model execution, set before any loom thread is spawned and
-    /// cleared after all joined. A std thread-local: loom runs every thread of a model as a
-    /// coroutine on the test's own OS thread, one execution at a time, while the test harness
-    /// runs several tests (models) in parallel on different OS threads.
-    static INSTANCE: Cell<*const Pep<LoomPlatform>> = const { Cell::new(std::ptr::null()) };
-}
-
 loom::thread_local! {
     /// The processor the loom thread stands for.
     static CURRENT: Cell<u32> = Cell::new(0);
@@ -61,13 +53,6 @@ loom::thread_local! {
 struct LoomPlatform;
 
 impl Platform for LoomPlatform {
-    fn instance() -> Option<&'static Pep<Self>> {
-        let pointer = INSTANCE.with(Cell::get);
-        // SAFETY: `Env` publishes a live engine before spawning threads and clears the pointer
-        // only after every thread joined, before freeing it.
-        unsafe { pointer.as_ref() }
-    }
-
     fn current_processor_index(&self) -> u32 {
         CURRENT.with(Cell::get)
     }
@@ -107,6 +92,11 @@ fn on_processor(index: u32) {
 struct Env {
     pep: *mut Pep<LoomPlatform>,
     slots: *mut [ProcessorSlot],
+    /// The engine entered (a std thread-local, in `ppm-caller`) before any loom thread is
+    /// spawned and left after all joined: loom runs every thread of a model as a coroutine on
+    /// the test's own OS thread, one execution at a time, while the test harness runs several
+    /// tests (models) in parallel on different OS threads.
+    entered: Option<ppm_caller::Entered<'static>>,
 }
 
 impl Env {
@@ -116,8 +106,9 @@ impl Env {
         // SAFETY: `slots` stays allocated until `drop`, after every use of the engine.
         let table: &'static [ProcessorSlot] = unsafe { &*slots };
         let pep = Box::into_raw(Box::new(Pep::new(LoomPlatform, &Config::new(), table)));
-        INSTANCE.with(|instance| instance.set(pep));
-        Self { pep, slots }
+        // SAFETY: `pep` stays allocated until `drop`, which first drops the guard.
+        let entered = Some(ppm_caller::enter(unsafe { &*pep }));
+        Self { pep, slots, entered }
     }
 
     fn pep(&self) -> &Pep<LoomPlatform> {
@@ -134,7 +125,7 @@ impl Env {
 
 impl Drop for Env {
     fn drop(&mut self) {
-        INSTANCE.with(|instance| instance.set(std::ptr::null()));
+        drop(self.entered.take());
         // SAFETY: from `Box::into_raw`; every thread that could reach it has joined.
         drop(unsafe { Box::from_raw(self.pep) });
         // SAFETY: as above; the engine that borrowed the table is gone.
@@ -165,11 +156,11 @@ fn model(test: impl Fn() + Sync + Send + 'static) {
 fn racing_first_reads_bind_exactly_one_processor() {
     model(|| {
         let env = Env::new(1);
-        let shared = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let shared = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
         let reader = |processor| {
             thread::spawn(move || {
                 on_processor(processor);
-                common::read::<LoomPlatform>(handle(shared), 0)
+                ppm_caller::read::<LoomPlatform>(handle(shared), 0)
             })
         };
         let (first, second) = (reader(1), reader(2));
@@ -191,23 +182,23 @@ fn a_new_registration_is_published_with_its_reset_counters() {
     model(|| {
         let env = Env::new(1);
         on_processor(1);
-        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0");
-        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((0, 0)));
-        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((2, 3)));
-        assert!(common::unregister::<LoomPlatform>(old));
+        let old = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0");
+        assert_eq!(ppm_caller::read::<LoomPlatform>(old, 0), Some((0, 0)));
+        assert_eq!(ppm_caller::read::<LoomPlatform>(old, 0), Some((2, 3)));
+        assert!(ppm_caller::unregister::<LoomPlatform>(old));
         let published = Arc::new(AtomicUsize::new(0));
         let registrar = {
             let published = Arc::clone(&published);
             thread::spawn(move || {
                 on_processor(3);
-                let new = common::add_processor::<LoomPlatform>("\\_SB.CPU1");
+                let new = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU1");
                 published.store(new.addr(), Ordering::Relaxed);
             })
         };
         let reader = thread::spawn(move || {
             on_processor(2);
             let new = published.load(Ordering::Relaxed);
-            (new != 0).then(|| common::read::<LoomPlatform>(handle(new), 0))
+            (new != 0).then(|| ppm_caller::read::<LoomPlatform>(handle(new), 0))
         });
         registrar.join().unwrap();
         // The reader may see the slot not yet live (its relaxed load of the handle does not
@@ -233,18 +224,18 @@ fn a_stale_read_racing_reregistration_does_not_leak_into_the_new_handle() {
     model(|| {
         let env = Env::new(1);
         on_processor(0);
-        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0");
-        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((0, 0)));
-        assert_eq!(common::read::<LoomPlatform>(old, 0), Some((2, 3)));
+        let old = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0");
+        assert_eq!(ppm_caller::read::<LoomPlatform>(old, 0), Some((0, 0)));
+        assert_eq!(ppm_caller::read::<LoomPlatform>(old, 0), Some((2, 3)));
         let old = old.addr();
         let reader = thread::spawn(move || {
             on_processor(0);
-            common::read::<LoomPlatform>(handle(old), 0)
+            ppm_caller::read::<LoomPlatform>(handle(old), 0)
         });
         let churn = thread::spawn(move || {
             on_processor(5);
-            assert!(common::unregister::<LoomPlatform>(handle(old)));
-            common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr()
+            assert!(ppm_caller::unregister::<LoomPlatform>(handle(old)));
+            ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0").addr()
         });
         let stale = reader.join().unwrap();
         let new = churn.join().unwrap();
@@ -253,7 +244,7 @@ fn a_stale_read_racing_reregistration_does_not_leak_into_the_new_handle() {
         }
         on_processor(0);
         assert_eq!(
-            common::read::<LoomPlatform>(handle(new), 0),
+            ppm_caller::read::<LoomPlatform>(handle(new), 0),
             Some((0, 0)),
             "the new handle's first read is its baseline"
         );
@@ -274,17 +265,17 @@ fn a_stale_read_racing_reregistration_does_not_leak_into_the_new_handle() {
 fn a_stale_unregister_never_frees_a_newer_registration() {
     model(|| {
         let env = Env::new(1);
-        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
-        let first = thread::spawn(move || common::unregister::<LoomPlatform>(handle(old)));
+        let old = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let first = thread::spawn(move || ppm_caller::unregister::<LoomPlatform>(handle(old)));
         let second = thread::spawn(move || {
-            let unregistered = common::unregister::<LoomPlatform>(handle(old));
-            let new = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+            let unregistered = ppm_caller::unregister::<LoomPlatform>(handle(old));
+            let new = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
             (unregistered, new)
         });
         let first = first.join().unwrap();
         let (second, new) = second.join().unwrap();
         assert!(first != second, "exactly one UNREGISTER handled ({first}, {second})");
-        assert!(common::live::<LoomPlatform>(handle(new)), "the new registration survives");
+        assert!(ppm_caller::live::<LoomPlatform>(handle(new)), "the new registration survives");
         assert_eq!(env.pep().registered_count(), 1);
     });
 }
@@ -297,15 +288,15 @@ fn a_stale_unregister_never_frees_a_newer_registration() {
 fn unregister_racing_another_devices_registration_keeps_it_live() {
     model(|| {
         let env = Env::new(1);
-        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
-        let unregister = thread::spawn(move || common::unregister::<LoomPlatform>(handle(old)));
+        let old = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let unregister = thread::spawn(move || ppm_caller::unregister::<LoomPlatform>(handle(old)));
         let register = thread::spawn(|| {
-            common::prepare::<LoomPlatform>("\\_SB.CPU1")
-                .then(|| common::register::<LoomPlatform>("\\_SB.CPU1").addr())
+            ppm_caller::prepare::<LoomPlatform>("\\_SB.CPU1")
+                .then(|| ppm_caller::register::<LoomPlatform>("\\_SB.CPU1").addr())
         });
         assert!(unregister.join().unwrap());
         if let Some(new) = register.join().unwrap() {
-            assert!(common::live::<LoomPlatform>(handle(new)), "the new registration is live");
+            assert!(ppm_caller::live::<LoomPlatform>(handle(new)), "the new registration is live");
             assert_eq!(env.pep().registered_count(), 1);
         }
     });
@@ -319,12 +310,13 @@ fn unregister_racing_another_devices_registration_keeps_it_live() {
 fn racing_unregisters_of_one_handle() {
     model(|| {
         let env = Env::new(1);
-        let old = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
-        let unregister = || thread::spawn(move || common::unregister::<LoomPlatform>(handle(old)));
+        let old = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let unregister =
+            || thread::spawn(move || ppm_caller::unregister::<LoomPlatform>(handle(old)));
         let (first, second) = (unregister(), unregister());
         let handled = [first.join().unwrap(), second.join().unwrap()];
         assert_eq!(handled.iter().filter(|&&handled| handled).count(), 1, "{handled:?}");
-        assert!(!common::live::<LoomPlatform>(handle(old)));
+        assert!(!ppm_caller::live::<LoomPlatform>(handle(old)));
         assert_eq!(env.pep().registered_count(), 0);
     });
 }
@@ -335,11 +327,11 @@ fn racing_unregisters_of_one_handle() {
 fn concurrent_registrations_claim_distinct_slots() {
     model(|| {
         let env = Env::new(2);
-        let add = |id| thread::spawn(move || common::add_processor::<LoomPlatform>(id).addr());
+        let add = |id| thread::spawn(move || ppm_caller::add_processor::<LoomPlatform>(id).addr());
         let (first, second) = (add("\\_SB.CPU0"), add("\\_SB.CPU1"));
         let handles = [first.join().unwrap(), second.join().unwrap()];
         assert_ne!(handles[0], handles[1]);
-        assert!(handles.iter().all(|&h| common::live::<LoomPlatform>(handle(h))));
+        assert!(handles.iter().all(|&h| ppm_caller::live::<LoomPlatform>(handle(h))));
         assert_eq!(env.pep().registered_count(), 2);
     });
 }
@@ -353,11 +345,11 @@ fn concurrent_registrations_claim_distinct_slots() {
 fn concurrent_prepares_of_one_device_claim_one_slot() {
     model(|| {
         let env = Env::new(2);
-        let prepare = || thread::spawn(|| common::prepare::<LoomPlatform>("\\_SB.CPU0"));
+        let prepare = || thread::spawn(|| ppm_caller::prepare::<LoomPlatform>("\\_SB.CPU0"));
         let (first, second) = (prepare(), prepare());
         assert!(first.join().unwrap() && second.join().unwrap());
-        let first = common::register::<LoomPlatform>("\\_SB.CPU0");
-        let second = common::register::<LoomPlatform>("\\_SB.CPU0");
+        let first = ppm_caller::register::<LoomPlatform>("\\_SB.CPU0");
+        let second = ppm_caller::register::<LoomPlatform>("\\_SB.CPU0");
         assert!(!first.is_null());
         assert!(second.is_null(), "one device registered twice");
         assert_eq!(env.pep().registered_count(), 1);
@@ -376,15 +368,16 @@ fn concurrent_prepares_of_one_device_claim_one_slot() {
 fn concurrent_prepares_of_one_device_meet_while_a_slot_frees() {
     model(|| {
         let env = Env::new(3);
-        let other = common::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
-        let _third = common::add_processor::<LoomPlatform>("\\_SB.CPU2");
-        let prepare = || thread::spawn(|| common::prepare::<LoomPlatform>("\\_SB.CPU1"));
+        let other = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0").addr();
+        let _third = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU2");
+        let prepare = || thread::spawn(|| ppm_caller::prepare::<LoomPlatform>("\\_SB.CPU1"));
         let (first, second) = (prepare(), prepare());
-        let unregister = thread::spawn(move || common::unregister::<LoomPlatform>(handle(other)));
+        let unregister =
+            thread::spawn(move || ppm_caller::unregister::<LoomPlatform>(handle(other)));
         assert!(first.join().unwrap() && second.join().unwrap());
         assert!(unregister.join().unwrap());
-        assert!(!common::register::<LoomPlatform>("\\_SB.CPU1").is_null());
-        let again = common::register::<LoomPlatform>("\\_SB.CPU1");
+        assert!(!ppm_caller::register::<LoomPlatform>("\\_SB.CPU1").is_null());
+        let again = ppm_caller::register::<LoomPlatform>("\\_SB.CPU1");
         assert!(again.is_null(), "one device registered twice");
         assert_eq!(env.pep().registered_count(), 2);
     });
@@ -397,23 +390,23 @@ fn reads_racing_a_global_resume_stay_monotonic() {
     model(|| {
         let env = Env::new(1);
         on_processor(0);
-        let own = common::add_processor::<LoomPlatform>("\\_SB.CPU0");
-        assert_eq!(common::read::<LoomPlatform>(own, 0), Some((0, 0)));
+        let own = ppm_caller::add_processor::<LoomPlatform>("\\_SB.CPU0");
+        assert_eq!(ppm_caller::read::<LoomPlatform>(own, 0), Some((0, 0)));
         let own = own.addr();
         let reader = thread::spawn(move || {
             on_processor(0);
-            let first = common::read::<LoomPlatform>(handle(own), 0).unwrap();
-            let second = common::read::<LoomPlatform>(handle(own), 0).unwrap();
+            let first = ppm_caller::read::<LoomPlatform>(handle(own), 0).unwrap();
+            let second = ppm_caller::read::<LoomPlatform>(handle(own), 0).unwrap();
             assert!(second >= first, "{first:?} -> {second:?}");
             second
         });
         let resumer = thread::spawn(|| {
             on_processor(1);
-            assert!(common::resume::<LoomPlatform>(std::ptr::null_mut()));
+            assert!(ppm_caller::resume::<LoomPlatform>(std::ptr::null_mut()));
         });
         let last = reader.join().unwrap();
         resumer.join().unwrap();
-        let after = common::read::<LoomPlatform>(handle(own), 0).unwrap();
+        let after = ppm_caller::read::<LoomPlatform>(handle(own), 0).unwrap();
         assert!(after >= last, "{last:?} -> {after:?}");
         drop(env);
     });
@@ -425,7 +418,7 @@ fn reads_racing_a_global_resume_stay_monotonic() {
 fn concurrent_prepares_log_or_drop_every_id() {
     model(|| {
         let env = Env::new(2);
-        let prepare = |id| thread::spawn(move || common::prepare::<LoomPlatform>(id));
+        let prepare = |id| thread::spawn(move || ppm_caller::prepare::<LoomPlatform>(id));
         let (processor, other) = (prepare("\\_SB.CPU0"), prepare("\\_SB.PCI0"));
         let accepted = [processor.join().unwrap(), other.join().unwrap()];
         assert_eq!(accepted, [true, false]);

@@ -2,20 +2,20 @@
 //! dropped at the end of the input.
 
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
 
 use arbitrary::Arbitrary;
+use ppm_caller::Entered;
 use ppm_engine::abi::{
-    BOOLEAN, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEPHANDLE,
+    PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEPHANDLE,
     PepDeviceAccepted, TRUE, ULONG,
 };
 use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
 use ppm_engine::device_id::DeviceIdPatterns;
 use ppm_engine::perf::PerfCapabilities;
-use ppm_engine::{Config, Pep, ProcessorSlot, pep_information};
+use ppm_engine::{Config, Pep, ProcessorSlot};
 
 use crate::input::IdSpec;
-use crate::platform::{CounterSetup, CpuSetup, FuzzPlatform, INSTANCE, MsrSetup};
+use crate::platform::{CounterSetup, CpuSetup, FuzzPlatform, MsrSetup};
 use crate::region::Region;
 use crate::strings::DeviceString;
 
@@ -91,6 +91,8 @@ pub struct Setup {
 pub struct Engine {
     pep: *mut Pep<FuzzPlatform>,
     slots: *mut [ProcessorSlot],
+    /// The engine entered on the (single) fuzzing thread: the callbacks' `ppm_caller::ThreadHost`.
+    entered: Option<Entered<'static>>,
 }
 
 impl Engine {
@@ -107,9 +109,10 @@ impl Engine {
         let table: &'static [ProcessorSlot] = unsafe { &*slots };
         let platform = FuzzPlatform::new(setup.cpu, setup.msrs, setup.counters, setup.processor);
         let pep = Box::into_raw(Box::new(Pep::new(platform, &setup.config.config(), table)));
-        let previous = INSTANCE.swap(pep, Ordering::AcqRel);
-        assert!(previous.is_null(), "one engine at a time");
-        Self { pep, slots }
+        assert!(!ppm_caller::is_entered(), "one engine at a time");
+        // SAFETY: from `Box::into_raw`; freed by `drop` only after the guard is dropped.
+        let entered = Some(ppm_caller::enter(unsafe { &*pep }));
+        Self { pep, slots, entered }
     }
 
     /// The engine.
@@ -135,11 +138,8 @@ impl Engine {
     /// When the callback returns neither TRUE nor FALSE.
     #[must_use]
     pub unsafe fn dpm(&self, notification: ULONG, data: *mut c_void) -> bool {
-        let callback = pep_information::<FuzzPlatform>().AcceptDeviceNotification;
-        let callback = callback.expect("the DPM callback");
         // SAFETY: the caller's contract for `data`.
-        let result: BOOLEAN = unsafe { callback(notification, data) };
-        check_boolean(result)
+        unsafe { ppm_caller::dpm::<FuzzPlatform>(notification, data) }
     }
 
     /// Calls `AcceptProcessorNotification`.
@@ -151,11 +151,8 @@ impl Engine {
     /// When the callback returns neither TRUE nor FALSE.
     #[must_use]
     pub unsafe fn ppm(&self, handle: PEPHANDLE, notification: ULONG, data: *mut c_void) -> bool {
-        let callback = pep_information::<FuzzPlatform>().AcceptProcessorNotification;
-        let callback = callback.expect("the PPM callback");
         // SAFETY: the caller's contract for `data`.
-        let result: BOOLEAN = unsafe { callback(handle, notification, data) };
-        check_boolean(result)
+        unsafe { ppm_caller::ppm::<FuzzPlatform>(handle, notification, data) }
     }
 
     /// `PEP_DPM_PREPARE_DEVICE` for a well-formed id; the `DeviceAccepted` answer.
@@ -211,17 +208,12 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        INSTANCE.store(std::ptr::null_mut(), Ordering::Release);
+        drop(self.entered.take());
         // SAFETY: `pep` came from `Box::into_raw`; the callbacks can no longer reach it.
         drop(unsafe { Box::from_raw(self.pep) });
         // SAFETY: `slots` came from `Box::into_raw`; the engine that borrowed it is gone.
         drop(unsafe { Box::from_raw(self.slots) });
     }
-}
-
-fn check_boolean(result: BOOLEAN) -> bool {
-    assert!(result <= 1, "callback returned BOOLEAN {result}");
-    result == TRUE
 }
 
 /// The handle a handled `PEP_DPM_REGISTER_DEVICE` returned in `data` (NULL when declined),

@@ -1,12 +1,12 @@
 //! [`FuzzPlatform`]: CPUID, MSRs, faults, counters, time and the current processor all come
 //! from the fuzzer input; the platform doubles as an oracle for the engine's hardware rules.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use arbitrary::Arbitrary;
 use ppm_engine::platform::PerformanceCounter;
 use ppm_engine::x86::{cpuid, msr};
-use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
+use ppm_engine::{CpuidResult, MsrFault, Platform};
 
 /// How many simulated processors carry counter state (the current processor index is taken
 /// modulo this).
@@ -161,9 +161,6 @@ pub struct FuzzPlatform {
     /// The MSR read last in the current masked section (0: none yet).
     last_masked_read: AtomicU32,
 }
-
-/// The engine instance the C callbacks find; see [`crate::Engine`].
-pub(crate) static INSTANCE: AtomicPtr<Pep<FuzzPlatform>> = AtomicPtr::new(std::ptr::null_mut());
 
 const fn bit(value: u32, index: u32) -> bool {
     value >> index & 1 != 0
@@ -353,14 +350,6 @@ impl FuzzPlatform {
 }
 
 impl Platform for FuzzPlatform {
-    fn instance() -> Option<&'static Pep<Self>> {
-        let pointer = INSTANCE.load(Ordering::Acquire);
-        // SAFETY: `Engine` publishes a pointer to a live boxed `Pep` and clears it before it
-        // drops the box; the targets are single-threaded and no reference outlives the callback
-        // that asked for it.
-        unsafe { pointer.as_ref() }
-    }
-
     fn current_processor_index(&self) -> u32 {
         self.current.load(Ordering::Relaxed)
     }

@@ -27,18 +27,18 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use ppm_caller::ThreadHost;
 use ppm_engine::abi::{
-    BOOLEAN, FALSE, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-    PEP_PPM_FEEDBACK_READ, PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1,
-    PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEPHANDLE, TRUE,
-    ULONG, UNICODE_STRING,
+    BOOLEAN, FALSE, PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_FEEDBACK_READ,
+    PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_QUERY_CAPABILITIES,
+    PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_FEEDBACK_COUNTERS, PEP_PPM_QUERY_PERF_CAPABILITIES,
+    PEPHANDLE, TRUE, ULONG,
 };
 use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
-use ppm_engine::{Config, Pep, ProcessorSlot, pep_information};
+use ppm_engine::{Config, Pep, PepHost, ProcessorSlot, pep_information};
 
 use crate::cpu::msr;
 
@@ -46,7 +46,6 @@ use crate::cpu::msr;
 pub const MAX_PROCESSORS: u32 = 2048;
 
 thread_local! {
-    static INSTANCE: Cell<*const Pep<BenchPlatform>> = const { Cell::new(std::ptr::null()) };
     static CURRENT: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -75,14 +74,6 @@ pub enum Architecture {
 }
 
 impl Platform for BenchPlatform {
-    fn instance() -> Option<&'static Pep<Self>> {
-        let pointer = INSTANCE.with(Cell::get);
-        // SAFETY: `bench` sets INSTANCE to its boxed, never-moved `Pep` only for the duration
-        // of the calls it makes and clears it before dropping the `Pep`; the engine uses the
-        // reference only within the callback.
-        unsafe { pointer.as_ref() }
-    }
-
     #[inline]
     fn current_processor_index(&self) -> u32 {
         CURRENT.with(Cell::get)
@@ -244,22 +235,6 @@ impl BenchResult {
     }
 }
 
-/// Sets INSTANCE for the guard's life.
-struct Entered;
-
-impl Entered {
-    fn new(pep: &Pep<BenchPlatform>) -> Self {
-        INSTANCE.with(|instance| instance.set(std::ptr::from_ref(pep)));
-        Self
-    }
-}
-
-impl Drop for Entered {
-    fn drop(&mut self) {
-        INSTANCE.with(|instance| instance.set(std::ptr::null()));
-    }
-}
-
 type Ppm = unsafe extern "C" fn(PEPHANDLE, ULONG, *mut c_void) -> BOOLEAN;
 
 /// The counter MSRs the baseline reads, from memory as the engine reads its counter setup, so
@@ -276,7 +251,7 @@ unsafe extern "C" fn platform_counter_read(
     _notification: ULONG,
     data: *mut c_void,
 ) -> BOOLEAN {
-    let Some(pep) = BenchPlatform::instance() else { return FALSE };
+    let Some(pep) = ThreadHost::<BenchPlatform>::instance() else { return FALSE };
     let platform = pep.platform();
     let counts = platform.with_interrupts_masked(|| {
         // The platform's part of a read: the pair, bracketed by time stamps (what bounds how
@@ -374,44 +349,19 @@ impl Buffers {
 }
 
 /// Offers, registers and binds `processors` processors; returns their handles.
-fn register(
-    dpm: unsafe extern "C" fn(ULONG, *mut c_void) -> BOOLEAN,
-    ppm: Ppm,
-    processors: u32,
-) -> Result<Vec<PEPHANDLE>, String> {
+fn register(processors: u32) -> Result<Vec<PEPHANDLE>, String> {
     let mut handles = Vec::with_capacity(processors as usize);
     for index in 0..processors {
         // `\_SB.C000`..`\_SB.C7FF`: a default pattern names up to 4096 processors so.
-        let mut id: Vec<u16> = format!("\\_SB.C{index:03X}").encode_utf16().collect();
-        let length = u16::try_from(id.len() * 2).unwrap_or(0);
-        let mut string =
-            UNICODE_STRING { Length: length, MaximumLength: length, Buffer: id.as_mut_ptr() };
-        let mut prepare = PEP_PREPARE_DEVICE::zeroed();
-        prepare.DeviceId = std::ptr::from_mut(&mut string).cast_const();
-        // SAFETY: a PEP_PREPARE_DEVICE whose id string and buffer live across the call.
-        let _ = unsafe {
-            dpm(PEP_DPM_PREPARE_DEVICE, std::ptr::from_mut(&mut prepare).cast::<c_void>())
-        };
-        let mut request = PEP_REGISTER_DEVICE_V2::zeroed();
-        request.DeviceId = prepare.DeviceId;
-        request.KernelHandle = std::ptr::without_provenance_mut(0x1000 + index as usize * 0x100);
-        // SAFETY: a PEP_REGISTER_DEVICE_V2 whose id string lives across the call (NULL
-        // Register).
-        let _ = unsafe {
-            dpm(PEP_DPM_REGISTER_DEVICE, std::ptr::from_mut(&mut request).cast::<c_void>())
-        };
-        let handle = request.DeviceHandle;
+        let id = format!("\\_SB.C{index:03X}");
+        let _ = ppm_caller::prepare::<BenchPlatform>(&id);
+        let handle = ppm_caller::register::<BenchPlatform>(&id);
         if handle.is_null() {
             return Err(format!("the engine did not register benchmark processor {index}"));
         }
         // Bind the handle to its processor with a first (baseline) read, on that processor.
         CURRENT.with(|current| current.set(index));
-        let mut read = PEP_PPM_FEEDBACK_READ::zeroed();
-        // SAFETY: `read` is a PEP_PPM_FEEDBACK_READ that outlives the call.
-        let bound = unsafe {
-            ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, std::ptr::from_mut(&mut read).cast())
-        };
-        if bound == FALSE {
+        if ppm_caller::read::<BenchPlatform>(handle, 0).is_none() {
             return Err(format!("the engine refused benchmark processor {index}'s first read"));
         }
         handles.push(handle);
@@ -420,22 +370,14 @@ fn register(
 }
 
 /// Each processor's perf domain, as `QUERY_PERF_CAPABILITIES` names it.
-fn domains(ppm: Ppm, handles: &[PEPHANDLE]) -> Vec<u32> {
+fn domains(handles: &[PEPHANDLE]) -> Vec<u32> {
     handles
         .iter()
         .zip(0..)
         .map(|(handle, index)| {
             CURRENT.with(|current| current.set(index));
-            let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed();
-            // SAFETY: `perf` is a PEP_PPM_QUERY_PERF_CAPABILITIES that outlives the call.
-            let _ = unsafe {
-                ppm(
-                    *handle,
-                    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-                    std::ptr::from_mut(&mut perf).cast(),
-                )
-            };
-            perf.DomainId
+            ppm_caller::query_perf_capabilities::<BenchPlatform>(*handle)
+                .map_or(0, |perf| perf.DomainId)
         })
         .collect()
 }
@@ -463,15 +405,13 @@ pub fn run(
         ..BenchPlatform::default()
     };
     let pep = Box::new(Pep::new(platform, &Config::new(), slots));
-    let info = pep_information::<BenchPlatform>();
-    let (Some(dpm), Some(engine_ppm)) =
-        (info.AcceptDeviceNotification, info.AcceptProcessorNotification)
-    else {
+    let info = pep_information::<ThreadHost<BenchPlatform>>();
+    let Some(engine_ppm) = info.AcceptProcessorNotification else {
         return Err("the engine's PEP_INFORMATION lacks a callback".to_owned());
     };
-    let _entered = Entered::new(&pep);
-    let handles = register(dpm, engine_ppm, processors)?;
-    let domains = domains(engine_ppm, &handles);
+    let _entered = ppm_caller::enter(&pep);
+    let handles = register(processors)?;
+    let domains = domains(&handles);
     let mut buffers = Buffers::new(notification, &domains);
     let calls: Vec<Call> = handles
         .iter()

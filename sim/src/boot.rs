@@ -27,7 +27,7 @@ use ppm_engine::driver::registry::{Lookup, VALUE_BUFFER_BYTES, ValueSource};
 use ppm_engine::driver::{self, KernelServices, LogLevel, Outcome, PoolBlock, StateKey, registry};
 
 use crate::machine::Machine;
-use crate::platform::{DriverSetup, OnProcessor, SimPlatform};
+use crate::platform::{DriverSetup, OnProcessor, SimHost, SimPlatform};
 use crate::scenario::{BootFault, Scenario};
 
 /// Deliberately broken kernel services, standing for a driver that gets the unwinding or the
@@ -319,6 +319,7 @@ impl StateKey for SimState<'_> {
 
 impl KernelServices for SimKernel<'_> {
     type Platform = SimPlatform;
+    type Host = SimHost;
     type Parameters<'k>
         = SimParameters<'k>
     where

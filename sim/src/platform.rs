@@ -1,8 +1,9 @@
 //! [`SimPlatform`]: the engine's [`Platform`] over the simulated machine.
 //!
 //! The emulator "runs as" a processor by entering it on the calling thread
-//! ([`OnProcessor::enter`]): that sets the thread's current processor and the engine instance
-//! [`Platform::instance`] returns, and restores both when the guard drops. Every hardware
+//! ([`OnProcessor::enter`]): that sets the thread's current processor and enters the engine
+//! instance the callbacks serve (`ppm_caller::ThreadHost<SimPlatform>`), and restores both when
+//! the guard drops. Every hardware
 //! operation the engine performs — `CPUID`, MSR reads, the time source, stalls — is recorded in
 //! the thread's trace ([`begin_trace`], [`take_trace`]) with the interrupt-masking state at the
 //! time, so that checks can see what the engine did inside one callback.
@@ -19,10 +20,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use ppm_caller::Entered;
 use ppm_engine::Pep;
 use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
@@ -184,7 +185,6 @@ struct Nesting {
 
 thread_local! {
     static CURRENT_PROCESSOR: Cell<u32> = const { Cell::new(0) };
-    static INSTANCE: Cell<*const Pep<SimPlatform>> = const { Cell::new(std::ptr::null()) };
     static MASKED: Cell<bool> = const { Cell::new(false) };
     static MASK_EPOCH: Cell<u64> = const { Cell::new(0) };
     static TRACE: RefCell<Option<Vec<PlatformOp>>> = const { RefCell::new(None) };
@@ -394,7 +394,7 @@ impl SimPlatform {
             AccessContext::DriverSetup
         } else if RESUMING.with(Cell::get) {
             AccessContext::Resume
-        } else if INSTANCE.with(Cell::get).is_null() {
+        } else if !ppm_caller::is_entered() {
             AccessContext::Initialisation
         } else {
             AccessContext::Callback
@@ -420,16 +420,6 @@ impl SimPlatform {
 }
 
 impl Platform for SimPlatform {
-    fn instance() -> Option<&'static Pep<Self>> {
-        let pointer = INSTANCE.with(Cell::get);
-        // SAFETY: INSTANCE is non-NULL only while an `OnProcessor` guard is alive on this
-        // thread; the guard borrows the (boxed, never moved) `Pep` for its whole life, so the
-        // pointee is alive and not mutably aliased (the engine shares it by `&` only). The
-        // `'static` is wider than the truth: the engine uses the reference only for the
-        // duration of the callback it was obtained in, which runs inside the guard's scope.
-        unsafe { pointer.as_ref() }
-    }
-
     fn current_processor_index(&self) -> u32 {
         self.interrupt_window(InjectionPoint::CurrentProcessor);
         let index = current_processor();
@@ -564,31 +554,32 @@ impl Platform for SimPlatform {
     }
 }
 
+/// The host of the engine's callbacks in the emulator: the instance an [`OnProcessor`] guard
+/// entered on the calling thread.
+pub type SimHost = ppm_caller::ThreadHost<SimPlatform>;
+
 /// While alive, the calling thread runs as one processor of the machine.
 ///
-/// [`Platform::instance`] returns the engine it was entered with. Dropping it restores the
+/// The callbacks (`ppm_caller::ThreadHost<SimPlatform>`) serve the engine it was entered with. Dropping it restores the
 /// previous processor and instance (guards nest).
 #[must_use = "the thread runs as the processor only while the guard lives"]
 pub struct OnProcessor<'pep> {
     previous_processor: u32,
-    previous_instance: *const Pep<SimPlatform>,
-    _pep: PhantomData<&'pep Pep<SimPlatform>>,
+    _entered: Entered<'pep>,
 }
 
 impl<'pep> OnProcessor<'pep> {
     /// Runs the calling thread as `processor`, with `pep` (if any) as the engine instance.
     pub fn enter(pep: Option<&'pep Pep<SimPlatform>>, processor: u32) -> Self {
         let previous_processor = CURRENT_PROCESSOR.with(|current| current.replace(processor));
-        let pointer = pep.map_or(std::ptr::null(), std::ptr::from_ref);
-        let previous_instance = INSTANCE.with(|instance| instance.replace(pointer));
-        Self { previous_processor, previous_instance, _pep: PhantomData }
+        let entered = pep.map_or_else(ppm_caller::leave, ppm_caller::enter);
+        Self { previous_processor, _entered: entered }
     }
 }
 
 impl Drop for OnProcessor<'_> {
     fn drop(&mut self) {
         CURRENT_PROCESSOR.with(|current| current.set(self.previous_processor));
-        INSTANCE.with(|instance| instance.set(self.previous_instance));
     }
 }
 
@@ -630,7 +621,7 @@ mod tests {
         assert_eq!(reads[1].mask_epoch, reads[2].mask_epoch);
         assert!(reads.iter().all(|read| read.processor == 1));
         assert!(reads[0].announced && !reads[3].announced && reads[3].value.is_none());
-        assert!(SimPlatform::instance().is_none());
+        assert!(!ppm_caller::is_entered());
     }
 
     #[test]

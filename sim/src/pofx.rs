@@ -64,9 +64,9 @@ pub use records::{
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// The `PEP_INFORMATION` to register instead of the engine's (that of
-    /// [`ppm_engine::pep_information`] for [`SimPlatform`]). A test can wrap the engine's
-    /// callbacks in `extern "C"` shims that corrupt their results; inside a callback,
-    /// [`ppm_engine::Platform::instance`] on [`SimPlatform`] returns the engine instance (and
+    /// [`ppm_engine::pep_information`] for [`crate::platform::SimHost`]). A test can wrap the
+    /// engine's callbacks in `extern "C"` shims that corrupt their results; inside a callback,
+    /// [`ppm_engine::PepHost::instance`] on `SimHost` returns the engine instance (and
     /// `.platform()` the simulated platform, e.g. to read an MSR the PEP should not read).
     pub pep_information: Option<PEP_INFORMATION>,
     /// Faults injected into the platform the engine runs on.

@@ -8,8 +8,11 @@ use ppm_engine::abi::{
     BOOLEAN, FALSE, PCUNICODE_STRING, PEP_DPM_UNREGISTER_DEVICE, PEP_NOTIFY_PPM_FEEDBACK_READ,
     PEP_PPM_FEEDBACK_READ, PEP_PREPARE_DEVICE, PEPHANDLE, PVOID, ULONG,
 };
-use ppm_engine::pep::{accept_device_notification, accept_processor_notification, pep_information};
-use ppm_sim::{PlatformFaults, Report, RunOptions, Scenario, SimPlatform, run_with};
+use ppm_engine::callbacks::{
+    accept_device_notification, accept_processor_notification, pep_information,
+};
+use ppm_sim::platform::SimHost;
+use ppm_sim::{PlatformFaults, Report, RunOptions, Scenario, run_with};
 
 pub const BASE: &str = r#"
 name = "harness"
@@ -45,13 +48,13 @@ pub type Dpm = unsafe extern "C" fn(ULONG, PVOID) -> BOOLEAN;
 pub type Ppm = unsafe extern "C" fn(PEPHANDLE, ULONG, PVOID) -> BOOLEAN;
 
 pub fn with_dpm(shim: Dpm) -> RunOptions {
-    let mut info = pep_information::<SimPlatform>();
+    let mut info = pep_information::<SimHost>();
     info.AcceptDeviceNotification = Some(shim);
     RunOptions { pep_information: Some(info), ..RunOptions::default() }
 }
 
 pub fn with_ppm(shim: Ppm) -> RunOptions {
-    let mut info = pep_information::<SimPlatform>();
+    let mut info = pep_information::<SimHost>();
     info.AcceptProcessorNotification = Some(shim);
     RunOptions { pep_information: Some(info), ..RunOptions::default() }
 }
@@ -88,13 +91,13 @@ pub fn assert_detail(report: &Report, id: &str, needle: &str) {
 /// The engine's DPM callback.
 pub unsafe fn real_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
     // SAFETY: the caller passes on the emulator's arguments unchanged.
-    unsafe { accept_device_notification::<SimPlatform>(notification, data) }
+    unsafe { accept_device_notification::<SimHost>(notification, data) }
 }
 
 /// The engine's PPM callback.
 pub unsafe fn real_ppm(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
     // SAFETY: the caller passes on the emulator's arguments unchanged.
-    unsafe { accept_processor_notification::<SimPlatform>(handle, notification, data) }
+    unsafe { accept_processor_notification::<SimHost>(handle, notification, data) }
 }
 
 /// The device id of a `PEP_PREPARE_DEVICE`, as text.

@@ -203,7 +203,7 @@ fn initialize<'k, K: KernelServices>(
         unsafe { kernel.install(pep) }
     });
     kernel.publish(pep);
-    let information = pep_information::<K::Platform>();
+    let information = pep_information::<K::Host>();
     // SAFETY: once per boot, from DriverEntry at PASSIVE_LEVEL; the PEP the callbacks serve is
     // published; after a successful registration DriverEntry succeeds and the image stays.
     let status = unsafe { kernel.register_plugin(&information) };

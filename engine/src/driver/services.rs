@@ -11,6 +11,7 @@ use core::ptr::NonNull;
 use crate::Pep;
 use crate::abi::{NTSTATUS, PEP_INFORMATION, PHYSICAL_COUNTER_RESOURCE_LIST};
 use crate::driver::registry::ValueSource;
+use crate::host::PepHost;
 use crate::platform::Platform;
 
 /// What a non-paged pool block is for: the log names it, and the emulator's fault injection
@@ -55,6 +56,8 @@ pub trait StateKey {
 pub trait KernelServices {
     /// The engine's platform on this kernel.
     type Platform: Platform;
+    /// Where the callbacks find the instance [`Self::publish`] publishes.
+    type Host: PepHost<Platform = Self::Platform>;
     /// The open `Parameters` key: raw values (registry type and bytes).
     type Parameters<'a>: ValueSource
     where

@@ -1,8 +1,9 @@
 //! A link-time proof that the engine's notification entry points cannot reach a panic.
 //!
-//! This `no_std` cdylib instantiates the engine for [`ProofPlatform`] and exports what the
-//! kernel gets: [`ppm_proof_pep_information`] (the `PEP_INFORMATION` whose
-//! `AcceptDeviceNotification` / `AcceptProcessorNotification` PoFx calls),
+//! This `no_std` cdylib instantiates the engine for [`ProofPlatform`] (found through
+//! [`ProofHost`]) and exports what the kernel gets: [`ppm_proof_pep_information`] (the
+//! `PEP_INFORMATION` whose `AcceptDeviceNotification` / `AcceptProcessorNotification` PoFx
+//! calls),
 //! [`ppm_proof_initialize`] (`Pep::new` on any configuration) and [`ppm_proof_driver_entry`]
 //! (the driver's whole `DriverEntry` sequence, `ppm_engine::driver::driver_entry`, over kernel
 //! services whose every answer — registry types and bytes, pool, processor counts, HAL and
@@ -28,7 +29,9 @@ use ppm_engine::abi::{NTSTATUS, PEP_INFORMATION, PHYSICAL_COUNTER_RESOURCE_LIST}
 use ppm_engine::driver::registry::{Lookup, ValueSource};
 use ppm_engine::driver::{KernelServices, LogLevel, PoolBlock, StateKey, driver_entry};
 use ppm_engine::platform::PerformanceCounter;
-use ppm_engine::{Config, CpuidResult, MsrFault, Pep, Platform, ProcessorSlot, pep_information};
+use ppm_engine::{
+    Config, CpuidResult, MsrFault, Pep, PepHost, Platform, ProcessorSlot, pep_information,
+};
 
 /// The engine instance the callbacks find (set by [`ppm_proof_initialize`]).
 #[unsafe(no_mangle)]
@@ -50,18 +53,27 @@ pub static PPM_PROOF_MSR_FAULT: AtomicBool = AtomicBool::new(false);
 #[unsafe(no_mangle)]
 pub static PPM_PROOF_TIME: AtomicU64 = AtomicU64::new(0);
 
-/// A platform whose every answer is opaque to the optimiser.
+/// The host of the callbacks: the instance in [`PPM_PROOF_INSTANCE`] (one acquire load, as the
+/// driver's static storage).
 #[derive(Debug)]
-pub struct ProofPlatform;
+pub struct ProofHost;
 
-impl Platform for ProofPlatform {
-    fn instance() -> Option<&'static Pep<Self>> {
+impl PepHost for ProofHost {
+    type Platform = ProofPlatform;
+
+    fn instance() -> Option<&'static Pep<ProofPlatform>> {
         let pointer = PPM_PROOF_INSTANCE.load(Ordering::Acquire);
         // SAFETY: NULL, or set by `ppm_proof_initialize` to an engine its caller keeps alive
         // (and never moves) for as long as the callbacks may run.
         unsafe { pointer.as_ref() }
     }
+}
 
+/// A platform whose every answer is opaque to the optimiser.
+#[derive(Debug)]
+pub struct ProofPlatform;
+
+impl Platform for ProofPlatform {
     fn current_processor_index(&self) -> u32 {
         PPM_PROOF_PROCESSOR.load(Ordering::Relaxed)
     }
@@ -111,7 +123,7 @@ impl Platform for ProofPlatform {
 /// this export.
 #[unsafe(no_mangle)]
 pub extern "C" fn ppm_proof_pep_information() -> PEP_INFORMATION {
-    pep_information::<ProofPlatform>()
+    pep_information::<ProofHost>()
 }
 
 /// `Pep::new` on the configuration at `config` and `count` slots at `slots`, into `out`.
@@ -245,6 +257,7 @@ impl fmt::Write for LogSink {
 
 impl KernelServices for ProofKernel {
     type Platform = ProofPlatform;
+    type Host = ProofHost;
     type Parameters<'a> = ProofValues;
     type State<'a> = ProofState;
     type CounterReservation = u64;

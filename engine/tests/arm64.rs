@@ -8,21 +8,18 @@
     clippy::panic
 )]
 
-extern crate std;
-
 use core::cell::Cell;
-use std::boxed::Box;
-use std::vec::Vec;
 
-use crate::abi::*;
-use crate::arm64::SystemRegister;
-use crate::config::{Config, CounterSourcePreference};
-use crate::counters::{CounterSource, NoCountersReason, NominalRateSource, scale_constant_count};
-use crate::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
-use crate::{Pep, ProcessorSlot, pep_information};
+use ppm_engine::Pep;
+use ppm_engine::abi::*;
+use ppm_engine::arm64::SystemRegister;
+use ppm_engine::config::{Config, CounterSourcePreference};
+use ppm_engine::counters::{
+    CounterSource, NoCountersReason, NominalRateSource, scale_constant_count,
+};
+use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
 
 std::thread_local! {
-    static INSTANCE: Cell<*const Pep<Arm>> = const { Cell::new(core::ptr::null()) };
     static MASKED: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -48,7 +45,7 @@ struct Arm {
 unsafe impl Sync for Arm {}
 
 impl Arm {
-    fn new(amu: u64) -> Self {
+    const fn new(amu: u64) -> Self {
         Self {
             amu,
             group0: 4,
@@ -69,11 +66,6 @@ impl Arm {
 }
 
 impl Platform for Arm {
-    fn instance() -> Option<&'static Pep<Self>> {
-        let pointer = INSTANCE.with(Cell::get);
-        // SAFETY: set by `harness` to a live leaked instance for the thread's lifetime.
-        unsafe { pointer.as_ref() }
-    }
     fn current_processor_index(&self) -> u32 {
         0
     }
@@ -118,52 +110,16 @@ impl Platform for Arm {
 }
 
 fn harness(platform: Arm, config: &Config) -> &'static Pep<Arm> {
-    let slots: Vec<ProcessorSlot> = (0..2).map(|_| ProcessorSlot::new()).collect();
-    let slots: &'static [ProcessorSlot] = Box::leak(slots.into_boxed_slice());
-    let pep: &'static Pep<Arm> = Box::leak(Box::new(Pep::new(platform, config, slots)));
-    INSTANCE.with(|cell| cell.set(pep));
-    pep
+    ppm_caller::boot(platform, config, 2)
 }
 
 /// Registers `\_SB.CPU0` and returns its handle.
 fn processor() -> PEPHANDLE {
-    let info = pep_information::<Arm>();
-    let dpm = info.AcceptDeviceNotification.unwrap();
-    let mut units: Vec<u16> = "\\_SB.CPU0".encode_utf16().collect();
-    let string = UNICODE_STRING {
-        Length: u16::try_from(units.len() * 2).unwrap(),
-        MaximumLength: u16::try_from(units.len() * 2).unwrap(),
-        Buffer: units.as_mut_ptr(),
-    };
-    let mut prepare = PEP_PREPARE_DEVICE { DeviceId: &raw const string, DeviceAccepted: 0 };
-    // SAFETY: the structure PREPARE_DEVICE takes.
-    assert!(unsafe { dpm(PEP_DPM_PREPARE_DEVICE, (&raw mut prepare).cast()) } == TRUE);
-    let mut register = PEP_REGISTER_DEVICE_V2 {
-        DeviceId: &raw const string,
-        KernelHandle: core::ptr::without_provenance_mut(0x1000),
-        Register: core::ptr::null_mut(),
-        DeviceHandle: core::ptr::null_mut(),
-        DeviceAccepted: PepDeviceNotAccepted,
-    };
-    // SAFETY: the structure REGISTER_DEVICE takes.
-    assert!(unsafe { dpm(PEP_DPM_REGISTER_DEVICE, (&raw mut register).cast()) } == TRUE);
-    assert!(!register.DeviceHandle.is_null());
-    register.DeviceHandle
+    ppm_caller::add_processor::<Arm>("\\_SB.CPU0")
 }
 
 fn read(handle: PEPHANDLE) -> Option<(u64, u64)> {
-    let ppm = pep_information::<Arm>().AcceptProcessorNotification.unwrap();
-    let mut data = PEP_PPM_FEEDBACK_READ {
-        CounterIndex: 0,
-        __bindgen_anon_1: PEP_PPM_FEEDBACK_READ__bindgen_ty_1 { InstantaneousValue: 0 },
-    };
-    // SAFETY: the structure FEEDBACK_READ takes.
-    if unsafe { ppm(handle, PEP_NOTIFY_PPM_FEEDBACK_READ, (&raw mut data).cast()) } != TRUE {
-        return None;
-    }
-    // SAFETY: a served read fills the NominalCount/ActualCount view.
-    let counts = unsafe { data.__bindgen_anon_1.__bindgen_anon_1 };
-    Some((counts.NominalCount, counts.ActualCount))
+    ppm_caller::read::<Arm>(handle, 0)
 }
 
 #[test]
