@@ -577,16 +577,7 @@ fn the_driver_and_the_scenario_config_read_the_same_values_the_same_way() {
 #[test]
 fn every_config_key_has_cases() {
     let cases = cases();
-    for key in [
-        "feedback_counters",
-        "counter_source",
-        "performance_counter_view",
-        "nominal_mhz",
-        "perf_capabilities",
-        "device_id_patterns",
-        "transition_latency_100ns",
-        "pmu_reservation",
-    ] {
+    for key in ppm_sim::scenario::CONFIG_KEYS {
         let prefix = format!("{key} = ");
         let count = cases.iter().filter(|case| case.config.starts_with(&prefix)).count();
         assert!(count >= 4, "{key}: {count} cases");

@@ -130,6 +130,7 @@ mod validation;
 pub use boot::{BootFault, BootSpec, RegistryValue};
 pub use error::ScenarioError;
 pub use expected::ExpectedSource;
+pub use parse::CONFIG_KEYS;
 use reader::{Reader, describe, quoted_list};
 pub use spec::Scenario;
 pub use types::{

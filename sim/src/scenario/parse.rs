@@ -2,13 +2,11 @@
 //! cross-field checks of [`super::validation`].
 
 use ppm_engine::config::{
-    COUNTER_SOURCE_CHOICES, CounterSourcePreference, FEEDBACK_COUNTER_CHOICES,
-    FeedbackCounterPolicy, MAX_NOMINAL_MHZ, PMU_RESERVATION_CHOICES,
+    COUNTER_SOURCE_CHOICES, FEEDBACK_COUNTER_CHOICES, MAX_NOMINAL_MHZ, PMU_RESERVATION_CHOICES,
 };
 use ppm_engine::device_id::{MAX_DEVICE_ID_PATTERNS, MAX_PATTERN_UNITS};
 use ppm_engine::driver::registry::{MAX_PERFORMANCE_LEVEL, MAX_TRANSITION_LATENCY_100NS};
 use ppm_engine::perf::PerfCapabilities;
-use ppm_engine::pmc::ReservationPolicy;
 use toml::{Table, Value};
 
 use super::boot;
@@ -588,38 +586,40 @@ fn default_hardware_perf(
         lowest: to_byte((nominal / 4).min(slowest.max(1))),
     }
 }
+/// The keys of `[config]`, one per setting of the driver's `Parameters` key.
+pub const CONFIG_KEYS: [&str; 8] = [
+    "feedback_counters",
+    "counter_source",
+    "performance_counter_view",
+    "nominal_mhz",
+    "perf_capabilities",
+    "device_id_patterns",
+    "transition_latency_100ns",
+    "pmu_reservation",
+];
+
 pub(super) fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
-    let reader = Reader::new(
-        "config".to_owned(),
-        table,
-        &[
-            "feedback_counters",
-            "counter_source",
-            "performance_counter_view",
-            "nominal_mhz",
-            "perf_capabilities",
-            "device_id_patterns",
-            "transition_latency_100ns",
-            "pmu_reservation",
-        ],
-    )?;
+    let reader = Reader::new("config".to_owned(), table, &CONFIG_KEYS)?;
+    // Absent keys: the driver's defaults.
+    let defaults = ConfigSpec::default();
     // The names: the engine's tables, which also give the registry numbers the driver reads.
     let feedback_counters = reader.choice(
         "feedback_counters",
         &FEEDBACK_COUNTER_CHOICES.map(|choice| (choice.name, choice.value)),
-        FeedbackCounterPolicy::Enabled,
+        defaults.feedback_counters,
     )?;
     let counter_source = reader.choice(
         "counter_source",
         &COUNTER_SOURCE_CHOICES.map(|choice| (choice.name, choice.value)),
-        CounterSourcePreference::Auto,
+        defaults.counter_source,
     )?;
     let pmu_reservation = reader.choice(
         "pmu_reservation",
         &PMU_RESERVATION_CHOICES.map(|choice| (choice.name, choice.value)),
-        ReservationPolicy::ExclusivePmu,
+        defaults.pmu_reservation,
     )?;
-    let performance_counter_view = reader.bool("performance_counter_view", false)?;
+    let performance_counter_view =
+        reader.bool("performance_counter_view", defaults.performance_counter_view)?;
     let nominal_mhz = reader.optional_u32("nominal_mhz", 1..=MAX_NOMINAL_MHZ)?;
     let perf_capabilities = match reader.optional_table("perf_capabilities")? {
         Some(caps) => {
@@ -665,7 +665,7 @@ pub(super) fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
     }
     let transition_latency_100ns = reader
         .optional_u32("transition_latency_100ns", 0..=MAX_TRANSITION_LATENCY_100NS)?
-        .unwrap_or(0);
+        .unwrap_or(defaults.transition_latency_100ns);
     Ok(ConfigSpec {
         feedback_counters,
         counter_source,

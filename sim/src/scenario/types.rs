@@ -346,16 +346,18 @@ pub struct ConfigSpec {
 }
 
 impl Default for ConfigSpec {
+    /// The driver's defaults ([`ppm_engine::Config::new`]): what an empty `Parameters` key means.
     fn default() -> Self {
+        let defaults = ppm_engine::Config::new();
         Self {
-            feedback_counters: FeedbackCounterPolicy::Enabled,
-            counter_source: CounterSourcePreference::Auto,
-            performance_counter_view: false,
-            nominal_mhz: None,
-            perf_capabilities: None,
+            feedback_counters: defaults.feedback_counters,
+            counter_source: defaults.counter_source,
+            performance_counter_view: defaults.performance_counter_view,
+            nominal_mhz: defaults.nominal_mhz,
+            perf_capabilities: defaults.perf_capabilities,
             device_id_patterns: None,
-            transition_latency_100ns: 0,
-            pmu_reservation: ReservationPolicy::ExclusivePmu,
+            transition_latency_100ns: defaults.transition_latency_100ns,
+            pmu_reservation: defaults.pmu_reservation,
         }
     }
 }
