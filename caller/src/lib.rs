@@ -5,25 +5,33 @@
 //!   instance is held per thread ([`enter`] installs it for the calling thread), so no
 //!   `Platform` carries instance boilerplate;
 //! - [`names`]: the notifications the PEP handles, as one `(id, name)` table per class;
-//! - the sending functions ([`prepare`], [`register`], [`read`], ...): each builds the C
-//!   structure PoFx passes, calls the callback through the `PEP_INFORMATION` function pointer,
-//!   checks the `BOOLEAN` is 0 or 1 and, where a refusal is possible, that a refused
-//!   notification left its sentinel-filled buffer untouched;
+//! - [`Callbacks`]: the two callbacks of any `PEP_INFORMATION` (the engine's, or a deliberately
+//!   broken PEP's), and every notification sent through them as PoFx sends it, with the
+//!   documented C structure (the [`payload`]s, sentinel-filled where a refusal must leave them
+//!   untouched). Its sends judge nothing: they return what they saw ([`Sent`]: the `BOOLEAN` as
+//!   returned, whether the buffer came back untouched, what was written) — what the emulator
+//!   records. It is the one place that calls a PEP's C callbacks;
+//! - the asserting senders ([`prepare`], [`register`], [`read`], ...), thin layers over
+//!   [`Callbacks`] for the engine entered for `P`: each checks the `BOOLEAN` is 0 or 1 and,
+//!   where a refusal is possible, that a refused notification left its buffer untouched;
 //! - [`boot`]: what `DriverEntry` does — a `'static` table and `Pep`, installed on the thread.
 
 // A test caller: its assertions (a BOOLEAN 0 or 1, a refused notification's untouched buffer)
 // are its purpose, and a PEPHANDLE is an opaque value the engine validates, never dereferenced.
 #![allow(clippy::missing_panics_doc, clippy::not_unsafe_ptr_arg_deref)]
 
+mod callbacks;
 mod caller;
 mod host;
 pub mod names;
+pub mod payload;
 mod send;
 
+pub use callbacks::{Callbacks, DpmCallback, PpmCallback, Registration, Sent};
 pub use caller::{boot, boot_with, table};
 pub use host::{Entered, ThreadHost, enter, install, is_entered, leave};
 pub use send::{
     UNTOUCHED, add_processor, device_started, dpm, live, ppm, prepare, query_capabilities,
     query_domain_info, query_feedback_counters, query_perf_capabilities, read, register, resume,
-    unicode_string, unregister,
+    unregister,
 };

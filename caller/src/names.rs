@@ -36,6 +36,12 @@ pub const PPM: [(ULONG, &str); 11] = [
     (PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES, "ENUMERATE_BOOT_VETOES"),
 ];
 
+/// DPM notification ids no header defines: a PEP must refuse them without touching the data.
+pub const UNDEFINED_DPM: [ULONG; 5] = [0x00, 0x29, 0x80, 0xFFFF, 0xFFFF_FFFF];
+
+/// PPM notification ids no header defines: a PEP must refuse them without touching the data.
+pub const UNDEFINED_PPM: [ULONG; 5] = [0x00, 0x2C, 0x80, 0xFFFF, 0xFFFF_FFFF];
+
 /// The name of handled DPM notification `id`.
 #[must_use]
 pub fn dpm(id: ULONG) -> Option<&'static str> {

@@ -1,10 +1,14 @@
-//! The caller against the engine: every sender, the per-thread host and the names table.
+//! The caller against the engine: every sender, the per-thread host and the names table; and
+//! against a broken PEP, which `Callbacks` observes without judging it.
 #![allow(clippy::unwrap_used)]
 
 use std::cell::Cell;
 
-use ppm_caller::{ThreadHost, names};
-use ppm_engine::abi::PEP_NOTIFY_PPM_FEEDBACK_READ;
+use ppm_caller::{Callbacks, ThreadHost, names, payload};
+use ppm_engine::abi::{
+    BOOLEAN, PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEPHANDLE, PVOID,
+    ULONG,
+};
 use ppm_engine::config::Config;
 use ppm_engine::platform::PerformanceCounter;
 use ppm_engine::x86::{cpuid, msr};
@@ -139,4 +143,59 @@ fn one_name_per_notification_and_the_read_first() {
     assert_eq!(names::PPM[0], (PEP_NOTIFY_PPM_FEEDBACK_READ, "FEEDBACK_READ"));
     assert_eq!(names::ppm(PEP_NOTIFY_PPM_FEEDBACK_READ), Some("FEEDBACK_READ"));
     assert_eq!(names::dpm(0x7F), None);
+}
+
+/// A broken DPM callback: answers 2 to everything and writes a zero into any data.
+const unsafe extern "C" fn broken_dpm(_notification: ULONG, data: PVOID) -> BOOLEAN {
+    if !data.is_null() {
+        // SAFETY: every payload the caller sends is at least one byte, writable.
+        unsafe { data.cast::<u8>().write(0) };
+    }
+    2
+}
+
+/// A broken PPM callback: refuses `FEEDBACK_READ` after writing `NominalCount`, answers 2 to
+/// `QUERY_CAPABILITIES` without writing it, refuses the rest.
+const unsafe extern "C" fn broken_ppm(
+    _handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    match notification {
+        PEP_NOTIFY_PPM_FEEDBACK_READ => {
+            // `NominalCount`: the `u64` after `CounterIndex` and its padding.
+            let nominal = data.cast::<u64>().wrapping_add(1);
+            // SAFETY: the caller sends a live PEP_PPM_FEEDBACK_READ with FEEDBACK_READ.
+            unsafe { nominal.write(7) };
+            0
+        }
+        PEP_NOTIFY_PPM_QUERY_CAPABILITIES => 2,
+        _ => 0,
+    }
+}
+
+#[test]
+fn callbacks_observe_a_broken_pep_without_judging_it() {
+    let mut information = ppm_engine::pep_information::<ThreadHost<Other>>();
+    information.AcceptDeviceNotification = Some(broken_dpm);
+    information.AcceptProcessorNotification = Some(broken_ppm);
+    let callbacks = Callbacks::of(&information).unwrap();
+    let handle = payload::handle(0x1234);
+    let read = callbacks.read(handle, 0);
+    assert_eq!((read.returned, read.handled(), read.untouched), (0, false, false));
+    assert_eq!(payload::read_counts(&read.payload), (7, payload::SENTINEL));
+    let capabilities = callbacks.query_capabilities(handle);
+    assert_eq!(
+        (capabilities.returned, capabilities.handled(), capabilities.untouched),
+        (2, true, true)
+    );
+    let undefined = callbacks.dpm_undefined(names::UNDEFINED_DPM[1]);
+    assert_eq!((undefined.returned, undefined.untouched), (2, false));
+    assert_eq!(callbacks.prepare(None, 0xAA), (2, 0xAA));
+    // The asserting layer over the same answers would fail; the engine's own do not.
+    let engine = Callbacks::engine::<ThreadHost<Other>>();
+    let refused = engine.read(handle, 0);
+    assert_eq!((refused.returned, refused.untouched), (0, true), "no engine entered: refused");
+    information.AcceptProcessorNotification = None;
+    assert!(Callbacks::of(&information).is_none());
 }

@@ -27,7 +27,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ppm_caller::ThreadHost;
+use ppm_caller::{Callbacks, ThreadHost};
 use ppm_engine::abi::{
     BOOLEAN, FALSE, PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
     PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
@@ -187,17 +187,14 @@ impl Notification {
         Self::CHOICES.iter().find(|(_, known)| *known == self).map_or("?", |(name, _)| name)
     }
 
-    /// The notification's Windows name.
+    /// The notification's Windows name (`PEP_NOTIFY_PPM_` and its name in
+    /// [`ppm_caller::names::PPM`]).
     #[must_use]
-    pub const fn windows_name(self) -> &'static str {
-        match self {
-            Self::FeedbackRead => "PEP_NOTIFY_PPM_FEEDBACK_READ",
-            Self::QueryCapabilities => "PEP_NOTIFY_PPM_QUERY_CAPABILITIES",
-            Self::QueryFeedbackCounters => "PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS",
-            Self::QueryPerfCapabilities => "PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES",
-            Self::QueryDomainInfo => "PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO",
-            Self::PlatformCounterRead => "baseline platform counter read",
+    pub fn windows_name(self) -> String {
+        if self == Self::PlatformCounterRead {
+            return "baseline platform counter read".to_owned();
         }
+        format!("PEP_NOTIFY_PPM_{}", ppm_caller::names::ppm(self.id()).unwrap_or("?"))
     }
 
     const fn id(self) -> ULONG {
@@ -234,8 +231,6 @@ impl BenchResult {
         self.elapsed.as_nanos() as f64 / self.iterations.max(1) as f64
     }
 }
-
-type Ppm = unsafe extern "C" fn(PEPHANDLE, ULONG, *mut c_void) -> BOOLEAN;
 
 /// The counter MSRs the baseline reads, from memory as the engine reads its counter setup, so
 /// that the platform's read compiles as in the engine rather than for constant MSR numbers
@@ -405,8 +400,7 @@ pub fn run(
         ..BenchPlatform::default()
     };
     let pep = Box::new(Pep::new(platform, &Config::new(), slots));
-    let info = pep_information::<ThreadHost<BenchPlatform>>();
-    let Some(engine_ppm) = info.AcceptProcessorNotification else {
+    let Some(engine) = Callbacks::of(&pep_information::<ThreadHost<BenchPlatform>>()) else {
         return Err("the engine's PEP_INFORMATION lacks a callback".to_owned());
     };
     let _entered = ppm_caller::enter(&pep);
@@ -424,19 +418,19 @@ pub fn run(
         .collect();
     BASELINE_MSRS[0].store(black_box(msr::IA32_APERF), Ordering::Relaxed);
     BASELINE_MSRS[1].store(black_box(msr::IA32_MPERF), Ordering::Relaxed);
-    let callback: Ppm = if notification == Notification::PlatformCounterRead {
-        platform_counter_read
+    let callbacks = if notification == Notification::PlatformCounterRead {
+        Callbacks::new(engine.dpm_callback(), platform_counter_read)
     } else {
-        engine_ppm
+        engine
     };
     // Opaque to the optimiser, as for the kernel: an indirect call with a run-time ID.
-    let callback = black_box(callback);
+    let callbacks = black_box(callbacks);
     let id = black_box(notification.id());
     let one = |call: &Call| {
         CURRENT.with(|current| current.set(call.processor));
         // SAFETY: `call.data` points to this processor's buffer of the type `id` documents,
         // alive until `buffers` drops after the loop; the handle is the engine's own.
-        u64::from(unsafe { callback(call.handle, id, call.data) })
+        u64::from(unsafe { callbacks.ppm_raw(call.handle, id, call.data) })
     };
     let per_round = calls.len() as u64;
     let start = Instant::now();

@@ -12,7 +12,8 @@
 //! nested_notifications`; see [`NestedCall`]).
 //!
 //! The submodules are layers, each using only those before it: `records` (plain per-call
-//! records), `caller` (the engine's C callbacks called the way PoFx calls them), `analysis`
+//! records), `engine` (the engine's callbacks, sent through [`ppm_caller::Callbacks`] as a
+//! processor and traced), `analysis`
 //! (how a call's platform trace read the counters), `digest` (the runtime's reads, digested as
 //! they are made), `observations` (the per-processor records and the run's [`Observations`]),
 //! `probes`, `nested`, `sample`, `boot`, `schedule` and `runtime` (what the emulated OS does,
@@ -22,6 +23,7 @@
 
 use std::sync::Arc;
 
+use ppm_caller::Callbacks;
 use ppm_engine::Pep;
 use ppm_engine::abi::PEP_INFORMATION;
 
@@ -32,8 +34,8 @@ use crate::scenario::Scenario;
 
 mod analysis;
 mod boot;
-mod caller;
 mod digest;
+mod engine;
 mod nested;
 mod observations;
 mod probes;
@@ -43,16 +45,16 @@ mod sample;
 mod schedule;
 
 pub use boot::default_other_devices;
-use caller::Engine;
-pub use caller::{
-    CountPayload, MAX_QUERIED_COUNTERS, UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS,
-};
 pub use digest::{
     ACCURACY_TOLERANCE, CounterMetrics, Findings, NestedDigest, ReadDigest, ReadObserver,
     SPIKE_TOLERANCE, SleepDigest, TracedInterval, TracedRead,
 };
+use engine::Engine;
 pub use nested::{NestingSetup, PLATFORM_CALL_NS};
 pub use observations::{Observations, ProcessorRecord};
+pub use ppm_caller::names::{
+    UNDEFINED_DPM as UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM as UNDEFINED_PPM_NOTIFICATIONS,
+};
 pub use records::{
     BootQuery, DeviceRecord, EngineSummary, HotplugChange, HotplugRecord, NestedCall,
     NestedNotification, PairAccess, Probe, ProbeKind, RawRead, ReadRecord, RegisterRecord,
@@ -161,10 +163,7 @@ impl<'a> Emulator<'a> {
         }
         let engine = match (pep, kernel.registered_information()) {
             (Some(pep), Some(info)) => {
-                match (info.AcceptDeviceNotification, info.AcceptProcessorNotification) {
-                    (Some(dpm), Some(ppm)) => Some(Engine { pep, dpm, ppm }),
-                    _ => None,
-                }
+                Callbacks::of(&info).map(|callbacks| Engine { pep, callbacks })
             }
             _ => None,
         };

@@ -1,6 +1,8 @@
 //! The checks of the devices and the refusal probes: `dpm.*` (but `dpm.hotplug`),
 //! `ppm.boot_queries` and the probes of `*_refused`.
 
+use ppm_engine::abi::PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES;
+
 use crate::pofx::ProbeKind;
 
 use super::{CheckResult, Context};
@@ -19,7 +21,10 @@ impl Context<'_> {
         let failures: Vec<String> = queries
             .iter()
             .filter_map(|query| match (query.returned, query.count, query.name) {
-                (true, Some(0), _) | (true, None, "ENUMERATE_BOOT_VETOES") => None,
+                (true, Some(0), _) => None,
+                (true, None, _) if query.notification == PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES => {
+                    None
+                }
                 (false, _, name) => {
                     Some(format!("{name}: FALSE (a count of 0 is the documented answer)"))
                 }

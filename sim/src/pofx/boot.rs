@@ -1,19 +1,18 @@
 //! Boot, as PoFx runs it once the PEP registered: every device offered, the processors
 //! accepted initialised, the boot queries, the devices started.
 
+use ppm_caller::names;
+use ppm_caller::payload::{CountPayload, MAX_QUERIED_COUNTERS, handle};
 use ppm_engine::abi::{
-    PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
-    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+    PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
     PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
     PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_PERF_CAPABILITIES,
 };
 
 use super::Emulator;
-use super::caller::{
-    CountPayload, CountersBuffer, Engine, MAX_QUERIED_COUNTERS, SENTINEL_BYTE, handle, utf16,
-};
 use super::digest::ReadDigest;
+use super::engine::Engine;
 use super::observations::{ProcessorRecord, Tally, absorb_into};
 use super::records::{BootQuery, DeviceRecord};
 use crate::scenario::CpuKind;
@@ -119,7 +118,7 @@ impl Emulator<'_> {
             })
             .collect();
         for (id, processor) in order {
-            let (returned, accepted, trace) = engine.prepare(Some(&utf16(&id)));
+            let (returned, accepted, trace) = engine.prepare(Some(&id));
             self.observations.absorb(&trace);
             self.observations.devices.push(DeviceRecord {
                 id,
@@ -135,7 +134,7 @@ impl Emulator<'_> {
                 continue;
             }
             let kernel_handle = 0xFFFF_C000_0000_0000 + (number + 1) * 0x100;
-            let (record, trace) = engine.register(&utf16(&device.id), kernel_handle);
+            let (record, trace) = engine.register(&device.id, kernel_handle);
             device.registered = Some(record);
             if let (Some(index), Some(live)) = (device.processor, record.live_handle())
                 && let Some(processor) = self.observations.processors.get_mut(index as usize)
@@ -170,27 +169,25 @@ impl Emulator<'_> {
     /// payload; before the first idle entry). Count buffers start at a sentinel, so an
     /// untouched one shows.
     pub(super) fn boot_queries(&mut self, engine: &Engine) {
-        let mut count = |notification, name| {
-            let mut answer = CountPayload { count: u32::from_ne_bytes([SENTINEL_BYTE; 4]) };
-            let (returned, trace) = engine.ppm(0, 0, notification, Some(&mut answer));
+        let mut count = |notification| {
+            let (sent, trace) = engine.on(0, |callbacks| callbacks.query_count(notification));
             self.observations.absorb(&trace);
-            let written =
-                (answer.count != u32::from_ne_bytes([SENTINEL_BYTE; 4])).then_some(answer.count);
             self.observations.boot_queries.push(BootQuery {
                 notification,
-                name,
-                returned,
-                count: written,
+                name: names::ppm(notification).unwrap_or("?"),
+                returned: sent.handled(),
+                count: (!sent.untouched).then_some(sent.payload.count),
             });
         };
-        count(PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, "QUERY_PLATFORM_STATES");
-        count(PEP_NOTIFY_PPM_QUERY_VETO_REASONS, "QUERY_VETO_REASONS");
+        count(PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES);
+        count(PEP_NOTIFY_PPM_QUERY_VETO_REASONS);
+        let vetoes = PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES;
         let (returned, trace) =
-            engine.ppm::<CountPayload>(0, 0, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES, None);
+            engine.returned(0, |callbacks| callbacks.ppm::<CountPayload>(handle(0), vetoes, None));
         self.observations.absorb(&trace);
         self.observations.boot_queries.push(BootQuery {
-            notification: PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
-            name: "ENUMERATE_BOOT_VETOES",
+            notification: vetoes,
+            name: names::ppm(vetoes).unwrap_or("?"),
             returned,
             count: None,
         });
@@ -205,8 +202,8 @@ impl Emulator<'_> {
             else {
                 continue;
             };
-            let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
-            let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+            let (returned, trace) =
+                engine.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
             self.observations.absorb(&trace);
             self.observations.devices[number].started = Some(returned);
         }
@@ -222,33 +219,31 @@ pub(super) fn initialise_processor(
     tally: &mut Tally,
 ) {
     let Some(handle_value) = record.handle else { return };
-    let index = record.index;
+    let (index, pep_handle) = (record.index, handle(handle_value));
     let mut capabilities = PEP_PPM_QUERY_CAPABILITIES::zeroed();
-    let (returned, trace) =
-        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, Some(&mut capabilities));
+    let (returned, trace) = engine.returned(index, |callbacks| {
+        callbacks.ppm(pep_handle, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, Some(&mut capabilities))
+    });
     tally.absorb(&trace);
     let count = capabilities.FeedbackCounterCount;
     let counters = if returned && (1..=MAX_QUERIED_COUNTERS).contains(&(count as usize)) {
-        let mut buffer = CountersBuffer::new(count);
-        let (described, trace) = engine.ppm(
-            index,
-            handle_value,
-            PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-            Some(&mut buffer),
-        );
+        let (sent, trace) =
+            engine.on(index, |callbacks| callbacks.query_feedback_counters(pep_handle, count));
         tally.absorb(&trace);
-        Some((described, buffer.counters[..count as usize].to_vec()))
+        sent.map(|sent| (sent.handled(), sent.payload.counters[..count as usize].to_vec()))
     } else {
         None
     };
     let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed();
-    let (perf_returned, trace) =
-        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, Some(&mut perf));
+    let (perf_returned, trace) = engine.returned(index, |callbacks| {
+        callbacks.ppm(pep_handle, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, Some(&mut perf))
+    });
     tally.absorb(&trace);
     let mut domain = PEP_PPM_QUERY_DOMAIN_INFO::zeroed();
     domain.DomainId = if perf_returned { perf.DomainId } else { index };
-    let (domain_returned, trace) =
-        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, Some(&mut domain));
+    let (domain_returned, trace) = engine.returned(index, |callbacks| {
+        callbacks.ppm(pep_handle, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, Some(&mut domain))
+    });
     tally.absorb(&trace);
     record.capabilities = Some((returned, capabilities));
     record.counters = counters;

@@ -14,14 +14,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use ppm_engine::abi::{
-    FALSE, PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
-    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_PPM_PERF_CHECK_COMPLETE, ULONG,
-};
+use ppm_caller::Callbacks;
+use ppm_caller::payload::{SENTINEL, handle, read_counts};
+use ppm_engine::abi::{FALSE, ULONG};
 
 use super::analysis::{analyse_read, raw_read};
-use super::caller::{Payload, PpmCallback, SENTINEL, data, feedback_read, handle, read_counts};
-use super::probes::{capabilities_sentinel, capabilities_untouched};
 use super::records::{NestedCall, NestedNotification};
 use crate::platform::{self, InjectionPoint, NestingHook, PlatformOp};
 
@@ -38,7 +35,7 @@ pub struct NestingSetup {
 
 /// The nested deliveries of one interrupted `FEEDBACK_READ`.
 pub(super) struct Nesting {
-    ppm: PpmCallback,
+    callbacks: Callbacks,
     handle: usize,
     counter_index: ULONG,
     foreign: Option<usize>,
@@ -49,13 +46,13 @@ pub(super) struct Nesting {
 impl Nesting {
     /// The deliveries for a `FEEDBACK_READ` of `handle`'s counter `counter_index`.
     pub(super) fn new(
-        ppm: PpmCallback,
+        callbacks: Callbacks,
         handle: usize,
         counter_index: ULONG,
         setup: NestingSetup,
     ) -> Rc<Self> {
         Rc::new(Self {
-            ppm,
+            callbacks,
             handle,
             counter_index,
             foreign: setup.foreign,
@@ -93,50 +90,46 @@ impl Nesting {
         let mut reads = vec![(NestedNotification::OwnRead, self.handle)];
         reads.extend(self.foreign.map(|foreign| (NestedNotification::ForeignRead, foreign)));
         for (notification, handle_value) in reads {
-            let mut read = feedback_read(self.counter_index);
-            let (returned, trace) =
-                self.call(handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, &mut read);
-            let (nominal, actual) = read_counts(&read);
+            let (sent, trace) =
+                self.call(|callbacks| callbacks.read(handle(handle_value), self.counter_index));
+            let (nominal, actual) = read_counts(&sent.payload);
             let (_, faulted) = analyse_read(&trace);
             self.push(
                 NestedCall {
                     notification,
                     handle: handle_value,
-                    returned,
+                    returned: sent.handled(),
                     nominal,
                     actual,
                     raw: raw_read(&trace),
                     faulted,
-                    untouched: (nominal, actual) == (SENTINEL, SENTINEL),
+                    untouched: sent.untouched,
                     ..template
                 },
                 trace,
             );
         }
-        let mut capabilities = capabilities_sentinel();
-        let (returned, trace) =
-            self.call(self.handle, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, &mut capabilities);
-        let untouched = capabilities_untouched(&capabilities);
+        let (sent, trace) =
+            self.call(|callbacks| callbacks.query_capabilities(handle(self.handle)));
         self.push(
             NestedCall {
                 notification: NestedNotification::QueryCapabilities,
-                returned,
+                returned: sent.handled(),
                 capabilities: Some((
-                    capabilities.FeedbackCounterCount,
-                    capabilities.IdleStateCount,
+                    sent.payload.FeedbackCounterCount,
+                    sent.payload.IdleStateCount,
                 )),
-                untouched,
+                untouched: sent.untouched,
                 ..template
             },
             trace,
         );
-        let mut check = PEP_PPM_PERF_CHECK_COMPLETE { EvaluationTime: 0 };
-        let (returned, trace) = self.call(0, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, &mut check);
+        let (returned, trace) = self.call(|callbacks| callbacks.perf_check_complete(handle(0)));
         self.push(
             NestedCall {
                 notification: NestedNotification::PerfCheckComplete,
                 handle: 0,
-                returned,
+                returned: returned != FALSE,
                 ..template
             },
             trace,
@@ -148,30 +141,12 @@ impl Nesting {
         self.operations.borrow_mut().extend(trace);
     }
 
-    /// Calls the PPM callback from inside the interrupted one (same thread, same processor,
+    /// Sends a PPM notification from inside the interrupted one (same thread, same processor,
     /// same engine instance), tracing its operations apart.
-    fn call<T: Payload>(
-        &self,
-        handle_value: usize,
-        notification: ULONG,
-        payload: &mut T,
-    ) -> (bool, Vec<PlatformOp>) {
-        assert!(
-            T::PPM.contains(&notification),
-            "payload type does not match PPM {notification:#x}"
-        );
+    fn call<R>(&self, send: impl FnOnce(&Callbacks) -> R) -> (R, Vec<PlatformOp>) {
         let interrupted = platform::swap_trace(Some(Vec::new()));
-        // SAFETY: the callback is the one the PEP registered; `payload` is a live, exclusive
-        // `T`, the documented payload of `notification` (asserted above), for the whole call.
-        // The engine instance the callback finds is the interrupted call's (this thread's).
-        let returned =
-            unsafe { (self.ppm)(handle(handle_value), notification, data(Some(payload))) };
+        let result = send(&self.callbacks);
         let trace = platform::swap_trace(interrupted).unwrap_or_default();
-        (returned != FALSE, trace)
+        (result, trace)
     }
-}
-
-impl Payload for PEP_PPM_PERF_CHECK_COMPLETE {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE];
 }

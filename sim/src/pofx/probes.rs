@@ -1,19 +1,17 @@
 //! The conformance probes: calls a PEP must refuse without touching their data.
 
+use ppm_caller::names::{self, UNDEFINED_DPM, UNDEFINED_PPM};
+use ppm_caller::payload::{MAX_QUERIED_COUNTERS, Sentinel, handle};
 use ppm_engine::abi::{
-    PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
+    PEP_DPM_DEVICE_STARTED, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
     PEP_DPM_UNREGISTER_DEVICE, PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
     PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
     PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_UNREGISTER_DEVICE, ULONG,
+    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, ULONG,
 };
 
 use super::Emulator;
-use super::caller::{
-    CountersBuffer, Engine, MAX_QUERIED_COUNTERS, SENTINEL, SENTINEL_BYTE, Sentinel,
-    UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS, feedback_read, handle, read_counts,
-};
+use super::engine::Engine;
 use super::observations::ProcessorRecord;
 use super::records::{Probe, ProbeKind};
 use crate::platform::PlatformOp;
@@ -84,14 +82,13 @@ impl Emulator<'_> {
 
     /// Undefined DPM notifications and NULL DPM data.
     fn dpm_probes(&mut self, engine: &Engine) {
-        for notification in UNDEFINED_DPM_NOTIFICATIONS {
-            let mut buffer = Sentinel::FRESH;
-            let (returned, trace) = engine.dpm(0, notification, Some(&mut buffer));
+        for notification in UNDEFINED_DPM {
+            let (sent, trace) = engine.on(0, |callbacks| callbacks.dpm_undefined(notification));
             self.probe(
                 ProbeKind::DpmUnknown,
                 format!("DPM notification {notification:#x}"),
-                returned,
-                buffer == Sentinel::FRESH,
+                sent.handled(),
+                sent.untouched,
                 &trace,
             );
         }
@@ -101,7 +98,8 @@ impl Emulator<'_> {
             PEP_DPM_UNREGISTER_DEVICE,
             PEP_DPM_DEVICE_STARTED,
         ] {
-            let (returned, trace) = engine.dpm::<Sentinel>(0, notification, None);
+            let (returned, trace) =
+                engine.returned(0, |callbacks| callbacks.dpm::<Sentinel>(notification, None));
             self.probe(
                 ProbeKind::DpmUnknown,
                 format!("DPM notification {notification:#x} with NULL data"),
@@ -128,36 +126,38 @@ impl Emulator<'_> {
         first: Option<(u32, usize, usize)>,
         described: ULONG,
     ) {
-        for notification in UNDEFINED_PPM_NOTIFICATIONS {
+        for notification in UNDEFINED_PPM {
             let handles = [Some(0), first.map(|(_, handle, _)| handle)];
             for handle_value in handles.into_iter().flatten() {
                 let on = first.map_or(0, |(index, _, _)| index);
-                let mut buffer = Sentinel::FRESH;
-                let (returned, trace) =
-                    engine.ppm(on, handle_value, notification, Some(&mut buffer));
+                let (sent, trace) = engine.on(on, |callbacks| {
+                    callbacks.ppm_undefined(handle(handle_value), notification)
+                });
                 let which = if handle_value == 0 { "NULL" } else { "a live" };
                 self.probe(
                     ProbeKind::PpmUnknown,
                     format!("PPM notification {notification:#x} with {which} handle"),
-                    returned,
-                    buffer == Sentinel::FRESH,
+                    sent.handled(),
+                    sent.untouched,
                     &trace,
                 );
             }
         }
         if let Some((index, handle_value, _)) = first {
-            for (notification, name) in [
-                (PEP_NOTIFY_PPM_QUERY_CAPABILITIES, "QUERY_CAPABILITIES"),
-                (PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, "QUERY_FEEDBACK_COUNTERS"),
-                (PEP_NOTIFY_PPM_FEEDBACK_READ, "FEEDBACK_READ"),
-                (PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, "QUERY_PERF_CAPABILITIES"),
-                (PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, "QUERY_DOMAIN_INFO"),
-                (PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, "ENTER_SYSTEM_STATE"),
-                (PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, "RESUME_FROM_SYSTEM_STATE"),
-                (PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, "PERF_CHECK_COMPLETE"),
+            for notification in [
+                PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+                PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
+                PEP_NOTIFY_PPM_FEEDBACK_READ,
+                PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+                PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+                PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE,
+                PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
+                PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
             ] {
-                let (returned, trace) =
-                    engine.ppm::<Sentinel>(index, handle_value, notification, None);
+                let name = names::ppm(notification).unwrap_or("?");
+                let (returned, trace) = engine.returned(index, |callbacks| {
+                    callbacks.ppm::<Sentinel>(handle(handle_value), notification, None)
+                });
                 self.probe(
                     ProbeKind::PpmNullData,
                     format!("{name} with NULL data"),
@@ -173,15 +173,11 @@ impl Emulator<'_> {
                 .into_iter()
                 .filter(|wrong| (*wrong as usize) <= MAX_QUERIED_COUNTERS + 1)
             {
-                let mut buffer = CountersBuffer::new(wrong);
-                let (returned, trace) = engine.ppm(
-                    index,
-                    handle_value,
-                    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-                    Some(&mut buffer),
-                );
-                let untouched = buffer.untouched(wrong);
-                self.probe(ProbeKind::WrongCount, format!("QUERY_FEEDBACK_COUNTERS with Count {wrong} (FeedbackCounterCount {described})"), returned, untouched, &trace);
+                let (sent, trace) = engine.on(index, |callbacks| {
+                    callbacks.query_feedback_counters(handle(handle_value), wrong)
+                });
+                let Some(sent) = sent else { continue };
+                self.probe(ProbeKind::WrongCount, format!("QUERY_FEEDBACK_COUNTERS with Count {wrong} (FeedbackCounterCount {described})"), sent.handled(), sent.untouched, &trace);
             }
         }
     }
@@ -218,34 +214,22 @@ impl Emulator<'_> {
                 0,
                 format!("FEEDBACK_READ with forged handle {forged_handle:#x}"),
             );
-            let mut capabilities = capabilities_sentinel();
-            let (returned, trace) = engine.ppm(
-                on,
-                forged_handle,
-                PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-                Some(&mut capabilities),
-            );
-            let untouched = capabilities_untouched(&capabilities);
+            let (sent, trace) =
+                engine.on(on, |callbacks| callbacks.query_capabilities(handle(forged_handle)));
             self.probe(
                 ProbeKind::ForgedHandle,
                 format!("QUERY_CAPABILITIES with forged handle {forged_handle:#x}"),
-                returned,
-                untouched,
+                sent.handled(),
+                sent.untouched,
                 &trace,
             );
-            let mut perf = perf_sentinel();
-            let (returned, trace) = engine.ppm(
-                on,
-                forged_handle,
-                PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-                Some(&mut perf),
-            );
-            let untouched = perf_untouched(&perf);
+            let (sent, trace) =
+                engine.on(on, |callbacks| callbacks.query_perf_capabilities(handle(forged_handle)));
             self.probe(
                 ProbeKind::ForgedHandle,
                 format!("QUERY_PERF_CAPABILITIES with forged handle {forged_handle:#x}"),
-                returned,
-                untouched,
+                sent.handled(),
+                sent.untouched,
                 &trace,
             );
         }
@@ -299,8 +283,8 @@ impl Emulator<'_> {
         else {
             return;
         };
-        let mut request = PEP_UNREGISTER_DEVICE { DeviceHandle: handle(handle_value) };
-        let (returned, trace) = engine.dpm(0, PEP_DPM_UNREGISTER_DEVICE, Some(&mut request));
+        let (returned, trace) =
+            engine.returned(0, |callbacks| callbacks.unregister(handle(handle_value)));
         self.observations.absorb(&trace);
         self.observations.unregistered = Some((index, returned));
         for (probe, trace) in stale_handle_probes(engine, index, handle_value) {
@@ -328,12 +312,10 @@ pub(super) fn refused_read_probe(
     counter_index: ULONG,
     what: String,
 ) -> (Probe, Vec<PlatformOp>) {
-    let mut read = feedback_read(counter_index);
-    let (returned, trace) =
-        engine.ppm(on, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
-    let untouched = read_counts(&read) == (SENTINEL, SENTINEL);
-    let untouched = untouched || !kind.requires_untouched_data();
-    (Probe { kind, what, returned, untouched }, trace)
+    let (sent, trace) =
+        engine.on(on, |callbacks| callbacks.read(handle(handle_value), counter_index));
+    let untouched = sent.untouched || !kind.requires_untouched_data();
+    (Probe { kind, what, returned: sent.handled(), untouched }, trace)
 }
 
 /// After processor `index`'s handle was unregistered: a `FEEDBACK_READ` and a
@@ -352,21 +334,19 @@ pub(super) fn stale_handle_probes(
         0,
         format!("FEEDBACK_READ with processor {index}'s handle after UNREGISTER"),
     )];
-    let mut capabilities = capabilities_sentinel();
-    let (returned, trace) =
-        engine.ppm(index, handle_value, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, Some(&mut capabilities));
-    let untouched = capabilities_untouched(&capabilities);
+    let (sent, trace) =
+        engine.on(index, |callbacks| callbacks.query_capabilities(handle(handle_value)));
     probes.push((
         Probe {
             kind: ProbeKind::StaleHandle,
             what: format!("QUERY_CAPABILITIES with processor {index}'s handle after UNREGISTER"),
-            returned,
-            untouched,
+            returned: sent.handled(),
+            untouched: sent.untouched,
         },
         trace,
     ));
-    let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
-    let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+    let (returned, trace) =
+        engine.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
     probes.push((
         Probe {
             kind: ProbeKind::StaleHandle,
@@ -377,52 +357,4 @@ pub(super) fn stale_handle_probes(
         trace,
     ));
     probes
-}
-
-pub(super) const fn capabilities_sentinel() -> PEP_PPM_QUERY_CAPABILITIES {
-    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
-    PEP_PPM_QUERY_CAPABILITIES {
-        FeedbackCounterCount: word,
-        IdleStateCount: word,
-        PerformanceStatesSupported: SENTINEL_BYTE,
-        ParkingSupported: SENTINEL_BYTE,
-        DiscretePerformanceStateCount: SENTINEL_BYTE,
-        Reserved: SENTINEL_BYTE,
-    }
-}
-
-pub(super) const fn capabilities_untouched(capabilities: &PEP_PPM_QUERY_CAPABILITIES) -> bool {
-    let fresh = capabilities_sentinel();
-    capabilities.FeedbackCounterCount == fresh.FeedbackCounterCount
-        && capabilities.IdleStateCount == fresh.IdleStateCount
-        && capabilities.PerformanceStatesSupported == fresh.PerformanceStatesSupported
-        && capabilities.ParkingSupported == fresh.ParkingSupported
-        && capabilities.DiscretePerformanceStateCount == fresh.DiscretePerformanceStateCount
-        && capabilities.Reserved == fresh.Reserved
-}
-
-const fn perf_sentinel() -> PEP_PPM_QUERY_PERF_CAPABILITIES {
-    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
-    PEP_PPM_QUERY_PERF_CAPABILITIES {
-        HighestPerformance: word,
-        NominalPerformance: word,
-        LowestNonlinearPerformance: word,
-        LowestPerformance: word,
-        DomainId: word,
-        DomainMembers: word,
-    }
-}
-
-fn perf_untouched(perf: &PEP_PPM_QUERY_PERF_CAPABILITIES) -> bool {
-    let word = u32::from_ne_bytes([SENTINEL_BYTE; 4]);
-    [
-        perf.HighestPerformance,
-        perf.NominalPerformance,
-        perf.LowestNonlinearPerformance,
-        perf.LowestPerformance,
-        perf.DomainId,
-        perf.DomainMembers,
-    ]
-    .iter()
-    .all(|value| *value == word)
 }

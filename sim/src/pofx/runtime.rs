@@ -28,14 +28,10 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use ppm_engine::abi::{
-    PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED, PEP_DPM_UNREGISTER_DEVICE,
-    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_RESUME_FROM_SYSTEM_STATE, PEP_UNREGISTER_DEVICE, ULONG,
-};
+use ppm_caller::payload::handle;
 
 use super::boot::initialise_processor;
-use super::caller::{Engine, Payload, handle, utf16};
+use super::engine::Engine;
 use super::nested::NestingSetup;
 use super::observations::{ProcessorRecord, Tally};
 use super::probes::{ProbeInputs, refused_read_probe, stale_handle_probes};
@@ -253,24 +249,14 @@ impl Worker<'_> {
         let live = self.record(index).and_then(|record| record.handle);
         if let Some(handle_value) = live {
             let target = state.system_power_state();
+            let pep_handle = handle(handle_value);
             let (returned, trace) = if resume {
-                let mut data = PEP_PPM_RESUME_FROM_SYSTEM_STATE { TargetState: target };
                 crate::platform::while_resuming(|| {
-                    run.engine.ppm(
-                        index,
-                        handle_value,
-                        PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-                        Some(&mut data),
-                    )
+                    run.engine.returned(index, |callbacks| callbacks.resume(pep_handle, target))
                 })
             } else {
-                let mut data = PEP_PPM_ENTER_SYSTEM_STATE { TargetState: target };
-                run.engine.ppm(
-                    index,
-                    handle_value,
-                    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE,
-                    Some(&mut data),
-                )
+                run.engine
+                    .returned(index, |callbacks| callbacks.enter_system_state(pep_handle, target))
             };
             self.tally.absorb(&trace);
             self.system_states.push((number, index, resume, returned));
@@ -289,16 +275,6 @@ const fn after(item: Item) -> u64 {
         Action::Event(_) | Action::EndFault(_) | Action::PmuResume(_) => 1,
         Action::PowerOn(_) | Action::Resume(_) | Action::Sample | Action::Probes => 0,
     }
-}
-
-impl Payload for PEP_PPM_ENTER_SYSTEM_STATE {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE];
-}
-
-impl Payload for PEP_PPM_RESUME_FROM_SYSTEM_STATE {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE];
 }
 
 /// An event's effect on one processor's hardware, at the processor's time.
@@ -455,7 +431,7 @@ impl Emulator<'_> {
             }
             Work::Register(number) => {
                 let id = self.scenario.platform.device_id_style.device_id(index);
-                let (returned, accepted, trace) = engine.prepare(Some(&utf16(&id)));
+                let (returned, accepted, trace) = engine.prepare(Some(&id));
                 device.tally.absorb(&trace);
                 let device_number = self.observations.devices.len();
                 let mut record = DeviceRecord {
@@ -468,7 +444,7 @@ impl Emulator<'_> {
                 };
                 let live = if returned && accepted {
                     let kernel_handle = 0xFFFF_C000_0000_0000 + (device_number + 1) * 0x100;
-                    let (register, trace) = engine.register(&utf16(&record.id), kernel_handle);
+                    let (register, trace) = engine.register(&record.id, kernel_handle);
                     device.tally.absorb(&trace);
                     record.registered = Some(register);
                     register.live_handle()
@@ -493,8 +469,8 @@ impl Emulator<'_> {
                 else {
                     return;
                 };
-                let mut started = PEP_DEVICE_STARTED { DeviceHandle: handle(handle_value) };
-                let (returned, trace) = engine.dpm(0, PEP_DPM_DEVICE_STARTED, Some(&mut started));
+                let (returned, trace) =
+                    engine.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
                 device.tally.absorb(&trace);
                 if let Some(record) = self.observations.devices.get_mut(device_number) {
                     record.started = Some(returned);
@@ -504,9 +480,8 @@ impl Emulator<'_> {
                 drop(run.coordinator.wait_until(|progress| progress.worker_next[worker] >= key));
                 let handle_value = device.handles[slot].take();
                 let (returned, stale_probes) = handle_value.map_or((false, Vec::new()), |live| {
-                    let mut request = PEP_UNREGISTER_DEVICE { DeviceHandle: handle(live) };
                     let (returned, trace) =
-                        engine.dpm(0, PEP_DPM_UNREGISTER_DEVICE, Some(&mut request));
+                        engine.returned(0, |callbacks| callbacks.unregister(handle(live)));
                     device.tally.absorb(&trace);
                     let probes = stale_handle_probes(engine, index, live)
                         .into_iter()

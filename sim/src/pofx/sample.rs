@@ -2,10 +2,10 @@
 
 use std::rc::Rc;
 
-use ppm_engine::abi::PEP_NOTIFY_PPM_FEEDBACK_READ;
+use ppm_caller::payload::{handle, read_counts};
 
 use super::analysis::{analyse_read, raw_read};
-use super::caller::{Engine, feedback_read, read_counts};
+use super::engine::Engine;
 use super::nested::{self, NestingSetup, PLATFORM_CALL_NS};
 use super::observations::ProcessorRecord;
 use super::records::ReadRecord;
@@ -29,25 +29,25 @@ pub(super) fn sample_processor(
     let mut reads = Vec::with_capacity(count as usize);
     let mut operations = Vec::new();
     for counter_index in 0..count {
-        let mut read = feedback_read(counter_index);
-        let deliveries: Option<Rc<nested::Nesting>> = nesting
-            .map(|setup| nested::Nesting::new(engine.ppm, handle_value, counter_index, setup));
+        let deliveries: Option<Rc<nested::Nesting>> = nesting.map(|setup| {
+            nested::Nesting::new(engine.callbacks, handle_value, counter_index, setup)
+        });
         let guard = deliveries
             .as_ref()
             .map(|deliveries| platform::nest(deliveries.hook(), PLATFORM_CALL_NS));
-        let (returned, trace) =
-            engine.ppm(record.index, handle_value, PEP_NOTIFY_PPM_FEEDBACK_READ, Some(&mut read));
+        let (sent, trace) = engine
+            .on(record.index, |callbacks| callbacks.read(handle(handle_value), counter_index));
         drop(guard);
         let (nested, nested_operations) =
             deliveries.map(|deliveries| deliveries.finish()).unwrap_or_default();
-        let (nominal, actual) = read_counts(&read);
+        let (nominal, actual) = read_counts(&sent.payload);
         let (access, faulted) = analyse_read(&trace);
         let raw = raw_read(&trace);
         reads.push(ReadRecord {
             // With nested notifications the call goes on after it read the counters.
             at_ns: raw.map_or_else(|| machine.processor_now_ns(record.index), |raw| raw.at_ns),
             counter_index,
-            returned,
+            returned: sent.handled(),
             nominal,
             actual,
             access,

@@ -1,7 +1,7 @@
 //! Unit tests of the parent module.
 
 use super::analysis::analyse_read;
-use super::caller::Engine;
+use super::engine::Engine;
 use super::records::PairAccess;
 use crate::cpu::msr;
 use crate::machine::Machine;
