@@ -26,15 +26,15 @@ pub enum FeedbackCounterPolicy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterSourcePreference {
     /// APERF/MPERF (the AMD read-only copies where present), then the architectural fixed
-    /// counters (only where the host reserved them), then none. Default. [0]
+    /// counters (only where the host reserved them), then none. Default. \[0\]
     Auto,
-    /// APERF/MPERF only; none when CPUID does not offer them. [1]
+    /// APERF/MPERF only; none when CPUID does not offer them. \[1\]
     AperfMperf,
-    /// The architectural fixed counters only (`IA32_FIXED_CTR1` / `IA32_FIXED_CTR2`). [2]
+    /// The architectural fixed counters only (`IA32_FIXED_CTR1` / `IA32_FIXED_CTR2`). \[2\]
     FixedPmc,
-    /// No counter source: `FeedbackCounterCount = 0`. [3]
+    /// No counter source: `FeedbackCounterCount = 0`. \[3\]
     None,
-    /// The fixed counters first, then APERF/MPERF. [4]
+    /// The fixed counters first, then APERF/MPERF. \[4\]
     PreferFixedPmc,
 }
 
@@ -64,9 +64,9 @@ impl CounterSourcePreference {
 /// names and numbers: [`PMU_RESERVATION_CHOICES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReservationPolicy {
-    /// `ResourceList = NULL`: exclusive ownership of the PMU (documented). Default. [0]
+    /// `ResourceList = NULL`: exclusive ownership of the PMU (documented). Default. \[0\]
     ExclusivePmu,
-    /// One `ResourceTypeRange` descriptor over every counter index. [1]
+    /// One `ResourceTypeRange` descriptor over every counter index. \[1\]
     AllCounterIndexes,
 }
 

@@ -10,7 +10,7 @@ pub struct CpuFeatures {
     pub is_intel: bool,
     /// Vendor is AuthenticAMD or HygonGenuine.
     pub is_amd: bool,
-    /// CPUID.1:ECX[31].
+    /// CPUID.1:ECX\[31\].
     pub hypervisor: bool,
     /// Display family (base + extended).
     pub family: u32,
@@ -94,13 +94,13 @@ impl CpuFeatures {
         }
     }
 
-    /// `IA32_APERF` / `IA32_MPERF` exist (CPUID.06H:ECX[0]).
+    /// `IA32_APERF` / `IA32_MPERF` exist (CPUID.06H:ECX\[0\]).
     #[must_use]
     pub const fn has_aperf_mperf(&self) -> bool {
         self.power_ecx & cpuid::POWER_ECX_APERFMPERF != 0
     }
 
-    /// The AMD read-only APERF/MPERF copies exist (CPUID `8000_0007h` EDX[10], AMD/Hygon only).
+    /// The AMD read-only APERF/MPERF copies exist (CPUID `8000_0007h` EDX\[10\], AMD/Hygon only).
     #[must_use]
     pub const fn has_amd_read_only_copies(&self) -> bool {
         self.is_amd && self.extended_power_edx & cpuid::EXTENDED_POWER_EDX_EFF_FREQ_RO != 0

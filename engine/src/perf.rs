@@ -1,9 +1,9 @@
 //! Processor perf capabilities (`PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES`): where they come
 //! from and the ordering they always satisfy.
 //!
-//! Sources, first usable wins: configuration; Intel HWP capabilities (only when CPUID.06H:EAX[7]
+//! Sources, first usable wins: configuration; Intel HWP capabilities (only when CPUID.06H:EAX\[7\]
 //! announces HWP *and* `IA32_PM_ENABLE` says it is on — the SDM forbids other HWP MSR accesses
-//! before that); AMD `CPPC_CAP1` (CPUID `8000_0008h` EBX[27]); Intel `MSR_PLATFORM_INFO` ratios on
+//! before that); AMD `CPPC_CAP1` (CPUID `8000_0008h` EBX\[27\]); Intel `MSR_PLATFORM_INFO` ratios on
 //! bare metal; else a flat set derived from the nominal rate. Every result is made ordered
 //! (Lowest <= LowestNonlinear <= Nominal <= Highest, Lowest >= 1) before it is served.
 //! Detection runs once, at `PASSIVE_LEVEL`, on the processor that initialises the PEP; all

@@ -32,20 +32,20 @@ use crate::x86::{bits, msr};
 /// The architectural fixed counters CPUID leaf 0Ah describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedCounters {
-    /// Architectural performance monitoring version (EAX[7:0]).
+    /// Architectural performance monitoring version (EAX\[7:0\]).
     pub version: u32,
-    /// General-purpose counters per logical processor (EAX[15:8]).
+    /// General-purpose counters per logical processor (EAX\[15:8\]).
     pub general_counters: u32,
-    /// Fixed-function counters (EDX[4:0]).
+    /// Fixed-function counters (EDX\[4:0\]).
     pub fixed_counters: u32,
-    /// Bit width of the fixed-function counters (EDX[12:5]).
+    /// Bit width of the fixed-function counters (EDX\[12:5\]).
     pub width: u32,
 }
 
 impl FixedCounters {
     /// The fixed counters, if CPUID says the two this source needs exist: GenuineIntel (leaf 0Ah
     /// is Intel's architectural PMU), version >= 2 (`IA32_PERF_GLOBAL_CTRL` exists), fixed
-    /// counters 1 and 2 present (EDX[4:0] >= 3, or the version-5 bitmask in ECX) and a width in
+    /// counters 1 and 2 present (EDX\[4:0\] >= 3, or the version-5 bitmask in ECX) and a width in
     /// 32..=64 bits.
     #[must_use]
     pub fn detect(cpu: &CpuFeatures) -> Option<Self> {

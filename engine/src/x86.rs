@@ -6,7 +6,7 @@
 //!
 //! Rule: an MSR is read only when CPUID says it exists. The model-specific Intel MSRs that no
 //! CPUID bit announces (`MSR_PLATFORM_INFO`, `MSR_TURBO_RATIO_LIMIT`) are read only on bare
-//! metal (CPUID.1:ECX[31] clear), on GenuineIntel family 6 from Nehalem (model 0x1A) on, where
+//! metal (CPUID.1:ECX\[31\] clear), on GenuineIntel family 6 from Nehalem (model 0x1A) on, where
 //! every part has them; under a hypervisor they are never read.
 
 /// MSR numbers.
@@ -15,9 +15,9 @@ pub mod msr {
     pub const IA32_MPERF: u32 = 0xE7;
     /// `IA32_APERF`: counts actual clocks while the processor is in C0.
     pub const IA32_APERF: u32 = 0xE8;
-    /// AMD read-only copy of MPERF (CPUID `8000_0007h` EDX[10]).
+    /// AMD read-only copy of MPERF (CPUID `8000_0007h` EDX\[10\]).
     pub const AMD_MPERF_READ_ONLY: u32 = 0xC000_00E7;
-    /// AMD read-only copy of APERF (CPUID `8000_0007h` EDX[10]).
+    /// AMD read-only copy of APERF (CPUID `8000_0007h` EDX\[10\]).
     pub const AMD_APERF_READ_ONLY: u32 = 0xC000_00E8;
     /// Intel `MSR_PLATFORM_INFO`: bits 15:8 maximum non-turbo ratio, 47:40 maximum efficiency
     /// ratio, 55:48 minimum operating ratio.
@@ -52,7 +52,7 @@ pub mod msr {
 pub mod cpuid {
     /// Leaf 0: maximum basic leaf in EAX, vendor in EBX, EDX, ECX.
     pub const LEAF_VENDOR: u32 = 0;
-    /// Leaf 1: family/model/stepping in EAX; ECX[31] hypervisor present.
+    /// Leaf 1: family/model/stepping in EAX; ECX\[31\] hypervisor present.
     pub const LEAF_FEATURES: u32 = 1;
     /// Leaf 1 ECX bit 31: running under a hypervisor.
     pub const FEATURES_ECX_HYPERVISOR: u32 = 1 << 31;

@@ -462,8 +462,8 @@ pub fn msr_announced(
 }
 
 /// Whether `CPUID.0AH` (`pmu`) announces PMU register `number` (Intel SDM Vol. 3B, architectural
-/// performance monitoring): general-purpose counters and event selects up to EAX[15:8], fixed
-/// counters up to EDX[4:0] (version 2 and later), the global control and status from version 2.
+/// performance monitoring): general-purpose counters and event selects up to EAX\[15:8\], fixed
+/// counters up to EDX\[4:0\] (version 2 and later), the global control and status from version 2.
 fn pmu_msr_announced(pmu: &CpuidResult, number: u32) -> bool {
     let version = pmu.eax & 0xFF;
     let general = (pmu.eax >> 8) & 0xFF;

@@ -13,7 +13,7 @@ use crate::machine::Machine;
 use crate::platform::{self, PlatformOp};
 
 /// One processor's part of a sample: as the processor, `FEEDBACK_READ` every counter it
-/// described — with `nesting`, each interrupted by nested notifications (see [`NestedCall`]).
+/// described — with `nesting`, each interrupted by nested notifications (see [`NestedCall`](super::NestedCall)).
 /// Reads only that processor's record and returns its new reads with the platform operations
 /// they made (the nested ones included), so that a runtime with one thread per processor runs
 /// it concurrently (the engine and the machine are shared by reference; "running as" is per

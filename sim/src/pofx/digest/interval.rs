@@ -110,7 +110,7 @@ pub(super) fn traced_interval(facts: &Facts<'_>, pair: &Interval<'_>) -> TracedI
 /// over that interval (delivered cycles over nominal cycles in C0), within
 /// [`ACCURACY_TOLERANCE`], two counts of rounding each way, and the counts the interval's two
 /// pairs may have made between their actual and their nominal read (`skew_cycles`, see
-/// [`IntervalBound`]). Intervals touching a counter discontinuity or spent idle are not
+/// [`IntervalBound`](super::IntervalBound)). Intervals touching a counter discontinuity or spent idle are not
 /// compared.
 #[allow(
     clippy::cast_precision_loss,
