@@ -19,7 +19,7 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 use ppm_engine::arm64::SystemRegister;
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::{CpuidResult, MsrFault, Platform};
 
 use wdk_sys::LARGE_INTEGER;
@@ -66,10 +66,16 @@ impl Platform for KernelPlatform {
         arch::read_msr(msr)
     }
 
-    /// Runs `f` with interrupts masked, restoring the previous state (as is on ARM64). Any IRQL.
+    /// Runs `f` with interrupts masked, restoring the previous state (as is on ARM64), and
+    /// lends it the section's token. Any IRQL.
     #[inline]
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        arch::with_interrupts_masked(f)
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        arch::with_interrupts_masked(|| {
+            // SAFETY: interrupts are masked on this processor until the closure returns, and
+            // `f` only borrows the token, so it cannot outlive the section.
+            let masked = unsafe { InterruptsMasked::assume() };
+            f(&masked)
+        })
     }
 
     /// `KeQueryPerformanceCounter`. `PASSIVE_LEVEL` only (initialisation).

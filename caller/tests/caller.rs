@@ -10,7 +10,7 @@ use ppm_engine::abi::{
     ULONG,
 };
 use ppm_engine::config::Config;
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{CpuidResult, MsrFault, PepHost, Platform};
 
@@ -56,8 +56,11 @@ impl Platform for Intel {
             _ => Err(MsrFault),
         }
     }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
     fn performance_counter(&self) -> PerformanceCounter {
         PerformanceCounter { ticks: self.reads.get(), frequency: 10_000_000 }
@@ -80,8 +83,11 @@ impl Platform for Other {
     fn read_msr(&self, _msr: u32) -> Result<u64, MsrFault> {
         Err(MsrFault)
     }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
     fn performance_counter(&self) -> PerformanceCounter {
         PerformanceCounter::default()

@@ -48,7 +48,7 @@ pub use callbacks::pep_information;
 pub use config::Config;
 pub use host::PepHost;
 pub use pep::Pep;
-pub use platform::{CpuidResult, MsrFault, Platform};
+pub use platform::{CpuidResult, InterruptsMasked, MsrFault, Platform};
 pub use processor::ProcessorSlot;
 
 // PEPHANDLE values are pointer-sized; the handle encoding (see `processor`) needs 64 bits.

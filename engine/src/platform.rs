@@ -5,8 +5,42 @@
 //!
 //! The Windows driver implements it over `ntoskrnl` and the processor's own instructions
 //! (see [`crate::x86`]); `ppm-sim` implements it over simulated processors.
+//!
+//! The masked section is carried in the types: [`Platform::with_interrupts_masked`] hands its
+//! closure an [`InterruptsMasked`] token, which the engine's counter-pair reads require (so both
+//! reads of a pair in one masked section is a compile-time fact).
+
+use core::marker::PhantomData;
 
 use crate::arm64::SystemRegister;
+
+/// Proof that interrupts are masked on the current processor, for as long as the token is
+/// borrowed.
+///
+/// [`Platform::with_interrupts_masked`] lends one to its closure; the engine's counter-pair
+/// reads take it, so a pair can only be read inside one masked section. Zero-sized, neither
+/// `Send` nor `Sync` (it is a fact about the current processor) and neither `Clone` nor
+/// `Copy`: the closure receives it by reference and cannot keep it past the section.
+#[derive(Debug)]
+pub struct InterruptsMasked {
+    /// Keeps the token to its section: private, and `!Send`, `!Sync`.
+    _private: PhantomData<*mut ()>,
+}
+
+impl InterruptsMasked {
+    /// The token of the current masked section. Any IRQL.
+    ///
+    /// # Safety
+    /// Only a platform's [`Platform::with_interrupts_masked`] calls this, while interrupts are
+    /// masked on the current processor (on an emulator: while it models them masked), and
+    /// lends the token to its closure by reference only: the token must not outlive that
+    /// section.
+    #[inline]
+    #[must_use]
+    pub const unsafe fn assume() -> Self {
+        Self { _private: PhantomData }
+    }
+}
 
 /// The four registers `CPUID` returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,9 +96,10 @@ pub trait Platform: Sized + Sync + 'static {
     fn read_msr(&self, msr: u32) -> Result<u64, MsrFault>;
 
     /// Runs `f` with interrupts masked on the current processor, restoring the previous
-    /// interrupt state afterwards (save flags, disable, run, restore: never a blind enable).
-    /// Any IRQL.
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R;
+    /// interrupt state afterwards (save flags, disable, run, restore: never a blind enable),
+    /// and lends `f` the section's [`InterruptsMasked`] token (made with
+    /// [`InterruptsMasked::assume`] once interrupts are masked). Any IRQL.
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R;
 
     /// Reads the platform's high-resolution time source. `PASSIVE_LEVEL` only (initialisation).
     fn performance_counter(&self) -> PerformanceCounter;

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ppm_engine::config::{Config, CounterSourcePreference};
 use ppm_engine::device_id::{DeviceIdPatterns, MAX_PATTERN_UNITS, PatternError};
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 use proptest::prelude::*;
@@ -58,8 +58,11 @@ impl Platform for Scripted {
         }
     }
 
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
 
     fn performance_counter(&self) -> PerformanceCounter {

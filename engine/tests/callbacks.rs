@@ -19,7 +19,7 @@ use ppm_engine::config::{Config, FeedbackCounterPolicy};
 use ppm_engine::counters::{CounterSource, NoCountersReason, NominalRateSource};
 use ppm_engine::device_id::DeviceIdPatterns;
 use ppm_engine::perf::PerfCapabilities;
-use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
+use ppm_engine::platform::{CpuidResult, InterruptsMasked, MsrFault, PerformanceCounter, Platform};
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{Pep, ProcessorSlot};
 
@@ -135,9 +135,12 @@ impl Platform for Scripted {
             _ => Err(MsrFault),
         }
     }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
         MASKED.with(|m| m.set(m.get() + 1));
-        let result = f();
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        let result = f(&masked);
         MASKED.with(|m| m.set(m.get() - 1));
         result
     }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use ppm_engine::abi::PEPHANDLE;
 use ppm_engine::config::Config;
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
 
@@ -80,8 +80,11 @@ impl Platform for Threaded {
         }
     }
 
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
 
     fn performance_counter(&self) -> PerformanceCounter {

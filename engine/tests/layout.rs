@@ -7,7 +7,7 @@
 
 use core::mem::{align_of, size_of};
 
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 
 /// The most logical processors x64 Windows supports (32 groups of 64).
@@ -26,8 +26,11 @@ impl Platform for Zst {
     fn read_msr(&self, _msr: u32) -> Result<u64, MsrFault> {
         Err(MsrFault)
     }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
     fn performance_counter(&self) -> PerformanceCounter {
         PerformanceCounter::default()

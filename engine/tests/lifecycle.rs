@@ -9,7 +9,7 @@
 #![cfg(not(loom))]
 
 use ppm_engine::config::Config;
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
 
 /// A platform without counters: only the device lifecycle matters here.
@@ -25,8 +25,11 @@ impl Platform for NoCounters {
     fn read_msr(&self, _msr: u32) -> Result<u64, MsrFault> {
         Err(MsrFault)
     }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
     fn performance_counter(&self) -> PerformanceCounter {
         PerformanceCounter::default()

@@ -38,7 +38,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 use ppm_engine::abi::PEPHANDLE;
 use ppm_engine::config::Config;
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 
@@ -70,9 +70,12 @@ impl Platform for LoomPlatform {
         }
     }
 
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
         CLOCK.with(|clock| clock.set(clock.get() + 1));
-        f()
+        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
+        // masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
 
     fn performance_counter(&self) -> PerformanceCounter {

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use arbitrary::Arbitrary;
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{CpuidResult, MsrFault, Platform};
 
@@ -405,10 +405,13 @@ impl Platform for FuzzPlatform {
         }
     }
 
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
         let outer = self.last_masked_read.swap(0, Ordering::Relaxed);
         self.masked.fetch_add(1, Ordering::Relaxed);
-        let result = f();
+        // SAFETY: the harness's thread takes no interrupt while it runs `f` (the platform counts
+        // the masked section), and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        let result = f(&masked);
         self.masked.fetch_sub(1, Ordering::Relaxed);
         self.last_masked_read.store(outer, Ordering::Relaxed);
         result

@@ -37,7 +37,7 @@ use ppm_engine::abi::{
     PEPHANDLE, TRUE, ULONG,
 };
 use ppm_engine::arm64::SystemRegister;
-use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
+use ppm_engine::platform::{CpuidResult, InterruptsMasked, MsrFault, PerformanceCounter, Platform};
 use ppm_engine::{Config, Pep, PepHost, ProcessorSlot, pep_information};
 
 use crate::cpu::msr;
@@ -122,8 +122,11 @@ impl Platform for BenchPlatform {
     }
 
     #[inline]
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: one thread runs the benchmark and no interrupt reaches it: the section is
+        // as masked as the engine needs, and `f` only borrows the token.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
 
     #[inline]
@@ -248,7 +251,7 @@ unsafe extern "C" fn platform_counter_read(
 ) -> BOOLEAN {
     let Some(pep) = ThreadHost::<BenchPlatform>::instance() else { return FALSE };
     let platform = pep.platform();
-    let counts = platform.with_interrupts_masked(|| {
+    let counts = platform.with_interrupts_masked(|_| {
         // The platform's part of a read: the pair, bracketed by time stamps (what bounds how
         // far apart its two reads were).
         let [actual_msr, nominal_msr] = &BASELINE_MSRS;

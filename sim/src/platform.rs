@@ -26,7 +26,7 @@ use std::sync::Arc;
 use ppm_caller::Entered;
 use ppm_engine::Pep;
 use ppm_engine::arm64::SystemRegister;
-use ppm_engine::platform::{CpuidResult, MsrFault, PerformanceCounter, Platform};
+use ppm_engine::platform::{CpuidResult, InterruptsMasked, MsrFault, PerformanceCounter, Platform};
 
 use crate::cpu::{is_pmu_msr, msr_announced, sysreg};
 use crate::machine::pmu::{AccessContext, MsrAccess};
@@ -491,7 +491,7 @@ impl Platform for SimPlatform {
         self.complete_read(processor, number, result, announced)
     }
 
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
         /// Restores the previous masking state, also if `f` unwinds.
         struct Restore(bool);
         impl Drop for Restore {
@@ -507,7 +507,11 @@ impl Platform for SimPlatform {
                 MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
                 MASKED.with(|masked| masked.set(true));
             }
-            f()
+            // SAFETY: the simulated interrupts of this thread are masked until `_restore`
+            // drops (unless `ignore_interrupt_masking` breaks the platform on purpose, for the
+            // checks to catch), and `f` only borrows the token.
+            let masked = unsafe { InterruptsMasked::assume() };
+            f(&masked)
         };
         self.interrupt_window(InjectionPoint::MaskExit);
         result
@@ -603,8 +607,8 @@ mod tests {
         let _on = OnProcessor::enter(None, 1);
         begin_trace();
         let _ = platform.read_msr(msr::IA32_APERF);
-        platform.with_interrupts_masked(|| {
-            platform.with_interrupts_masked(|| {
+        platform.with_interrupts_masked(|_| {
+            platform.with_interrupts_masked(|_| {
                 let _ = platform.read_msr(msr::IA32_APERF);
             });
             let _ = platform.read_msr(msr::IA32_MPERF);
@@ -638,7 +642,7 @@ mod tests {
         assert_eq!(platform.current_processor_index(), 7);
         assert_eq!(platform.cpuid(0, 0).ebx, 2);
         begin_trace();
-        let value = platform.with_interrupts_masked(|| platform.read_msr(0x1234));
+        let value = platform.with_interrupts_masked(|_| platform.read_msr(0x1234));
         assert_eq!(value, Ok(42));
         let trace = take_trace();
         assert!(matches!(

@@ -5,7 +5,7 @@ use super::setup::{CALIBRATION_MICROSECONDS, NoCountersReason, NominalRateSource
 use crate::arm64::SystemRegister;
 use crate::config::{Config, MAX_NOMINAL_MHZ};
 use crate::cpu::CpuFeatures;
-use crate::platform::{MsrFault, Platform};
+use crate::platform::{InterruptsMasked, MsrFault, Platform};
 use crate::x86::{bits, msr};
 
 /// Reads the Activity Monitors' cycle counters, busy-waits [`CALIBRATION_MICROSECONDS`] and
@@ -18,13 +18,7 @@ pub(super) fn calibrate_amu<P: Platform>(
     platform: &P,
     constant_hz: u64,
 ) -> Result<u32, NoCountersReason> {
-    let read = || -> Result<(u64, u64), MsrFault> {
-        platform.with_interrupts_masked(|| {
-            let actual = platform.read_system_register(SystemRegister::Amevcntr00El0)?;
-            let constant = platform.read_system_register(SystemRegister::Amevcntr01El0)?;
-            Ok((actual, constant))
-        })
-    };
+    let read = || platform.with_interrupts_masked(|masked| read_amu_pair(masked, platform));
     let (start_actual, start_constant) =
         read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
     platform.stall_microseconds(CALIBRATION_MICROSECONDS);
@@ -37,6 +31,29 @@ pub(super) fn calibrate_amu<P: Platform>(
     // MHz = actual / (constant / constant_hz) / 1e6, rounded.
     let numerator = u128::from(actual).saturating_mul(u128::from(constant_hz));
     Ok(rounded_mhz(numerator, u128::from(constant).saturating_mul(1_000_000)))
+}
+
+/// The Activity Monitors' processor and constant-frequency cycle counts, back to back in one
+/// masked section (`masked`).
+fn read_amu_pair<P: Platform>(
+    _masked: &InterruptsMasked,
+    platform: &P,
+) -> Result<(u64, u64), MsrFault> {
+    let actual = platform.read_system_register(SystemRegister::Amevcntr00El0)?;
+    let constant = platform.read_system_register(SystemRegister::Amevcntr01El0)?;
+    Ok((actual, constant))
+}
+
+/// MSRs `actual_msr` then `nominal_msr`, back to back in one masked section (`masked`).
+fn read_msr_pair<P: Platform>(
+    _masked: &InterruptsMasked,
+    platform: &P,
+    actual_msr: u32,
+    nominal_msr: u32,
+) -> Result<(u64, u64), MsrFault> {
+    let actual = platform.read_msr(actual_msr)?;
+    let nominal = platform.read_msr(nominal_msr)?;
+    Ok((actual, nominal))
 }
 
 /// `numerator / denominator` rounded to the nearest MHz, at most [`MAX_NOMINAL_MHZ`] (0 when
@@ -80,11 +97,9 @@ pub(super) fn calibrate<P: Platform>(
     nominal_msr: u32,
     mask: u64,
 ) -> Result<u32, NoCountersReason> {
-    let read = || -> Result<(u64, u64), MsrFault> {
-        platform.with_interrupts_masked(|| {
-            let actual = platform.read_msr(actual_msr)?;
-            let nominal = platform.read_msr(nominal_msr)?;
-            Ok((actual, nominal))
+    let read = || {
+        platform.with_interrupts_masked(|masked| {
+            read_msr_pair(masked, platform, actual_msr, nominal_msr)
         })
     };
     // Each pair is bracketed by the time source and placed at the bracket's midpoint: the

@@ -6,7 +6,7 @@ use core::sync::atomic::Ordering;
 use super::setup::{FeedbackSetup, PairKind};
 use crate::arm64::SystemRegister;
 use crate::perf::PerfCapabilities;
-use crate::platform::{MsrFault, Platform};
+use crate::platform::{InterruptsMasked, MsrFault, Platform};
 use crate::processor::{ProcessorSlot, REBASELINE};
 
 // Items that only the documentation links name.
@@ -43,9 +43,10 @@ pub(super) fn pair_bound_ticks(nominal_mhz: u32) -> u64 {
 
 /// Reads the actual then the nominal counter, bracketed by time stamps; a pair whose reads
 /// took longer than [`FeedbackSetup::max_pair_ticks`] is read again (see [`PAIR_BOUND_NS`]).
-/// Returns the pair and the time stamp read after it. Interrupts are masked (caller).
+/// Returns the pair and the time stamp read after it. Inside one masked section (`masked`).
 #[inline]
 fn read_pair<P: Platform>(
+    masked: &InterruptsMasked,
     platform: &P,
     setup: &FeedbackSetup,
 ) -> Result<(u64, u64, Option<u64>), MsrFault> {
@@ -59,29 +60,31 @@ fn read_pair<P: Platform>(
     if let (Some(start), Some(end)) = (start, end) {
         let span = end.wrapping_sub(start);
         if span > setup.max_pair_ticks {
-            let read = || {
+            let read = |_: &InterruptsMasked| {
                 Ok((platform.read_msr(setup.actual_msr)?, platform.read_msr(setup.nominal_msr)?))
             };
-            return read_pair_again(platform, &read, (actual, nominal, end, span));
+            return read_pair_again(masked, platform, &read, (actual, nominal, end, span));
         }
     }
     Ok((actual, nominal, end))
 }
 
-/// [`read_pair`] with the pair read by `read` (MSRs, or the Activity Monitors' registers).
+/// [`read_pair`] with the pair read by `read` (MSRs, or the Activity Monitors' registers),
+/// which runs in the same masked section (`masked`).
 #[inline]
 fn read_bounded_pair<P: Platform>(
+    masked: &InterruptsMasked,
     platform: &P,
     max_ticks: u64,
-    read: impl Fn() -> Result<(u64, u64), MsrFault>,
+    read: impl Fn(&InterruptsMasked) -> Result<(u64, u64), MsrFault>,
 ) -> Result<(u64, u64, Option<u64>), MsrFault> {
     let start = platform.read_timestamp();
-    let (actual, nominal) = read()?;
+    let (actual, nominal) = read(masked)?;
     let end = platform.read_timestamp();
     if let (Some(start), Some(end)) = (start, end) {
         let span = end.wrapping_sub(start);
         if span > max_ticks {
-            return read_pair_again(platform, &read, (actual, nominal, end, span));
+            return read_pair_again(masked, platform, &read, (actual, nominal, end, span));
         }
     }
     Ok((actual, nominal, end))
@@ -89,16 +92,17 @@ fn read_bounded_pair<P: Platform>(
 
 /// The second attempt of [`read_pair`], after a first pair (`actual`, `nominal`, time stamp
 /// after it) whose reads spanned `span` ticks: the pair whose reads were closer in time, with
-/// its own time stamp.
+/// its own time stamp. In the first pair's masked section (`masked`).
 #[cold]
 #[inline(never)]
 fn read_pair_again<P: Platform>(
+    masked: &InterruptsMasked,
     platform: &P,
-    read: &impl Fn() -> Result<(u64, u64), MsrFault>,
+    read: &impl Fn(&InterruptsMasked) -> Result<(u64, u64), MsrFault>,
     (first_actual, first_nominal, first_end, first_span): (u64, u64, u64, u64),
 ) -> Result<(u64, u64, Option<u64>), MsrFault> {
     let start = platform.read_timestamp();
-    let (actual, nominal) = read()?;
+    let (actual, nominal) = read(masked)?;
     let end = platform.read_timestamp();
     let span = match (start, end) {
         (Some(start), Some(end)) => end.wrapping_sub(start),
@@ -125,16 +129,21 @@ pub fn read_and_accumulate<P: Platform>(
     if setup.kind != PairKind::Plain {
         return read_and_accumulate_other(platform, setup, slot);
     }
-    platform.with_interrupts_masked(|| {
-        let (actual, nominal, _) = read_pair(platform, setup)?;
-        Ok(accumulate(slot, actual, nominal))
+    platform.with_interrupts_masked(|masked| {
+        let (actual, nominal, _) = read_pair(masked, platform, setup)?;
+        Ok(accumulate(masked, slot, actual, nominal))
     })
 }
 
-/// Accumulates a pair of 64-bit counters that reset (rather than wrap) into `slot`'s totals.
-/// Interrupts are masked (caller).
+/// Accumulates a pair of 64-bit counters that reset (rather than wrap) into `slot`'s totals,
+/// in the masked section that read them (`masked`).
 #[inline]
-fn accumulate(slot: &ProcessorSlot, actual: u64, nominal: u64) -> Accumulated {
+fn accumulate(
+    _masked: &InterruptsMasked,
+    slot: &ProcessorSlot,
+    actual: u64,
+    nominal: u64,
+) -> Accumulated {
     {
         if actual | nominal == 0 {
             return unchanged(slot);
@@ -180,14 +189,15 @@ fn read_and_accumulate_amu<P: Platform>(
     setup: &FeedbackSetup,
     slot: &ProcessorSlot,
 ) -> Result<Accumulated, MsrFault> {
-    let totals = platform.with_interrupts_masked(|| {
-        let (actual, constant, _) = read_bounded_pair(platform, setup.max_pair_ticks, || {
-            Ok((
-                platform.read_system_register(SystemRegister::Amevcntr00El0)?,
-                platform.read_system_register(SystemRegister::Amevcntr01El0)?,
-            ))
-        })?;
-        Ok(accumulate(slot, actual, constant))
+    let totals = platform.with_interrupts_masked(|masked| {
+        let (actual, constant, _) =
+            read_bounded_pair(masked, platform, setup.max_pair_ticks, |_: &InterruptsMasked| {
+                Ok((
+                    platform.read_system_register(SystemRegister::Amevcntr00El0)?,
+                    platform.read_system_register(SystemRegister::Amevcntr01El0)?,
+                ))
+            })?;
+        Ok(accumulate(masked, slot, actual, constant))
     })?;
     Ok(Accumulated { actual: totals.actual, nominal: setup.constant_scale.apply(totals.nominal) })
 }
@@ -260,8 +270,8 @@ fn read_and_accumulate_modular<P: Platform>(
     setup: &FeedbackSetup,
     slot: &ProcessorSlot,
 ) -> Result<Accumulated, MsrFault> {
-    platform.with_interrupts_masked(|| {
-        let (actual, nominal, timestamp) = read_pair(platform, setup)?;
+    platform.with_interrupts_masked(|masked| {
+        let (actual, nominal, timestamp) = read_pair(masked, platform, setup)?;
         let (actual, nominal) = (actual & setup.mask, nominal & setup.mask);
         let last_actual = slot.last_actual.load(Ordering::Relaxed);
         let last_nominal = slot.last_nominal.load(Ordering::Relaxed);

@@ -31,7 +31,7 @@ fn read_with_nesting(
             deliveries.borrow_mut().push((point, masked));
             // A nested read, traced apart: its platform calls must not nest again.
             let interrupted = swap_trace(Some(Vec::new()));
-            let _ = platform.with_interrupts_masked(|| platform.read_msr(msr::IA32_APERF));
+            let _ = platform.with_interrupts_masked(|_| platform.read_msr(msr::IA32_APERF));
             let _ = swap_trace(interrupted);
         })
     };
@@ -40,7 +40,7 @@ fn read_with_nesting(
     let _nesting = nest(hook, 50);
     begin_trace();
     let _ = platform.current_processor_index();
-    let _ = platform.with_interrupts_masked(|| {
+    let _ = platform.with_interrupts_masked(|_| {
         (platform.read_msr(msr::IA32_APERF), platform.read_msr(msr::IA32_MPERF))
     });
     let trace = take_trace();
@@ -95,7 +95,7 @@ fn without_a_guard_nothing_nests_and_no_time_passes() {
     let platform = platform(PlatformFaults::default());
     let _on = OnProcessor::enter(None, 0);
     begin_trace();
-    let _ = platform.with_interrupts_masked(|| platform.read_msr(msr::IA32_APERF));
+    let _ = platform.with_interrupts_masked(|_| platform.read_msr(msr::IA32_APERF));
     assert!(!take_trace().iter().any(|op| matches!(op, PlatformOp::Nested { .. })));
     assert_eq!(platform.machine().processor_now_ns(0), 0);
 }

@@ -28,7 +28,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsiz
 use ppm_engine::abi::{NTSTATUS, PEP_INFORMATION, PHYSICAL_COUNTER_RESOURCE_LIST};
 use ppm_engine::driver::registry::{Lookup, ValueSource};
 use ppm_engine::driver::{KernelServices, LogLevel, PoolBlock, StateKey, driver_entry};
-use ppm_engine::platform::PerformanceCounter;
+use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
 use ppm_engine::{
     Config, CpuidResult, MsrFault, Pep, PepHost, Platform, ProcessorSlot, pep_information,
 };
@@ -95,8 +95,11 @@ impl Platform for ProofPlatform {
         Ok(PPM_PROOF_MSR.load(Ordering::Relaxed) ^ u64::from(msr))
     }
 
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce() -> R) -> R {
-        f()
+    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
+        // SAFETY: the proof only links the engine's code, it never runs it: the token stands for
+        // the section the driver's platform masks, and `f` only borrows it.
+        let masked = unsafe { InterruptsMasked::assume() };
+        f(&masked)
     }
 
     fn performance_counter(&self) -> PerformanceCounter {
