@@ -16,6 +16,7 @@
 use core::mem::size_of;
 use core::ptr;
 
+use ppm_engine::Passive;
 use ppm_engine::driver::{LogLevel, driver_entry as initialize};
 use wdk_sys::ntddk::KeBugCheckEx;
 use wdk_sys::{
@@ -57,7 +58,10 @@ pub unsafe extern "system" fn driver_entry(
             return status;
         }
     };
-    initialize(&Kernel::new(wdf_driver)).status()
+    // SAFETY: the kernel calls DriverEntry at PASSIVE_LEVEL; nothing here raises the IRQL, and
+    // the token lives only until DriverEntry returns.
+    let passive = unsafe { Passive::assume() };
+    initialize(&Kernel::new(wdf_driver), &passive).status()
 }
 
 /// `BugCheck 0x121` (`DRIVER_VIOLATION`), what Microsoft's PEP sample raises when a registered

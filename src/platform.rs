@@ -19,7 +19,7 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 use ppm_engine::arm64::SystemRegister;
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::{CpuidResult, MsrFault, Platform};
 
 use wdk_sys::LARGE_INTEGER;
@@ -79,7 +79,7 @@ impl Platform for KernelPlatform {
     }
 
     /// `KeQueryPerformanceCounter`. `PASSIVE_LEVEL` only (initialisation).
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         let mut frequency = LARGE_INTEGER::default();
         // SAFETY: callable at any IRQL; `frequency` is a valid `LARGE_INTEGER` to write.
         let ticks = unsafe { KeQueryPerformanceCounter(&raw mut frequency) };
@@ -96,7 +96,7 @@ impl Platform for KernelPlatform {
 
     /// `KeStallExecutionProcessor`, in calls of at most 50 microseconds; the processor stays
     /// in C0. `PASSIVE_LEVEL` only (initialisation).
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         let mut remaining = microseconds;
         while remaining > 0 {
             let chunk = remaining.min(MAX_STALL_MICROSECONDS);

@@ -1,7 +1,7 @@
 //! The engine as the kernel holds it: a leaked (`'static`) processor table and `Pep`, published
 //! for the callbacks.
 
-use ppm_engine::{Config, Pep, Platform, ProcessorSlot};
+use ppm_engine::{Config, Passive, Pep, Platform, ProcessorSlot};
 
 use crate::host::install;
 
@@ -31,7 +31,10 @@ pub fn boot_with<P: Platform>(
     config: &Config,
     slots: &'static [ProcessorSlot],
 ) -> &'static Pep<P> {
-    let pep: &'static Pep<P> = Box::leak(Box::new(Pep::new(platform, config, slots)));
+    // SAFETY: a host thread runs at no raised IRQL (the emulated PASSIVE_LEVEL), and the token
+    // lives only for this call.
+    let passive = unsafe { Passive::assume() };
+    let pep: &'static Pep<P> = Box::leak(Box::new(Pep::new(&passive, platform, config, slots)));
     install(pep);
     pep
 }

@@ -10,7 +10,7 @@ use ppm_engine::abi::{
     ULONG,
 };
 use ppm_engine::config::Config;
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{CpuidResult, MsrFault, PepHost, Platform};
 
@@ -62,10 +62,10 @@ impl Platform for Intel {
         let masked = unsafe { InterruptsMasked::assume() };
         f(&masked)
     }
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter { ticks: self.reads.get(), frequency: 10_000_000 }
     }
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         self.reads.set(self.reads.get() + u64::from(microseconds));
     }
 }
@@ -89,10 +89,10 @@ impl Platform for Other {
         let masked = unsafe { InterruptsMasked::assume() };
         f(&masked)
     }
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter::default()
     }
-    fn stall_microseconds(&self, _microseconds: u32) {}
+    fn stall_microseconds(&self, _passive: &Passive, _microseconds: u32) {}
 }
 
 #[test]

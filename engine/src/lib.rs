@@ -8,7 +8,9 @@
 //! [`pep_information`] returns for their [`PepHost`] (which finds the instance), exactly as the
 //! kernel does.
 //!
-//! IRQL: construction ([`Pep::new`]) runs at `PASSIVE_LEVEL`. The callbacks run at the IRQLs
+//! IRQL: construction ([`Pep::new`]) runs at `PASSIVE_LEVEL`, which its [`Passive`] token
+//! proves; the counter pairs are read inside one masked section, whose [`InterruptsMasked`]
+//! token their readers require (see [`platform`]). The callbacks run at the IRQLs
 //! PoFx documents for each notification (see [`ppm`] and [`dpm`]); nothing they reach allocates,
 //! blocks, logs or panics.
 #![no_std]
@@ -48,7 +50,7 @@ pub use callbacks::pep_information;
 pub use config::Config;
 pub use host::PepHost;
 pub use pep::Pep;
-pub use platform::{CpuidResult, InterruptsMasked, MsrFault, Platform};
+pub use platform::{CpuidResult, InterruptsMasked, MsrFault, Passive, Platform};
 pub use processor::ProcessorSlot;
 
 // PEPHANDLE values are pointer-sized; the handle encoding (see `processor`) needs 64 bits.

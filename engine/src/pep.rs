@@ -12,7 +12,7 @@ use crate::counters::{CounterSource, FeedbackSetup, NoCountersReason, NominalRat
 use crate::cpu::CpuFeatures;
 use crate::device_id::{DeviceIdLog, DeviceIdPatterns};
 use crate::perf::{self, PerfCapabilities, PerfSource};
-use crate::platform::Platform;
+use crate::platform::{Passive, Platform};
 use crate::processor::{ProcessorSlot, slot_index};
 
 /// The PEP: configuration, detected hardware facts and the processor table.
@@ -36,18 +36,24 @@ impl<P: Platform> Pep<P> {
     /// table (one slot per processor device the PEP may accept; size it for the maximum
     /// processor count of all groups).
     ///
-    /// `PASSIVE_LEVEL`. The caller keeps the thread on one processor for the whole call (set
-    /// its affinity): the nominal-rate calibration reads the counters twice, ~10 ms apart, and
-    /// both reads must come from the same processor.
-    pub fn new(platform: P, config: &Config, slots: &'static [ProcessorSlot]) -> Self {
+    /// `PASSIVE_LEVEL`, which `passive` proves. The caller keeps the thread on one processor
+    /// for the whole call (set its affinity): the nominal-rate calibration reads the counters
+    /// twice, ~10 ms apart, and both reads must come from the same processor.
+    pub fn new(
+        passive: &Passive,
+        platform: P,
+        config: &Config,
+        slots: &'static [ProcessorSlot],
+    ) -> Self {
         let cpu = CpuFeatures::detect(&platform);
         let mut perf_source = PerfSource::Flat;
-        let (feedback, perf) = FeedbackSetup::detect(&platform, &cpu, config, |nominal_mhz| {
-            let (caps, source) =
-                perf::detect(&platform, &cpu, config.perf_capabilities, nominal_mhz);
-            perf_source = source;
-            caps
-        });
+        let (feedback, perf) =
+            FeedbackSetup::detect(passive, &platform, &cpu, config, |nominal_mhz| {
+                let (caps, source) =
+                    perf::detect(&platform, &cpu, config.perf_capabilities, nominal_mhz);
+                perf_source = source;
+                caps
+            });
         // The table may be reused (an emulator, a test): every slot starts free, with no live
         // handle and no device holding it.
         for slot in slots {

@@ -6,9 +6,11 @@
 //! The Windows driver implements it over `ntoskrnl` and the processor's own instructions
 //! (see [`crate::x86`]); `ppm-sim` implements it over simulated processors.
 //!
-//! The masked section is carried in the types: [`Platform::with_interrupts_masked`] hands its
-//! closure an [`InterruptsMasked`] token, which the engine's counter-pair reads require (so both
-//! reads of a pair in one masked section is a compile-time fact).
+//! Two execution contexts are carried in the types, as zero-sized tokens that exist only while
+//! their context holds: [`InterruptsMasked`], which [`Platform::with_interrupts_masked`] hands
+//! its closure and which the engine's counter-pair reads require (so both reads of a pair in one
+//! masked section is a compile-time fact), and [`Passive`], which the `PASSIVE_LEVEL`-only
+//! operations (the engine's construction, its calibration) require.
 
 use core::marker::PhantomData;
 
@@ -35,6 +37,32 @@ impl InterruptsMasked {
     /// masked on the current processor (on an emulator: while it models them masked), and
     /// lends the token to its closure by reference only: the token must not outlive that
     /// section.
+    #[inline]
+    #[must_use]
+    pub const unsafe fn assume() -> Self {
+        Self { _private: PhantomData }
+    }
+}
+
+/// Proof that the current thread runs at `PASSIVE_LEVEL`, for as long as the token lives.
+///
+/// The `PASSIVE_LEVEL`-only operations take it: [`crate::Pep::new`] (detection and
+/// calibration), [`Platform::performance_counter`] and [`Platform::stall_microseconds`]. The
+/// driver creates one in `DriverEntry`; an emulator or a test thread (which runs at no raised
+/// IRQL) creates its own. Zero-sized, neither `Send` nor `Sync` (it is a fact about the current
+/// thread) and neither `Clone` nor `Copy`: it is lent by reference.
+#[derive(Debug)]
+pub struct Passive {
+    /// Keeps the token to its thread: private, and `!Send`, `!Sync`.
+    _private: PhantomData<*mut ()>,
+}
+
+impl Passive {
+    /// The token of the current thread's `PASSIVE_LEVEL` context.
+    ///
+    /// # Safety
+    /// The caller runs at `PASSIVE_LEVEL` (as `DriverEntry` does; a host thread of an emulator
+    /// or a test counts as such) and does not raise the IRQL while the token lives.
     #[inline]
     #[must_use]
     pub const unsafe fn assume() -> Self {
@@ -101,12 +129,14 @@ pub trait Platform: Sized + Sync + 'static {
     /// [`InterruptsMasked::assume`] once interrupts are masked). Any IRQL.
     fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R;
 
-    /// Reads the platform's high-resolution time source. `PASSIVE_LEVEL` only (initialisation).
-    fn performance_counter(&self) -> PerformanceCounter;
+    /// Reads the platform's high-resolution time source. `PASSIVE_LEVEL` only (initialisation),
+    /// which `passive` proves.
+    fn performance_counter(&self, passive: &Passive) -> PerformanceCounter;
 
     /// Busy-waits for `microseconds` on the current processor, staying in C0
-    /// (`KeStallExecutionProcessor`). `PASSIVE_LEVEL` only (initialisation).
-    fn stall_microseconds(&self, microseconds: u32);
+    /// (`KeStallExecutionProcessor`). `PASSIVE_LEVEL` only (initialisation), which `passive`
+    /// proves.
+    fn stall_microseconds(&self, passive: &Passive, microseconds: u32);
 
     /// Writes model-specific register `msr` on the current processor. Used only to enable the
     /// architectural fixed counters while the host holds their reservation (see

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ppm_engine::config::{Config, CounterSourcePreference};
 use ppm_engine::device_id::{DeviceIdPatterns, MAX_PATTERN_UNITS, PatternError};
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 use proptest::prelude::*;
@@ -65,11 +65,11 @@ impl Platform for Scripted {
         f(&masked)
     }
 
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter { ticks: self.time.load(Ordering::Relaxed), frequency: 10_000_000 }
     }
 
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         let us = u64::from(microseconds);
         self.time.fetch_add(us * 10, Ordering::Relaxed);
         self.actual.fetch_add(us * 3_000, Ordering::Relaxed);

@@ -17,7 +17,9 @@ use ppm_engine::config::{Config, CounterSourcePreference};
 use ppm_engine::counters::{
     CounterSource, NoCountersReason, NominalRateSource, scale_constant_count,
 };
-use ppm_engine::platform::{CpuidResult, InterruptsMasked, MsrFault, PerformanceCounter, Platform};
+use ppm_engine::platform::{
+    CpuidResult, InterruptsMasked, MsrFault, Passive, PerformanceCounter, Platform,
+};
 
 std::thread_local! {
     static MASKED: Cell<u32> = const { Cell::new(0) };
@@ -85,10 +87,10 @@ impl Platform for Arm {
         MASKED.with(|masked| masked.set(masked.get() - 1));
         result
     }
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter { ticks: self.constant.get(), frequency: self.cntfrq }
     }
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         self.run(u64::from(microseconds) * self.cntfrq / 1_000_000);
     }
     fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {

@@ -19,7 +19,9 @@ use ppm_engine::config::{Config, FeedbackCounterPolicy};
 use ppm_engine::counters::{CounterSource, NoCountersReason, NominalRateSource};
 use ppm_engine::device_id::DeviceIdPatterns;
 use ppm_engine::perf::PerfCapabilities;
-use ppm_engine::platform::{CpuidResult, InterruptsMasked, MsrFault, PerformanceCounter, Platform};
+use ppm_engine::platform::{
+    CpuidResult, InterruptsMasked, MsrFault, Passive, PerformanceCounter, Platform,
+};
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{Pep, ProcessorSlot};
 
@@ -144,10 +146,10 @@ impl Platform for Scripted {
         MASKED.with(|m| m.set(m.get() - 1));
         result
     }
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter { ticks: self.time.get(), frequency: 10_000_000 }
     }
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         // Busy in C0 at 3 GHz with MPERF at 2 GHz.
         let us = u64::from(microseconds);
         self.time.set(self.time.get() + us * 10);

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use ppm_engine::abi::PEPHANDLE;
 use ppm_engine::config::Config;
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
 
@@ -87,11 +87,11 @@ impl Platform for Threaded {
         f(&masked)
     }
 
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter { ticks: self.time.load(Ordering::Relaxed), frequency: 10_000_000 }
     }
 
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         let us = u64::from(microseconds);
         self.time.fetch_add(us * 10, Ordering::Relaxed);
         self.advance(self.current_processor_index(), us * 3_000, us * 2_000);

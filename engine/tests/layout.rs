@@ -7,7 +7,7 @@
 
 use core::mem::{align_of, size_of};
 
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 
 /// The most logical processors x64 Windows supports (32 groups of 64).
@@ -32,10 +32,10 @@ impl Platform for Zst {
         let masked = unsafe { InterruptsMasked::assume() };
         f(&masked)
     }
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter::default()
     }
-    fn stall_microseconds(&self, _microseconds: u32) {}
+    fn stall_microseconds(&self, _passive: &Passive, _microseconds: u32) {}
 }
 
 /// One slot per processor, each on its own 128-byte adjacent-line prefetch pair (the hot

@@ -9,7 +9,7 @@
 #![cfg(not(loom))]
 
 use ppm_engine::config::Config;
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
 
 /// A platform without counters: only the device lifecycle matters here.
@@ -31,10 +31,10 @@ impl Platform for NoCounters {
         let masked = unsafe { InterruptsMasked::assume() };
         f(&masked)
     }
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter::default()
     }
-    fn stall_microseconds(&self, _microseconds: u32) {}
+    fn stall_microseconds(&self, _passive: &Passive, _microseconds: u32) {}
 }
 
 fn engine(capacity: usize) -> &'static Pep<NoCounters> {

@@ -38,7 +38,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 use ppm_engine::abi::PEPHANDLE;
 use ppm_engine::config::Config;
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
 
@@ -78,11 +78,11 @@ impl Platform for LoomPlatform {
         f(&masked)
     }
 
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter { ticks: CLOCK.with(Cell::get) * 10, frequency: 10_000_000 }
     }
 
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         CLOCK.with(|clock| clock.set(clock.get() + u64::from(microseconds)));
     }
 }
@@ -108,7 +108,10 @@ impl Env {
         let slots = Box::into_raw(slots);
         // SAFETY: `slots` stays allocated until `drop`, after every use of the engine.
         let table: &'static [ProcessorSlot] = unsafe { &*slots };
-        let pep = Box::into_raw(Box::new(Pep::new(LoomPlatform, &Config::new(), table)));
+        // SAFETY: the test's host thread runs at no raised IRQL, and the token lives only for
+        // the construction.
+        let passive = unsafe { Passive::assume() };
+        let pep = Box::into_raw(Box::new(Pep::new(&passive, LoomPlatform, &Config::new(), table)));
         // SAFETY: `pep` stays allocated until `drop`, which first drops the guard.
         let entered = Some(ppm_caller::enter(unsafe { &*pep }));
         Self { pep, slots, entered }

@@ -12,7 +12,7 @@ use ppm_engine::abi::{
 use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
 use ppm_engine::device_id::DeviceIdPatterns;
 use ppm_engine::perf::PerfCapabilities;
-use ppm_engine::{Config, Pep, ProcessorSlot};
+use ppm_engine::{Config, Passive, Pep, ProcessorSlot};
 
 use crate::input::IdSpec;
 use crate::platform::{CounterSetup, CpuSetup, FuzzPlatform, MsrSetup};
@@ -108,7 +108,11 @@ impl Engine {
         // SAFETY: from `Box::into_raw`; freed by `drop` only after the engine that borrows it.
         let table: &'static [ProcessorSlot] = unsafe { &*slots };
         let platform = FuzzPlatform::new(setup.cpu, setup.msrs, setup.counters, setup.processor);
-        let pep = Box::into_raw(Box::new(Pep::new(platform, &setup.config.config(), table)));
+        // SAFETY: the harness's host thread runs at no raised IRQL, and the token lives only for
+        // the construction.
+        let passive = unsafe { Passive::assume() };
+        let config = setup.config.config();
+        let pep = Box::into_raw(Box::new(Pep::new(&passive, platform, &config, table)));
         assert!(!ppm_caller::is_entered(), "one engine at a time");
         // SAFETY: from `Box::into_raw`; freed by `drop` only after the guard is dropped.
         let entered = Some(ppm_caller::enter(unsafe { &*pep }));

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use arbitrary::Arbitrary;
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{CpuidResult, MsrFault, Platform};
 
@@ -417,14 +417,14 @@ impl Platform for FuzzPlatform {
         result
     }
 
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter {
             ticks: self.time.load(Ordering::Relaxed),
             frequency: self.counters.frequency,
         }
     }
 
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         let us = u64::from(microseconds);
         let actual = u64::from(self.counters.actual_per_us).wrapping_mul(us);
         let nominal = u64::from(self.counters.nominal_per_us).wrapping_mul(us);

@@ -37,7 +37,9 @@ use ppm_engine::abi::{
     PEPHANDLE, TRUE, ULONG,
 };
 use ppm_engine::arm64::SystemRegister;
-use ppm_engine::platform::{CpuidResult, InterruptsMasked, MsrFault, PerformanceCounter, Platform};
+use ppm_engine::platform::{
+    CpuidResult, InterruptsMasked, MsrFault, Passive, PerformanceCounter, Platform,
+};
 use ppm_engine::{Config, Pep, PepHost, ProcessorSlot, pep_information};
 
 use crate::cpu::msr;
@@ -137,11 +139,11 @@ impl Platform for BenchPlatform {
         Some(now)
     }
 
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         PerformanceCounter { ticks: self.ticks.load(Ordering::Relaxed), frequency: 10_000_000 }
     }
 
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         self.ticks.fetch_add(u64::from(microseconds) * 10, Ordering::Relaxed);
     }
 }
@@ -402,7 +404,10 @@ pub fn run(
         arm: black_box(architecture == Architecture::Arm64),
         ..BenchPlatform::default()
     };
-    let pep = Box::new(Pep::new(platform, &Config::new(), slots));
+    // SAFETY: the benchmark's thread is a host thread, at no raised IRQL, and the token lives
+    // only for this call.
+    let passive = unsafe { Passive::assume() };
+    let pep = Box::new(Pep::new(&passive, platform, &Config::new(), slots));
     let Some(engine) = Callbacks::of(&pep_information::<ThreadHost<BenchPlatform>>()) else {
         return Err("the engine's PEP_INFORMATION lacks a callback".to_owned());
     };

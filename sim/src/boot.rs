@@ -25,6 +25,7 @@ use ppm_engine::abi::{
 };
 use ppm_engine::driver::registry::{Lookup, VALUE_BUFFER_BYTES, ValueSource};
 use ppm_engine::driver::{self, KernelServices, LogLevel, Outcome, PoolBlock, StateKey, registry};
+use ppm_engine::platform::Passive;
 
 use crate::machine::Machine;
 use crate::platform::{DriverSetup, OnProcessor, SimHost, SimPlatform};
@@ -198,7 +199,10 @@ impl<'a> SimKernel<'a> {
         let before = self.pmu_control();
         let outcome = {
             let _setup = DriverSetup::enter();
-            driver::driver_entry(self)
+            // SAFETY: the emulated `DriverEntry` runs on this host thread, at no raised IRQL
+            // (the emulator's PASSIVE_LEVEL), and the token lives only for the call.
+            let passive = unsafe { Passive::assume() };
+            driver::driver_entry(self, &passive)
         };
         let status = if self.sabotage.swallow_failure { STATUS_SUCCESS } else { outcome.status() };
         let after = self.pmu_control();

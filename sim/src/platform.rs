@@ -26,7 +26,9 @@ use std::sync::Arc;
 use ppm_caller::Entered;
 use ppm_engine::Pep;
 use ppm_engine::arm64::SystemRegister;
-use ppm_engine::platform::{CpuidResult, InterruptsMasked, MsrFault, PerformanceCounter, Platform};
+use ppm_engine::platform::{
+    CpuidResult, InterruptsMasked, MsrFault, Passive, PerformanceCounter, Platform,
+};
 
 use crate::cpu::{is_pmu_msr, msr_announced, sysreg};
 use crate::machine::pmu::{AccessContext, MsrAccess};
@@ -517,7 +519,7 @@ impl Platform for SimPlatform {
         result
     }
 
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         record(PlatformOp::PerformanceCounter);
         let ticks_per_ms = PERFORMANCE_COUNTER_HZ / 1000;
         PerformanceCounter {
@@ -526,7 +528,7 @@ impl Platform for SimPlatform {
         }
     }
 
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         record(PlatformOp::Stall { microseconds });
         self.machine.stall(current_processor(), microseconds);
     }

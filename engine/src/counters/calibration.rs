@@ -5,7 +5,7 @@ use super::setup::{CALIBRATION_MICROSECONDS, NoCountersReason, NominalRateSource
 use crate::arm64::SystemRegister;
 use crate::config::{Config, MAX_NOMINAL_MHZ};
 use crate::cpu::CpuFeatures;
-use crate::platform::{InterruptsMasked, MsrFault, Platform};
+use crate::platform::{InterruptsMasked, MsrFault, Passive, Platform};
 use crate::x86::{bits, msr};
 
 /// Reads the Activity Monitors' cycle counters, busy-waits [`CALIBRATION_MICROSECONDS`] and
@@ -13,15 +13,16 @@ use crate::x86::{bits, msr};
 /// returns the processor's delivered frequency over the wait in MHz (processor cycles per
 /// constant-frequency tick × `constant_hz`), the nominal rate when none is configured — any
 /// rate serves Windows' `NominalRate × ΔActual / ΔNominal`, since `NominalCount` is scaled to
-/// it.
+/// it. `PASSIVE_LEVEL` (`passive`).
 pub(super) fn calibrate_amu<P: Platform>(
+    passive: &Passive,
     platform: &P,
     constant_hz: u64,
 ) -> Result<u32, NoCountersReason> {
     let read = || platform.with_interrupts_masked(|masked| read_amu_pair(masked, platform));
     let (start_actual, start_constant) =
         read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
-    platform.stall_microseconds(CALIBRATION_MICROSECONDS);
+    platform.stall_microseconds(passive, CALIBRATION_MICROSECONDS);
     let (end_actual, end_constant) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
     let actual = end_actual.saturating_sub(start_actual);
     let constant = end_constant.saturating_sub(start_constant);
@@ -91,7 +92,9 @@ pub(super) fn hardware_nominal<P: Platform>(
 /// Reads the pair, busy-waits [`CALIBRATION_MICROSECONDS`] and reads it again: fails when the
 /// reads fault or either counter did not advance; otherwise returns the nominal counter's rate
 /// in MHz measured against the platform's time source (0 when the time source did not advance).
+/// `PASSIVE_LEVEL` (`passive`).
 pub(super) fn calibrate<P: Platform>(
+    passive: &Passive,
     platform: &P,
     actual_msr: u32,
     nominal_msr: u32,
@@ -106,13 +109,13 @@ pub(super) fn calibrate<P: Platform>(
     // nominal count is sampled at the same point of both pairs, so the time the reads take
     // (1–2 µs each on a hypervisor that intercepts them) cancels instead of lengthening the
     // time window by a pair (0.03 % of 10 ms, enough to round 2000 MHz down to 1999).
-    let start_before = platform.performance_counter();
+    let start_before = platform.performance_counter(passive);
     let (start_actual, start_nominal) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
-    let start_after = platform.performance_counter();
-    platform.stall_microseconds(CALIBRATION_MICROSECONDS);
-    let end_before = platform.performance_counter();
+    let start_after = platform.performance_counter(passive);
+    platform.stall_microseconds(passive, CALIBRATION_MICROSECONDS);
+    let end_before = platform.performance_counter(passive);
     let (end_actual, end_nominal) = read().map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
-    let end_after = platform.performance_counter();
+    let end_after = platform.performance_counter(passive);
     let start_time = start_before;
     let (actual, nominal) = if mask == u64::MAX {
         (end_actual.saturating_sub(start_actual), end_nominal.saturating_sub(start_nominal))

@@ -18,7 +18,7 @@ use crate::arm64::{self, SystemRegister};
 use crate::config::{Config, CounterSourcePreference, FeedbackCounterPolicy};
 use crate::cpu::CpuFeatures;
 use crate::perf::PerfCapabilities;
-use crate::platform::{MsrFault, Platform};
+use crate::platform::{MsrFault, Passive, Platform};
 use crate::pmc::FixedCounters;
 
 impl FeedbackSetup {
@@ -48,13 +48,14 @@ impl FeedbackSetup {
     /// processor for the whole call (the caller pins the thread: the calibration reads the
     /// nominal counter twice and both reads must come from the same processor).
     pub(crate) fn detect<P: Platform>(
+        passive: &Passive,
         platform: &P,
         cpu: &CpuFeatures,
         config: &Config,
         perf: impl FnOnce(u32) -> PerfCapabilities,
     ) -> (Self, PerfCapabilities) {
         let mut nominal = configured_nominal(config);
-        let setup = Self::select(platform, cpu, config, &mut nominal);
+        let setup = Self::select(passive, platform, cpu, config, &mut nominal);
         if nominal.1 == NominalRateSource::Unknown {
             // No usable counters: still report the documented rate where the hardware states one.
             nominal = hardware_nominal(platform, cpu).unwrap_or(nominal);
@@ -99,6 +100,7 @@ impl FeedbackSetup {
     }
 
     fn select<P: Platform>(
+        passive: &Passive,
         platform: &P,
         cpu: &CpuFeatures,
         config: &Config,
@@ -109,7 +111,7 @@ impl FeedbackSetup {
         }
         // AArch64: the ID register is readable at EL1 there and nowhere else.
         if let Ok(features) = platform.read_system_register(SystemRegister::IdAa64Pfr0El1) {
-            return Self::select_amu(platform, config, features, nominal);
+            return Self::select_amu(passive, platform, config, features, nominal);
         }
         let aperf_mperf = if cpu.has_amd_read_only_copies() {
             Ok(CounterSource::AmdAperfMperfReadOnly)
@@ -137,7 +139,7 @@ impl FeedbackSetup {
             }
         }?;
         let (actual_msr, nominal_msr) = source.msrs().ok_or(NoCountersReason::NotAnnounced)?;
-        let calibrated_mhz = calibrate(platform, actual_msr, nominal_msr, source.mask())?;
+        let calibrated_mhz = calibrate(passive, platform, actual_msr, nominal_msr, source.mask())?;
         if nominal.1 == NominalRateSource::Unknown {
             *nominal = hardware_nominal(platform, cpu)
                 .unwrap_or((calibrated_mhz, NominalRateSource::Calibrated));
@@ -164,6 +166,7 @@ impl FeedbackSetup {
     /// cycle counters exist and are enabled, and both advance over a busy calibration interval.
     /// No AMU register is touched unless the ID register announced the AMU.
     fn select_amu<P: Platform>(
+        passive: &Passive,
         platform: &P,
         config: &Config,
         features: u64,
@@ -196,7 +199,7 @@ impl FeedbackSetup {
         if constant_hz == 0 {
             return Err(NoCountersReason::NotAnnounced);
         }
-        let measured_mhz = calibrate_amu(platform, constant_hz)?;
+        let measured_mhz = calibrate_amu(passive, platform, constant_hz)?;
         if nominal.1 == NominalRateSource::Unknown {
             *nominal = (measured_mhz, NominalRateSource::Calibrated);
         }

@@ -28,6 +28,7 @@ use crate::driver::pmu_reservation::{self, PmuReservation};
 use crate::driver::processor_table::ProcessorTable;
 use crate::driver::registry::{self, Note, state};
 use crate::driver::services::{KernelServices, LogLevel, StateKey};
+use crate::platform::Passive;
 use crate::{Config, Pep, pep_information};
 
 /// An initialisation step that can fail `DriverEntry`.
@@ -116,11 +117,12 @@ struct Registered<'a, P: crate::Platform> {
     pmu: &'static str,
 }
 
-/// `DriverEntry` after the KMDF driver object exists. `PASSIVE_LEVEL`, once per boot.
+/// `DriverEntry` after the KMDF driver object exists. `PASSIVE_LEVEL`, once per boot: `passive`
+/// is `DriverEntry`'s token, which building the PEP requires.
 ///
 /// Configuration, table, PMU, PEP, registration, `State`. Returns how it ended
 /// ([`Outcome::status`] is what `DriverEntry` returns).
-pub fn driver_entry<K: KernelServices>(kernel: &K) -> Outcome {
+pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome {
     let (config, issues, skip) = read_configuration(kernel);
     let skipped = if skip {
         Some(SkipReason::SkipRegistration)
@@ -145,7 +147,7 @@ pub fn driver_entry<K: KernelServices>(kernel: &K) -> Outcome {
         report_skipped(kernel, issues, reason);
         return Outcome::Skipped(reason);
     }
-    match initialize(kernel, &config) {
+    match initialize(kernel, passive, &config) {
         Ok(registered) => {
             report_registered(kernel, &registered, &config, issues);
             Outcome::Registered
@@ -187,6 +189,7 @@ fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
 /// Steps 2 to 5. `PASSIVE_LEVEL`.
 fn initialize<'k, K: KernelServices>(
     kernel: &'k K,
+    passive: &Passive,
     config: &Config,
 ) -> Result<Registered<'k, K::Platform>, Failure> {
     let capacity = kernel.maximum_processor_count();
@@ -198,7 +201,7 @@ fn initialize<'k, K: KernelServices>(
         .ok_or(Failure { step: Step::ProcessorTable, status: STATUS_INSUFFICIENT_RESOURCES })?;
     let pmu = pmu_reservation::reserve_and_enable(kernel, config);
     let pep = kernel.run_on_current_processor(|| {
-        let pep = Pep::new(kernel.platform(), config, table.slots());
+        let pep = Pep::new(passive, kernel.platform(), config, table.slots());
         // SAFETY: once per DriverEntry, and nothing has been published yet.
         unsafe { kernel.install(pep) }
     });

@@ -28,7 +28,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsiz
 use ppm_engine::abi::{NTSTATUS, PEP_INFORMATION, PHYSICAL_COUNTER_RESOURCE_LIST};
 use ppm_engine::driver::registry::{Lookup, ValueSource};
 use ppm_engine::driver::{KernelServices, LogLevel, PoolBlock, StateKey, driver_entry};
-use ppm_engine::platform::{InterruptsMasked, PerformanceCounter};
+use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::{
     Config, CpuidResult, MsrFault, Pep, PepHost, Platform, ProcessorSlot, pep_information,
 };
@@ -102,12 +102,12 @@ impl Platform for ProofPlatform {
         f(&masked)
     }
 
-    fn performance_counter(&self) -> PerformanceCounter {
+    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
         let ticks = PPM_PROOF_TIME.load(Ordering::Relaxed);
         PerformanceCounter { ticks, frequency: ticks.rotate_left(32) }
     }
 
-    fn stall_microseconds(&self, microseconds: u32) {
+    fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         PPM_PROOF_TIME.fetch_add(u64::from(microseconds), Ordering::Relaxed);
     }
 
@@ -151,7 +151,10 @@ pub unsafe extern "C" fn ppm_proof_initialize(
     // SAFETY: `count` initialised slots live at `slots` for as long as the engine (caller).
     let slots: &'static [ProcessorSlot] =
         unsafe { core::slice::from_raw_parts(slots.cast::<ProcessorSlot>(), count) };
-    let pep = Pep::new(ProofPlatform, config, slots);
+    // SAFETY: the proof only links the engine's code, it never runs it: the token stands for
+    // DriverEntry's, and lives only for the construction.
+    let passive = unsafe { Passive::assume() };
+    let pep = Pep::new(&passive, ProofPlatform, config, slots);
     let out = out.cast::<Pep<ProofPlatform>>();
     // SAFETY: `out` is valid for writes and aligned (caller).
     unsafe { out.write(pep) };
@@ -362,7 +365,10 @@ impl KernelServices for ProofKernel {
 /// asked of it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ppm_proof_driver_entry() -> NTSTATUS {
-    driver_entry(&ProofKernel).status()
+    // SAFETY: the proof only links the engine's code, it never runs it: the token stands for
+    // DriverEntry's, and lives only for the call.
+    let passive = unsafe { Passive::assume() };
+    driver_entry(&ProofKernel, &passive).status()
 }
 
 #[panic_handler]
