@@ -23,6 +23,37 @@ use crate::arm64::SystemRegister;
 /// reads take it, so a pair can only be read inside one masked section. Zero-sized, neither
 /// `Send` nor `Sync` (it is a fact about the current processor) and neither `Clone` nor
 /// `Copy`: the closure receives it by reference and cannot keep it past the section.
+///
+/// The token does not leave its section:
+///
+/// ```compile_fail
+/// fn escape<P: ppm_engine::Platform>(platform: &P) {
+///     let _kept = platform.with_interrupts_masked(|masked| masked);
+/// }
+/// ```
+///
+/// nor its processor (nor is it copied out):
+///
+/// ```compile_fail,E0277
+/// fn to_another_thread<T: Sync>() {}
+/// to_another_thread::<ppm_engine::InterruptsMasked>();
+/// ```
+///
+/// ```compile_fail,E0277
+/// fn copy(masked: &ppm_engine::InterruptsMasked) {
+///     let _copy: ppm_engine::InterruptsMasked = Clone::clone(masked);
+/// }
+/// ```
+///
+/// and only a platform's masked section makes one:
+///
+/// ```compile_fail,E0133
+/// let _masked = ppm_engine::InterruptsMasked::assume();
+/// ```
+///
+/// ```compile_fail,E0451
+/// let _masked = ppm_engine::InterruptsMasked { _private: core::marker::PhantomData };
+/// ```
 #[derive(Debug)]
 pub struct InterruptsMasked {
     /// Keeps the token to its section: private, and `!Send`, `!Sync`.
@@ -51,6 +82,17 @@ impl InterruptsMasked {
 /// driver creates one in `DriverEntry`; an emulator or a test thread (which runs at no raised
 /// IRQL) creates its own. Zero-sized, neither `Send` nor `Sync` (it is a fact about the current
 /// thread) and neither `Clone` nor `Copy`: it is lent by reference.
+///
+/// Only an `unsafe` assertion makes one, and it stays on its thread:
+///
+/// ```compile_fail,E0133
+/// let _passive = ppm_engine::Passive::assume();
+/// ```
+///
+/// ```compile_fail,E0277
+/// fn to_another_thread<T: Send>() {}
+/// to_another_thread::<ppm_engine::Passive>();
+/// ```
 #[derive(Debug)]
 pub struct Passive {
     /// Keeps the token to its thread: private, and `!Send`, `!Sync`.
