@@ -14,6 +14,8 @@
 //! - the asserting senders ([`prepare`], [`register`], [`read`], ...), thin layers over
 //!   [`Callbacks`] for the engine entered for `P`: each checks the `BOOLEAN` is 0 or 1 and,
 //!   where a refusal is possible, that a refused notification left its buffer untouched;
+//! - [`fixture`]: the platforms the tests share (an Intel VM's CPUID, a platform without
+//!   counters);
 //! - [`boot`]: what `DriverEntry` does — a `'static` table and `Pep`, installed on the thread.
 
 // A test caller: its assertions (a BOOLEAN 0 or 1, a refused notification's untouched buffer)
@@ -22,6 +24,7 @@
 
 mod callbacks;
 mod caller;
+pub mod fixture;
 mod host;
 pub mod names;
 pub mod payload;

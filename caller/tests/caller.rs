@@ -4,6 +4,7 @@
 
 use std::cell::Cell;
 
+use ppm_caller::fixture::{self, NoCounters};
 use ppm_caller::{Callbacks, ThreadHost, names, payload};
 use ppm_engine::abi::{
     BOOLEAN, PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEPHANDLE, PVOID,
@@ -11,7 +12,7 @@ use ppm_engine::abi::{
 };
 use ppm_engine::config::Config;
 use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
-use ppm_engine::x86::{cpuid, msr};
+use ppm_engine::x86::msr;
 use ppm_engine::{CpuidResult, MsrFault, PepHost, Platform};
 
 /// GenuineIntel under a hypervisor with APERF/MPERF at 2000 MHz; both advance at every read.
@@ -28,24 +29,7 @@ impl Platform for Intel {
         0
     }
     fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
-        match leaf {
-            cpuid::LEAF_VENDOR => CpuidResult {
-                eax: cpuid::LEAF_FREQUENCY,
-                ebx: cpuid::VENDOR_INTEL[0],
-                edx: cpuid::VENDOR_INTEL[1],
-                ecx: cpuid::VENDOR_INTEL[2],
-            },
-            cpuid::LEAF_FEATURES => CpuidResult {
-                eax: 0x000A_0655,
-                ecx: cpuid::FEATURES_ECX_HYPERVISOR,
-                ..CpuidResult::default()
-            },
-            cpuid::LEAF_POWER => {
-                CpuidResult { ecx: cpuid::POWER_ECX_APERFMPERF, ..CpuidResult::default() }
-            }
-            cpuid::LEAF_FREQUENCY => CpuidResult { eax: 2_000, ..CpuidResult::default() },
-            _ => CpuidResult::default(),
-        }
+        fixture::intel_vm_cpuid(leaf)
     }
     fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
         let step = self.reads.get() + 1;
@@ -68,31 +52,6 @@ impl Platform for Intel {
     fn stall_microseconds(&self, _passive: &Passive, microseconds: u32) {
         self.reads.set(self.reads.get() + u64::from(microseconds));
     }
-}
-
-/// A second platform type: its callbacks must not serve an `Intel` engine.
-struct Other;
-
-impl Platform for Other {
-    fn current_processor_index(&self) -> u32 {
-        0
-    }
-    fn cpuid(&self, _leaf: u32, _subleaf: u32) -> CpuidResult {
-        CpuidResult::default()
-    }
-    fn read_msr(&self, _msr: u32) -> Result<u64, MsrFault> {
-        Err(MsrFault)
-    }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
-        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
-        // masked section), and `f` only borrows the token.
-        let masked = unsafe { InterruptsMasked::assume() };
-        f(&masked)
-    }
-    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
-        PerformanceCounter::default()
-    }
-    fn stall_microseconds(&self, _passive: &Passive, _microseconds: u32) {}
 }
 
 #[test]
@@ -126,12 +85,14 @@ fn the_host_serves_only_the_entered_engine_of_its_platform() {
     assert!(ThreadHost::<Intel>::instance().is_none());
     let pep = ppm_caller::boot(Intel::default(), &Config::new(), 1);
     assert!(ThreadHost::<Intel>::instance().is_some_and(|found| std::ptr::eq(found, pep)));
-    assert!(ThreadHost::<Other>::instance().is_none(), "another platform's callbacks");
+    assert!(ThreadHost::<NoCounters>::instance().is_none(), "another platform's callbacks");
     {
         let _left = ppm_caller::leave();
         assert!(ThreadHost::<Intel>::instance().is_none());
-        let other = ppm_caller::boot(Other, &Config::new(), 1);
-        assert!(ThreadHost::<Other>::instance().is_some_and(|found| std::ptr::eq(found, other)));
+        let other = ppm_caller::boot(NoCounters, &Config::new(), 1);
+        assert!(
+            ThreadHost::<NoCounters>::instance().is_some_and(|found| std::ptr::eq(found, other))
+        );
         assert!(ThreadHost::<Intel>::instance().is_none());
     }
     // `boot` installs for good: the guard restored what was entered before it.
@@ -182,7 +143,7 @@ const unsafe extern "C" fn broken_ppm(
 
 #[test]
 fn callbacks_observe_a_broken_pep_without_judging_it() {
-    let mut information = ppm_engine::pep_information::<ThreadHost<Other>>();
+    let mut information = ppm_engine::pep_information::<ThreadHost<NoCounters>>();
     information.AcceptDeviceNotification = Some(broken_dpm);
     information.AcceptProcessorNotification = Some(broken_ppm);
     let callbacks = Callbacks::of(&information).unwrap();
@@ -199,7 +160,7 @@ fn callbacks_observe_a_broken_pep_without_judging_it() {
     assert_eq!((undefined.returned, undefined.untouched), (2, false));
     assert_eq!(callbacks.prepare(None, 0xAA), (2, 0xAA));
     // The asserting layer over the same answers would fail; the engine's own do not.
-    let engine = Callbacks::engine::<ThreadHost<Other>>();
+    let engine = Callbacks::engine::<ThreadHost<NoCounters>>();
     let refused = engine.read(handle, 0);
     assert_eq!((refused.returned, refused.untouched), (0, true), "no engine entered: refused");
     information.AcceptProcessorNotification = None;

@@ -10,8 +10,6 @@
 //!   recursive reference, directly and through `PEP_DPM_PREPARE_DEVICE`.
 #![cfg(not(loom))]
 
-mod common;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ppm_engine::config::{Config, CounterSourcePreference};
@@ -47,7 +45,7 @@ impl Platform for Scripted {
     }
 
     fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
-        common::intel_vm_cpuid(leaf)
+        ppm_caller::fixture::intel_vm_cpuid(leaf)
     }
 
     fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {

@@ -14,8 +14,6 @@
 //! the model-checking tests in `tests/loom.rs`; a timing-dependent test would only be flaky.
 #![cfg(not(loom))]
 
-mod common;
-
 use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -68,7 +66,7 @@ impl Platform for Threaded {
     }
 
     fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
-        common::intel_vm_cpuid(leaf)
+        ppm_caller::fixture::intel_vm_cpuid(leaf)
     }
 
     fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {

@@ -7,36 +7,11 @@
 
 use core::mem::{align_of, size_of};
 
-use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
-use ppm_engine::{CpuidResult, MsrFault, Pep, Platform, ProcessorSlot};
+use ppm_caller::fixture::NoCounters;
+use ppm_engine::{Pep, ProcessorSlot};
 
 /// The most logical processors x64 Windows supports (32 groups of 64).
 const MAX_PROCESSORS: usize = 2048;
-
-/// A zero-sized platform, as the kernel's.
-struct Zst;
-
-impl Platform for Zst {
-    fn current_processor_index(&self) -> u32 {
-        0
-    }
-    fn cpuid(&self, _leaf: u32, _subleaf: u32) -> CpuidResult {
-        CpuidResult::default()
-    }
-    fn read_msr(&self, _msr: u32) -> Result<u64, MsrFault> {
-        Err(MsrFault)
-    }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
-        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
-        // masked section), and `f` only borrows the token.
-        let masked = unsafe { InterruptsMasked::assume() };
-        f(&masked)
-    }
-    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
-        PerformanceCounter::default()
-    }
-    fn stall_microseconds(&self, _passive: &Passive, _microseconds: u32) {}
-}
 
 /// One slot per processor, each on its own 128-byte adjacent-line prefetch pair (the hot
 /// APERF/MPERF read state within its first 64-byte line, asserted in `processor.rs`).
@@ -53,7 +28,7 @@ fn a_processor_slot_is_one_aligned_prefetch_pair() {
 #[test]
 fn memory_for_2048_processors() {
     let table = MAX_PROCESSORS * size_of::<ProcessorSlot>();
-    let pep = size_of::<Pep<Zst>>();
+    let pep = size_of::<Pep<NoCounters>>();
     let total = table + pep;
     eprintln!(
         "processor table for {MAX_PROCESSORS} processors: {table} bytes ({} KiB); \

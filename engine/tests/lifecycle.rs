@@ -8,34 +8,9 @@
 //! device then both succeeded.
 #![cfg(not(loom))]
 
+use ppm_caller::fixture::NoCounters;
+use ppm_engine::Pep;
 use ppm_engine::config::Config;
-use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
-use ppm_engine::{CpuidResult, MsrFault, Pep, Platform};
-
-/// A platform without counters: only the device lifecycle matters here.
-struct NoCounters;
-
-impl Platform for NoCounters {
-    fn current_processor_index(&self) -> u32 {
-        0
-    }
-    fn cpuid(&self, _leaf: u32, _subleaf: u32) -> CpuidResult {
-        CpuidResult::default()
-    }
-    fn read_msr(&self, _msr: u32) -> Result<u64, MsrFault> {
-        Err(MsrFault)
-    }
-    fn with_interrupts_masked<R>(&self, f: impl FnOnce(&InterruptsMasked) -> R) -> R {
-        // SAFETY: a test thread takes no interrupt while it runs `f` (the platform models the
-        // masked section), and `f` only borrows the token.
-        let masked = unsafe { InterruptsMasked::assume() };
-        f(&masked)
-    }
-    fn performance_counter(&self, _passive: &Passive) -> PerformanceCounter {
-        PerformanceCounter::default()
-    }
-    fn stall_microseconds(&self, _passive: &Passive, _microseconds: u32) {}
-}
 
 fn engine(capacity: usize) -> &'static Pep<NoCounters> {
     ppm_caller::boot(NoCounters, &Config::new(), capacity)

@@ -28,8 +28,6 @@
 //! the engine documents as a contract it relies on (`dpm.rs`); run them with `-- --ignored`.
 #![cfg(loom)]
 
-mod common;
-
 use std::cell::Cell;
 use std::sync::atomic::Ordering as StdOrdering;
 
@@ -58,7 +56,7 @@ impl Platform for LoomPlatform {
     }
 
     fn cpuid(&self, leaf: u32, _subleaf: u32) -> CpuidResult {
-        common::intel_vm_cpuid(leaf)
+        ppm_caller::fixture::intel_vm_cpuid(leaf)
     }
 
     fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
