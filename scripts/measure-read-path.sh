@@ -19,15 +19,17 @@
 # (callgrind --dump-instr=yes, addr2line -i) to the innermost engine (or platform) source line
 # it was inlined from, and prints them: where the instructions go.
 #
-# Environment: CARGO_TARGET_DIR (default <repo>/target), LIMIT (default 64), N1 (default
+# Environment: CARGO_TARGET_DIR (default <repo>/target), LIMIT (default 64; 112 with ARCH=arm64), N1 (default
 # 10000), N2 (default 110000), PROCESSORS (default "1 64 2048").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-LIMIT="${LIMIT:-64}"
 # ARCH=arm64 measures the ARM64 path (the Activity Monitors) on the bench's ARM64 platform.
 ARCH="${ARCH:-x64}"
+# The budget beyond the platform's read: 64 on x64 (measured 53); 112 on ARM64 (measured 106:
+# the out-of-line source dispatch and the scaling of the constant count).
+if [ "$ARCH" = arm64 ]; then LIMIT="${LIMIT:-112}"; else LIMIT="${LIMIT:-64}"; fi
 GROWTH_TOLERANCE="0.5"
 N1="${N1:-10000}"
 N2="${N2:-110000}"
