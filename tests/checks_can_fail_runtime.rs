@@ -13,7 +13,7 @@ use ppm_engine::abi::{
 use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::CpuidResult;
 use ppm_engine::{PepHost, Platform};
-use ppm_sim::platform::SimHost;
+use ppm_sim::platform::{SimHost, SimPlatform};
 use ppm_sim::{PlatformFaults, Scenario};
 
 mod common;
@@ -172,19 +172,38 @@ fn serving_reads_without_counters_fails_no_counters_refused() {
     assert_fails(&none, &with_ppm(serve_failed_reads), &["feedback.no_counters_refused"]);
 }
 
+/// A PEP that does `misbehave` on its platform while answering `QUERY_CAPABILITIES`, then
+/// answers every notification as the engine does.
+///
+/// # Safety
+/// The emulator's arguments, as for the engine's callback.
+unsafe fn during_query_capabilities(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+    misbehave: impl FnOnce(&SimPlatform),
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
+        && let Some(pep) = SimHost::instance()
+    {
+        misbehave(pep.platform());
+    }
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+/// AMD `CPPC_CAP1` on an Intel part: CPUID never announced it.
 unsafe extern "C" fn read_cppc_on_intel(
     handle: PEPHANDLE,
     notification: ULONG,
     data: PVOID,
 ) -> BOOLEAN {
-    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimHost::instance()
-    {
-        // AMD CPPC_CAP1 on an Intel part: CPUID never announced it.
-        let _ = pep.platform().read_msr(0xC001_02B0);
-    }
     // SAFETY: the emulator's arguments, passed on.
-    unsafe { real_ppm(handle, notification, data) }
+    unsafe {
+        during_query_capabilities(handle, notification, data, |platform| {
+            let _ = platform.read_msr(0xC001_02B0);
+        })
+    }
 }
 
 #[test]
@@ -192,19 +211,18 @@ fn an_unannounced_msr_read_fails_msr_only_advertised() {
     assert_fails(&base(), &with_ppm(read_cppc_on_intel), &["msr.only_advertised"]);
 }
 
+/// On a SoC whose `ID_AA64PFR0_EL1` announces no AMU: an undefined instruction.
 unsafe extern "C" fn read_the_amu_unannounced(
     handle: PEPHANDLE,
     notification: ULONG,
     data: PVOID,
 ) -> BOOLEAN {
-    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimHost::instance()
-    {
-        // On a SoC whose ID_AA64PFR0_EL1 announces no AMU: an undefined instruction.
-        let _ = pep.platform().read_system_register(SystemRegister::Amevcntr00El0);
-    }
     // SAFETY: the emulator's arguments, passed on.
-    unsafe { real_ppm(handle, notification, data) }
+    unsafe {
+        during_query_capabilities(handle, notification, data, |platform| {
+            let _ = platform.read_system_register(SystemRegister::Amevcntr00El0);
+        })
+    }
 }
 
 #[test]
@@ -472,19 +490,18 @@ fn a_platform_that_loses_the_counters_top_bit_fails_no_dropped_interval() {
     assert_fails(&scenario(FIXED_PMC), &with_faults(faults), &["feedback.no_dropped_interval"]);
 }
 
+/// `IA32_FIXED_CTR1`, whether or not the PMU is reserved.
 unsafe extern "C" fn read_fixed_counter(
     handle: PEPHANDLE,
     notification: ULONG,
     data: PVOID,
 ) -> BOOLEAN {
-    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimHost::instance()
-    {
-        // IA32_FIXED_CTR1, whether or not the PMU is reserved.
-        let _ = pep.platform().read_msr(0x30A);
-    }
     // SAFETY: the emulator's arguments, passed on.
-    unsafe { real_ppm(handle, notification, data) }
+    unsafe {
+        during_query_capabilities(handle, notification, data, |platform| {
+            let _ = platform.read_msr(0x30A);
+        })
+    }
 }
 
 #[test]
@@ -496,20 +513,19 @@ fn reading_the_pmu_without_a_reservation_fails_reservation_respected() {
     );
 }
 
+/// `IA32_FIXED_CTR_CTRL`, from a notification: the PMU is reserved, but a PEP writes
+/// no MSR on a notification path.
 unsafe extern "C" fn write_fixed_control(
     handle: PEPHANDLE,
     notification: ULONG,
     data: PVOID,
 ) -> BOOLEAN {
-    if notification == PEP_NOTIFY_PPM_QUERY_CAPABILITIES
-        && let Some(pep) = SimHost::instance()
-    {
-        // IA32_FIXED_CTR_CTRL, from a notification: the PMU is reserved, but a PEP writes
-        // no MSR on a notification path.
-        let _ = pep.platform().write_msr(0x38D, 0x330);
-    }
     // SAFETY: the emulator's arguments, passed on.
-    unsafe { real_ppm(handle, notification, data) }
+    unsafe {
+        during_query_capabilities(handle, notification, data, |platform| {
+            let _ = platform.write_msr(0x38D, 0x330);
+        })
+    }
 }
 
 #[test]
