@@ -25,8 +25,13 @@ impl Emulator<'_> {
         untouched: bool,
         trace: &[PlatformOp],
     ) {
+        self.record(Probe { kind, what, returned, untouched }, trace);
+    }
+
+    /// Keeps `probe` with the platform operations its call made.
+    fn record(&mut self, probe: Probe, trace: &[PlatformOp]) {
         self.observations.absorb(trace);
-        self.observations.probes.push(Probe { kind, what, returned, untouched });
+        self.observations.probes.push(probe);
     }
 
     /// A `FEEDBACK_READ` that must be refused (and, where the kind requires, leave its buffer alone).
@@ -41,8 +46,7 @@ impl Emulator<'_> {
     ) {
         let (probe, trace) =
             refused_read_probe(engine, kind, on, handle_value, counter_index, what);
-        self.observations.absorb(&trace);
-        self.observations.probes.push(probe);
+        self.record(probe, &trace);
     }
 
     /// What the conformance probes need to know: the live processors (index, handle,
@@ -177,7 +181,10 @@ impl Emulator<'_> {
                     callbacks.query_feedback_counters(handle(handle_value), wrong)
                 });
                 let Some(sent) = sent else { continue };
-                self.probe(ProbeKind::WrongCount, format!("QUERY_FEEDBACK_COUNTERS with Count {wrong} (FeedbackCounterCount {described})"), sent.handled(), sent.untouched, &trace);
+                let what = format!(
+                    "QUERY_FEEDBACK_COUNTERS with Count {wrong} (FeedbackCounterCount {described})"
+                );
+                self.probe(ProbeKind::WrongCount, what, sent.handled(), sent.untouched, &trace);
             }
         }
     }
@@ -288,8 +295,7 @@ impl Emulator<'_> {
         self.observations.absorb(&trace);
         self.observations.unregistered = Some((index, returned));
         for (probe, trace) in stale_handle_probes(engine, index, handle_value) {
-            self.observations.absorb(&trace);
-            self.observations.probes.push(probe);
+            self.record(probe, &trace);
         }
     }
 }
