@@ -98,15 +98,8 @@ pub fn device_started<P: Platform>(handle: PEPHANDLE) -> bool {
 #[must_use]
 pub fn read<P: Platform>(handle: PEPHANDLE, index: u32) -> Option<(u64, u64)> {
     let sent = engine::<P>().read(handle, index);
-    let handled = boolean(sent.returned, "FEEDBACK_READ");
     assert_eq!(sent.payload.CounterIndex, index, "CounterIndex is an input");
-    let counts = read_counts(&sent.payload);
-    if handled {
-        Some(counts)
-    } else {
-        assert!(sent.untouched, "{counts:?}");
-        None
-    }
+    answer(sent, "FEEDBACK_READ").map(|payload| read_counts(&payload))
 }
 
 /// `PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE` to `PowerSystemWorking`: whether it was handled.
