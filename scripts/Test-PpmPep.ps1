@@ -19,7 +19,7 @@
                       APERF/MPERF legitimately reports 0, with NoCountersReason).
       perf            Lowest >= 1 and Lowest <= LowestNonlinear <= Nominal <= Highest.
       configuration   ConfigurationIssues = 0 (values ignored by the driver; see the debugger
-                      output or README, "Validate").
+                      output or docs\registry.md, "Registry configuration").
       verifier        ppm_pep.sys among the drivers Driver Verifier verifies this boot (a FAIL
                       only with -RequireVerifier).
       events          no Service Control Manager load failure (7000/7026) for ppm_pep since boot,

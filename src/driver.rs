@@ -11,7 +11,7 @@
 //!
 //! The device ids PoFx offers arrive later (`PEP_DPM_PREPARE_DEVICE`, after `DriverEntry`), so
 //! they are not in the `State` key: the engine records them in its device-id log, which a kernel
-//! debugger shows (see README, "Validate").
+//! debugger shows (see docs/windows.md, "Validate").
 
 use core::mem::size_of;
 use core::ptr;

@@ -208,7 +208,8 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
     CheckResult::from_failures(id, &failures, summary)
 }
 
-/// `boot.state`: the `State` key holds exactly the values README documents for the outcome.
+/// `boot.state`: the `State` key holds exactly the values `docs/registry.md` documents for the
+/// outcome.
 fn state_key(
     scenario: &Scenario,
     observations: &Observations,
