@@ -9,7 +9,9 @@
 //! - `ppm-sim --help`, `ppm-sim COMMAND --help`, `ppm-sim --version`.
 //!
 //! Exit status: 0 every check passed, 1 a check failed, 2 unusable input (one line on stderr
-//! naming the file, the field and what was expected; nothing on stdout).
+//! naming the file, the field and what was expected; nothing on stdout), or an output file
+//! that could not be written after the run (the report is still printed; no existing file is
+//! changed: see [`crate::output`]).
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, Command};
 
+use crate::output::{self, Outputs};
 use crate::plot::{self, PlotCollector};
 use crate::pofx::RunOptions;
 use crate::report::{SuiteReport, plural};
@@ -54,7 +57,7 @@ enum Invocation {
     Run(RunRequest),
     /// `validate [NAME] [--list] [--json]`.
     Validate { name: Option<String>, list: bool, json: bool },
-    /// `bench [--iterations N] [--processors P] [--notification NAME]`.
+    /// `bench [--iterations N] [--processors P] [--notification NAME] [--arch ARCH]`.
     Bench {
         iterations: u64,
         processors: u32,
@@ -116,6 +119,8 @@ fn command() -> Command {
                         .long("plot-processors")
                         .value_name("LIST")
                         .requires("plot")
+                        // `-1` reaches the parser and its message, not clap's `-- -1` tip.
+                        .allow_hyphen_values(true)
                         .value_parser(parse_processor_list)
                         .help("The processors to plot, e.g. 0,5,63 (at most 16; default: the first 8)"),
                 )
@@ -148,7 +153,8 @@ fn parse_processor_list(value: &str) -> Result<Vec<u32>, String> {
         .map(|item| {
             item.trim().parse::<u32>().map_err(|_| {
                 format!(
-                    "expected processor indexes separated by commas, e.g. 0,5,63; `{}` is not one",
+                    "expected processor indexes (0 or more) separated by commas, e.g. 0,5,63; \
+                     `{}` is not one",
                     item.trim()
                 )
             })
@@ -187,6 +193,7 @@ fn bench_command() -> Command {
             Arg::new("iterations")
                 .long("iterations")
                 .value_name("N")
+                .allow_hyphen_values(true)
                 .value_parser(parse_iterations)
                 .help("Calls to time (1..=10000000000) [default: 1000000]"),
         )
@@ -194,6 +201,7 @@ fn bench_command() -> Command {
             Arg::new("processors")
                 .long("processors")
                 .value_name("P")
+                .allow_hyphen_values(true)
                 .value_parser(parse_processors)
                 .help("Processors registered and called round robin (1..=2048) [default: 1]"),
         )
@@ -333,27 +341,28 @@ fn dispatch(
 
 fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, String> {
     let file = request.file.as_path();
-    let scenario = if file.as_os_str() == "-" {
+    let (scenario, input) = if file.as_os_str() == "-" {
         let stdin = std::io::stdin();
-        read_scenario(stdin.lock(), "<stdin>")?
+        (read_scenario(stdin.lock(), "<stdin>")?, output::Input::Stdin)
     } else {
-        load(file)?
+        (load(file)?, output::Input::File(file))
     };
-    // Every output is checked before the run: a long run does not end in a usage error.
-    if let Some(path) = &request.plot {
-        plot::Format::of(path)?;
-    }
+    // Every output is checked, and its temporary file created, before the run: a long run
+    // does not end in a usage error, and nothing existing is touched until the run is done.
     let collector = request
         .plot
         .as_ref()
         .map(|_| PlotCollector::new(&scenario, request.plot_processors.as_deref()))
         .transpose()?;
-    if let Some(path) = &request.plot {
-        // Created now (written after the run): an unwritable place is refused before a long run.
-        std::fs::File::create(path)
-            .map_err(|error| format!("--plot: {}: cannot create: {error}", path.display()))?;
+    let mut requests = Vec::new();
+    if let Some(path) = &request.trace {
+        requests.push(output::Request { flag: "--trace", path, extensions: &["csv"] });
     }
-    let trace = request.trace.as_deref().map(TraceFile::create).transpose()?;
+    if let Some(path) = &request.plot {
+        requests.push(output::Request { flag: "--plot", path, extensions: &["svg", "png"] });
+    }
+    let mut outputs = Outputs::prepare(input, &requests)?;
+    let trace = outputs.take_file("--trace").map(TraceFile::new);
     let mut observer = progress::observer(&scenario);
     if let Some(collector) = &collector {
         observer = Some(collector.observer(observer));
@@ -364,16 +373,40 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     let options = RunOptions { read_observer: observer, ..RunOptions::default() };
     let report = crate::run_with(&scenario, &options);
     progress::finish();
-    if let (Some(trace), Some(path)) = (&trace, &request.trace) {
-        let rows = trace.finish(path)?;
+    let written = write_files(request, &scenario, trace.as_deref(), collector.as_deref(), outputs);
+    // The report is printed whether or not the files could be written.
+    write_output(&report, request.json, || report.to_text(), out)?;
+    let rows = written.map_err(|error| {
+        format!("{error}; no output file was changed (the report is on stdout)")
+    })?;
+    if let (Some(rows), Some(path)) = (rows, &request.trace) {
         let _ = writeln!(err, "ppm-sim: trace: {rows} reads written to {}", path.display());
     }
-    if let (Some(collector), Some(path)) = (&collector, &request.plot) {
-        collector.write(&scenario, path)?;
+    if let Some(path) = &request.plot {
         let _ = writeln!(err, "ppm-sim: plot written to {}", path.display());
     }
-    write_output(&report, request.json, || report.to_text(), out)?;
     Ok(verdict(report.passed))
+}
+
+/// Finishes the trace and draws the plot into their temporary files, then renames them into
+/// place; returns the trace's rows.
+fn write_files(
+    request: &RunRequest,
+    scenario: &Scenario,
+    trace: Option<&TraceFile>,
+    collector: Option<&PlotCollector>,
+    outputs: Outputs,
+) -> Result<Option<u64>, String> {
+    let rows = match (trace, &request.trace) {
+        (Some(trace), Some(path)) => Some(trace.finish(path)?),
+        _ => None,
+    };
+    if let (Some(collector), Some(path)) = (collector, &request.plot) {
+        let temporary = outputs.temporary("--plot").ok_or("--plot: no temporary file")?;
+        collector.write(scenario, plot::Format::of(path)?, temporary, path)?;
+    }
+    outputs.commit()?;
+    Ok(rows)
 }
 
 /// Reads and validates a scenario file; errors name the file.
@@ -488,11 +521,13 @@ fn run_bench(
         .map_err(|message| format!("bench: {message}"))?;
     let _ = writeln!(
         out,
-        "bench: {} {} calls through the C ABI over {} processor{} in {:.3} ms: {:.2} ns per call",
+        "bench: {} {} calls through the C ABI over {} processor{} of an {} platform in {:.3} ms: \
+         {:.2} ns per call",
         result.iterations,
         notification.windows_name(),
         result.processors,
         plural(result.processors),
+        architecture.description(),
         result.elapsed.as_secs_f64() * 1e3,
         result.nanoseconds_per_call()
     );

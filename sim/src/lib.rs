@@ -35,6 +35,7 @@ pub mod checks;
 pub mod cli;
 pub mod cpu;
 pub mod machine;
+pub mod output;
 pub mod platform;
 pub mod plot;
 pub mod pofx;

@@ -140,18 +140,24 @@ impl PlotCollector {
         }))
     }
 
-    /// Draws the plot of `scenario`'s run into `path`.
+    /// Draws the plot of `scenario`'s run into `path` as `format`; `shown` is the name
+    /// messages give (the file `path` is renamed to: see [`crate::output`]).
     ///
     /// # Errors
     /// A one-line message when drawing or writing failed.
-    pub fn write(&self, scenario: &Scenario, path: &Path) -> Result<(), String> {
-        let format = Format::of(path)?;
+    pub fn write(
+        &self,
+        scenario: &Scenario,
+        format: Format,
+        path: &Path,
+        shown: &Path,
+    ) -> Result<(), String> {
         let svg = self.svg(scenario).map_err(|error| format!("--plot: cannot draw: {error}"))?;
         let written = match format {
             Format::Svg => std::fs::write(path, svg).map_err(|error| error.to_string()),
             Format::Png => rasterise(&svg, path),
         };
-        written.map_err(|error| format!("--plot: {}: cannot write: {error}", path.display()))
+        written.map_err(|error| format!("--plot: {}: cannot write: {error}", shown.display()))
     }
 
     /// The plot as SVG text.
