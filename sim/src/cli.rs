@@ -53,7 +53,8 @@ const EXIT_STATUS_HELP: &str =
 enum Invocation {
     /// No command: the built-in default scenario.
     Default,
-    /// `run FILE [--json] [--trace CSV] [--plot SVG|PNG] [--plot-processors LIST]`.
+    /// `run FILE [--json] [--trace CSV] [--plot SVG|PNG] [--plot-processors LIST]
+    /// [--plot-view mhz|percent]`.
     Run(RunRequest),
     /// `validate [NAME] [--list] [--json]`.
     Validate { name: Option<String>, list: bool, json: bool },
@@ -74,6 +75,7 @@ struct RunRequest {
     trace: Option<PathBuf>,
     plot: Option<PathBuf>,
     plot_processors: Option<Vec<u32>>,
+    plot_view: plot::View,
 }
 
 /// The `clap` command (the builder API: the derive macros emit `allow` attributes that the
@@ -123,6 +125,14 @@ fn command() -> Command {
                         .allow_hyphen_values(true)
                         .value_parser(parse_processor_list)
                         .help("The processors to plot, e.g. 0,5,63 (at most 16; default: the first 8)"),
+                )
+                .arg(
+                    Arg::new("plot_view")
+                        .long("plot-view")
+                        .value_name("VIEW")
+                        .requires("plot")
+                        .value_parser(plot::View::NAMES)
+                        .help("mhz (default): measured against true MHz; percent: % Processor Performance, measured over nominal as perfmon shows it"),
                 )
                 .after_help(EXIT_STATUS_HELP),
         )
@@ -236,6 +246,10 @@ fn invocation(matches: &clap::ArgMatches) -> Invocation {
             trace: run.get_one::<PathBuf>("trace").cloned(),
             plot: run.get_one::<PathBuf>("plot").cloned(),
             plot_processors: run.get_one::<Vec<u32>>("plot_processors").cloned(),
+            plot_view: run
+                .get_one::<String>("plot_view")
+                .and_then(|name| plot::View::from_name(name))
+                .unwrap_or_default(),
         }),
         Some(("validate", validate)) => Invocation::Validate {
             name: validate.get_one::<String>("name").cloned(),
@@ -373,7 +387,13 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     let options = RunOptions { read_observer: observer, ..RunOptions::default() };
     let report = crate::run_with(&scenario, &options);
     progress::finish();
-    let written = write_files(request, &scenario, trace.as_deref(), collector.as_deref(), outputs);
+    let written = write_files(
+        request,
+        (&scenario, report.engine.nominal_mhz),
+        trace.as_deref(),
+        collector.as_deref(),
+        outputs,
+    );
     // The report is printed whether or not the files could be written.
     write_output(&report, request.json, || report.to_text(), out)?;
     let rows = written.map_err(|error| {
@@ -392,7 +412,7 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
 /// place; returns the trace's rows.
 fn write_files(
     request: &RunRequest,
-    scenario: &Scenario,
+    (scenario, nominal_mhz): (&Scenario, u32),
     trace: Option<&TraceFile>,
     collector: Option<&PlotCollector>,
     outputs: Outputs,
@@ -403,7 +423,8 @@ fn write_files(
     };
     if let (Some(collector), Some(path)) = (collector, &request.plot) {
         let temporary = outputs.temporary("--plot").ok_or("--plot: no temporary file")?;
-        collector.write(scenario, plot::Format::of(path)?, temporary, path)?;
+        let format = plot::Format::of(path)?;
+        collector.write(scenario, (request.plot_view, nominal_mhz), format, (temporary, path))?;
     }
     outputs.commit()?;
     Ok(rows)

@@ -172,6 +172,8 @@ fn trace_rows_sum_to_the_reported_rates_and_plots_are_valid() {
         &path(&png_path),
         "--plot-processors",
         "0,5",
+        "--plot-view",
+        "percent",
     ]);
     assert_eq!(code, EXIT_PASSED, "{err}");
     let png = std::fs::read(&png_path).expect("the PNG");
@@ -187,6 +189,11 @@ fn bad_plot_and_trace_options_are_refused_before_the_run() {
         (&["--plot", "t.svg", "--plot-processors", "1,1"], "listed twice"),
         (&["--plot", "t.svg", "--plot-processors", "x"], "`x` is not one"),
         (&["--plot-processors", "0"], "--plot"),
+        (&["--plot-view", "percent"], "--plot"),
+        (
+            &["--plot", "t.svg", "--plot-view", "ghz"],
+            "invalid value 'ghz' for '--plot-view <VIEW>'",
+        ),
         (&["--trace", "/nonexistent/dir/t.csv"], "--trace: /nonexistent/dir/t.csv: cannot create"),
         (&["--plot", "/nonexistent/dir/t.svg"], "--plot: /nonexistent/dir/t.svg: cannot create"),
     ] {
