@@ -99,6 +99,13 @@ fn a_trace_onto_the_scenario_is_refused_and_the_scenario_kept() {
         let output = ppm_sim(&[Path::new("run"), &scenario, Path::new("--trace"), &link]);
         assert_refused(&output, "is the scenario file");
         assert_eq!(read(&scenario), SCENARIO);
+        // `run -` with standard input redirected from the file the trace would replace.
+        let output = Command::new(env!("CARGO_BIN_EXE_ppm-sim"))
+            .args([Path::new("run"), Path::new("-"), Path::new("--trace"), &named_csv])
+            .stdin(std::fs::File::open(&named_csv).expect("the scenario"))
+            .output()
+            .expect("ppm-sim runs");
+        assert_refused(&output, "is the file standard input reads the scenario from");
     }
     assert_eq!(read(&named_csv), SCENARIO);
 }
