@@ -48,6 +48,10 @@ pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 const EXIT_STATUS_HELP: &str =
     "Exit status: 0 every check passed, 1 a check failed, 2 unusable input.";
 
+const RUN_EXIT_STATUS_HELP: &str = "Exit status: 0 every check passed, 1 a check failed, 2 \
+     unusable input, or an output file that could not be written (the report is still printed \
+     and no existing file is changed).";
+
 /// The parsed command line.
 #[derive(Debug)]
 enum Invocation {
@@ -107,14 +111,14 @@ fn command() -> Command {
                         .long("trace")
                         .value_name("FILE.csv")
                         .value_parser(clap::value_parser!(PathBuf))
-                        .help("Write every OS read as a CSV row (time, processor, counter, counts, served, interval deltas, measured and true MHz)"),
+                        .help("Write every OS read as a CSV row (time, processor, counter, counts, served, interval deltas, measured and true MHz); a regular file, not the scenario, replaced only when the run is done"),
                 )
                 .arg(
                     Arg::new("plot")
                         .long("plot")
                         .value_name("FILE.svg|FILE.png")
                         .value_parser(clap::value_parser!(PathBuf))
-                        .help("Draw measured against true MHz over the run, per processor"),
+                        .help("Draw measured against true MHz over the run, per processor; a regular file, not the scenario or the trace, replaced only when the run is done"),
                 )
                 .arg(
                     Arg::new("plot_processors")
@@ -134,7 +138,7 @@ fn command() -> Command {
                         .value_parser(plot::View::NAMES)
                         .help("mhz (default): measured against true MHz; percent: % Processor Performance, measured over nominal as perfmon shows it"),
                 )
-                .after_help(EXIT_STATUS_HELP),
+                .after_help(RUN_EXIT_STATUS_HELP),
         )
         .subcommand(
             Command::new("validate")
