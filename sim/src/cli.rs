@@ -1,9 +1,11 @@
 //! The `ppm-sim` command line (see `design.md`), parsed with `clap`:
 //!
 //! - `ppm-sim` — the built-in default scenario, as a table and the checks.
-//! - `ppm-sim run FILE.toml [--json]` — a scenario file (`-`: standard input).
+//! - `ppm-sim run FILE.toml [--json] [--trace FILE.csv] [--plot FILE.svg|FILE.png]
+//!   [--plot-processors LIST] [--plot-view mhz|percent]` — a scenario file (`-`: standard
+//!   input); the output files are written as [`crate::output`] says.
 //! - `ppm-sim validate [NAME] [--json] [--list]` — every built-in scenario, one, or the list.
-//! - `ppm-sim bench [--iterations N] [--processors P] [--notification NAME]` — PPM
+//! - `ppm-sim bench [--iterations N] [--processors P] [--notification NAME] [--arch ARCH]` — PPM
 //!   notifications through the C ABI (`FEEDBACK_READ` by default), round robin over `P`
 //!   registered processors.
 //! - `ppm-sim --help`, `ppm-sim COMMAND --help`, `ppm-sim --version`.
