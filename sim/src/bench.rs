@@ -75,6 +75,17 @@ pub enum Architecture {
     Arm64,
 }
 
+impl Architecture {
+    /// The name `ppm-sim bench --arch` takes and prints, with the counters it reads.
+    #[must_use]
+    pub const fn description(self) -> &'static str {
+        match self {
+            Self::X64 => "x64 (APERF/MPERF)",
+            Self::Arm64 => "arm64 (the Activity Monitors)",
+        }
+    }
+}
+
 impl Platform for BenchPlatform {
     #[inline]
     fn current_processor_index(&self) -> u32 {

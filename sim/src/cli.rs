@@ -1,15 +1,19 @@
 //! The `ppm-sim` command line (see `design.md`), parsed with `clap`:
 //!
 //! - `ppm-sim` — the built-in default scenario, as a table and the checks.
-//! - `ppm-sim run FILE.toml [--json]` — a scenario file (`-`: standard input).
+//! - `ppm-sim run FILE.toml [--json] [--trace FILE.csv] [--plot FILE.svg|FILE.png]
+//!   [--plot-processors LIST] [--plot-view mhz|percent]` — a scenario file (`-`: standard
+//!   input); the output files are written as [`crate::output`] says.
 //! - `ppm-sim validate [NAME] [--json] [--list]` — every built-in scenario, one, or the list.
-//! - `ppm-sim bench [--iterations N] [--processors P] [--notification NAME]` — PPM
+//! - `ppm-sim bench [--iterations N] [--processors P] [--notification NAME] [--arch ARCH]` — PPM
 //!   notifications through the C ABI (`FEEDBACK_READ` by default), round robin over `P`
 //!   registered processors.
 //! - `ppm-sim --help`, `ppm-sim COMMAND --help`, `ppm-sim --version`.
 //!
 //! Exit status: 0 every check passed, 1 a check failed, 2 unusable input (one line on stderr
-//! naming the file, the field and what was expected; nothing on stdout).
+//! naming the file, the field and what was expected; nothing on stdout), or an output file
+//! that could not be written after the run (the report is still printed; no existing file is
+//! changed: see [`crate::output`]).
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -19,6 +23,7 @@ use std::path::{Path, PathBuf};
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, Command};
 
+use crate::output::{self, Outputs};
 use crate::plot::{self, PlotCollector};
 use crate::pofx::RunOptions;
 use crate::report::{SuiteReport, plural};
@@ -45,16 +50,21 @@ pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 const EXIT_STATUS_HELP: &str =
     "Exit status: 0 every check passed, 1 a check failed, 2 unusable input.";
 
+const RUN_EXIT_STATUS_HELP: &str = "Exit status: 0 every check passed, 1 a check failed, 2 \
+     unusable input, or an output file that could not be written (the report is still printed \
+     and no existing file is changed).";
+
 /// The parsed command line.
 #[derive(Debug)]
 enum Invocation {
     /// No command: the built-in default scenario.
     Default,
-    /// `run FILE [--json] [--trace CSV] [--plot SVG|PNG] [--plot-processors LIST]`.
+    /// `run FILE [--json] [--trace CSV] [--plot SVG|PNG] [--plot-processors LIST]
+    /// [--plot-view mhz|percent]`.
     Run(RunRequest),
     /// `validate [NAME] [--list] [--json]`.
     Validate { name: Option<String>, list: bool, json: bool },
-    /// `bench [--iterations N] [--processors P] [--notification NAME]`.
+    /// `bench [--iterations N] [--processors P] [--notification NAME] [--arch ARCH]`.
     Bench {
         iterations: u64,
         processors: u32,
@@ -71,6 +81,7 @@ struct RunRequest {
     trace: Option<PathBuf>,
     plot: Option<PathBuf>,
     plot_processors: Option<Vec<u32>>,
+    plot_view: plot::View,
 }
 
 /// The `clap` command (the builder API: the derive macros emit `allow` attributes that the
@@ -102,24 +113,34 @@ fn command() -> Command {
                         .long("trace")
                         .value_name("FILE.csv")
                         .value_parser(clap::value_parser!(PathBuf))
-                        .help("Write every OS read as a CSV row (time, processor, counter, counts, served, interval deltas, measured and true MHz)"),
+                        .help("Write every OS read as a CSV row (time, processor, counter, counts, served, interval deltas, measured and true MHz); a regular file, not the scenario, replaced only when the run is done"),
                 )
                 .arg(
                     Arg::new("plot")
                         .long("plot")
                         .value_name("FILE.svg|FILE.png")
                         .value_parser(clap::value_parser!(PathBuf))
-                        .help("Draw measured against true MHz over the run, per processor"),
+                        .help("Draw measured against true MHz over the run, per processor; a regular file, not the scenario or the trace, replaced only when the run is done"),
                 )
                 .arg(
                     Arg::new("plot_processors")
                         .long("plot-processors")
                         .value_name("LIST")
                         .requires("plot")
+                        // `-1` reaches the parser and its message, not clap's `-- -1` tip.
+                        .allow_hyphen_values(true)
                         .value_parser(parse_processor_list)
                         .help("The processors to plot, e.g. 0,5,63 (at most 16; default: the first 8)"),
                 )
-                .after_help(EXIT_STATUS_HELP),
+                .arg(
+                    Arg::new("plot_view")
+                        .long("plot-view")
+                        .value_name("VIEW")
+                        .requires("plot")
+                        .value_parser(plot::View::NAMES)
+                        .help("mhz (default): measured against true MHz; percent: % Processor Performance, measured over nominal as perfmon shows it"),
+                )
+                .after_help(RUN_EXIT_STATUS_HELP),
         )
         .subcommand(
             Command::new("validate")
@@ -148,7 +169,8 @@ fn parse_processor_list(value: &str) -> Result<Vec<u32>, String> {
         .map(|item| {
             item.trim().parse::<u32>().map_err(|_| {
                 format!(
-                    "expected processor indexes separated by commas, e.g. 0,5,63; `{}` is not one",
+                    "expected processor indexes (0 or more) separated by commas, e.g. 0,5,63; \
+                     `{}` is not one",
                     item.trim()
                 )
             })
@@ -187,6 +209,7 @@ fn bench_command() -> Command {
             Arg::new("iterations")
                 .long("iterations")
                 .value_name("N")
+                .allow_hyphen_values(true)
                 .value_parser(parse_iterations)
                 .help("Calls to time (1..=10000000000) [default: 1000000]"),
         )
@@ -194,6 +217,7 @@ fn bench_command() -> Command {
             Arg::new("processors")
                 .long("processors")
                 .value_name("P")
+                .allow_hyphen_values(true)
                 .value_parser(parse_processors)
                 .help("Processors registered and called round robin (1..=2048) [default: 1]"),
         )
@@ -228,6 +252,10 @@ fn invocation(matches: &clap::ArgMatches) -> Invocation {
             trace: run.get_one::<PathBuf>("trace").cloned(),
             plot: run.get_one::<PathBuf>("plot").cloned(),
             plot_processors: run.get_one::<Vec<u32>>("plot_processors").cloned(),
+            plot_view: run
+                .get_one::<String>("plot_view")
+                .and_then(|name| plot::View::from_name(name))
+                .unwrap_or_default(),
         }),
         Some(("validate", validate)) => Invocation::Validate {
             name: validate.get_one::<String>("name").cloned(),
@@ -333,27 +361,28 @@ fn dispatch(
 
 fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, String> {
     let file = request.file.as_path();
-    let scenario = if file.as_os_str() == "-" {
+    let (scenario, input) = if file.as_os_str() == "-" {
         let stdin = std::io::stdin();
-        read_scenario(stdin.lock(), "<stdin>")?
+        (read_scenario(stdin.lock(), "<stdin>")?, output::Input::Stdin)
     } else {
-        load(file)?
+        (load(file)?, output::Input::File(file))
     };
-    // Every output is checked before the run: a long run does not end in a usage error.
-    if let Some(path) = &request.plot {
-        plot::Format::of(path)?;
-    }
+    // Every output is checked, and its temporary file created, before the run: a long run
+    // does not end in a usage error, and nothing existing is touched until the run is done.
     let collector = request
         .plot
         .as_ref()
         .map(|_| PlotCollector::new(&scenario, request.plot_processors.as_deref()))
         .transpose()?;
-    if let Some(path) = &request.plot {
-        // Created now (written after the run): an unwritable place is refused before a long run.
-        std::fs::File::create(path)
-            .map_err(|error| format!("--plot: {}: cannot create: {error}", path.display()))?;
+    let mut requests = Vec::new();
+    if let Some(path) = &request.trace {
+        requests.push(output::Request { flag: "--trace", path, extensions: &["csv"] });
     }
-    let trace = request.trace.as_deref().map(TraceFile::create).transpose()?;
+    if let Some(path) = &request.plot {
+        requests.push(output::Request { flag: "--plot", path, extensions: &["svg", "png"] });
+    }
+    let mut outputs = Outputs::prepare(input, &requests)?;
+    let trace = outputs.take_file("--trace").map(TraceFile::new);
     let mut observer = progress::observer(&scenario);
     if let Some(collector) = &collector {
         observer = Some(collector.observer(observer));
@@ -364,16 +393,47 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     let options = RunOptions { read_observer: observer, ..RunOptions::default() };
     let report = crate::run_with(&scenario, &options);
     progress::finish();
-    if let (Some(trace), Some(path)) = (&trace, &request.trace) {
-        let rows = trace.finish(path)?;
+    let written = write_files(
+        request,
+        (&scenario, report.engine.nominal_mhz),
+        trace.as_deref(),
+        collector.as_deref(),
+        outputs,
+    );
+    // The report is printed whether or not the files could be written.
+    write_output(&report, request.json, || report.to_text(), out)?;
+    let rows = written.map_err(|error| {
+        format!("{error}; no output file was changed (the report is on stdout)")
+    })?;
+    if let (Some(rows), Some(path)) = (rows, &request.trace) {
         let _ = writeln!(err, "ppm-sim: trace: {rows} reads written to {}", path.display());
     }
-    if let (Some(collector), Some(path)) = (&collector, &request.plot) {
-        collector.write(&scenario, path)?;
+    if let Some(path) = &request.plot {
         let _ = writeln!(err, "ppm-sim: plot written to {}", path.display());
     }
-    write_output(&report, request.json, || report.to_text(), out)?;
     Ok(verdict(report.passed))
+}
+
+/// Finishes the trace and draws the plot into their temporary files, then renames them into
+/// place; returns the trace's rows.
+fn write_files(
+    request: &RunRequest,
+    (scenario, nominal_mhz): (&Scenario, u32),
+    trace: Option<&TraceFile>,
+    collector: Option<&PlotCollector>,
+    outputs: Outputs,
+) -> Result<Option<u64>, String> {
+    let rows = match (trace, &request.trace) {
+        (Some(trace), Some(path)) => Some(trace.finish(path)?),
+        _ => None,
+    };
+    if let (Some(collector), Some(path)) = (collector, &request.plot) {
+        let temporary = outputs.temporary("--plot").ok_or("--plot: no temporary file")?;
+        let format = plot::Format::of(path)?;
+        collector.write(scenario, (request.plot_view, nominal_mhz), format, (temporary, path))?;
+    }
+    outputs.commit()?;
+    Ok(rows)
 }
 
 /// Reads and validates a scenario file; errors name the file.
@@ -488,11 +548,13 @@ fn run_bench(
         .map_err(|message| format!("bench: {message}"))?;
     let _ = writeln!(
         out,
-        "bench: {} {} calls through the C ABI over {} processor{} in {:.3} ms: {:.2} ns per call",
+        "bench: {} {} calls through the C ABI over {} processor{} of an {} platform in {:.3} ms: \
+         {:.2} ns per call",
         result.iterations,
         notification.windows_name(),
         result.processors,
         plural(result.processors),
+        architecture.description(),
         result.elapsed.as_secs_f64() * 1e3,
         result.nanoseconds_per_call()
     );

@@ -17,6 +17,8 @@
 //!   conformance checks; [`report`]: the results.
 //! - [`builtin`]: the built-in scenarios; [`cli`]: the `ppm-sim` command line; [`bench`](mod@bench): the
 //!   micro-benchmark of `FEEDBACK_READ` and the other PPM queries through the C ABI.
+//! - [`trace`], [`plot`]: `run --trace` and `run --plot`; [`output`]: how their files are
+//!   written (checked before the run, renamed into place at the end).
 //!
 //! ```no_run
 //! let scenario = ppm_sim::builtin::get("default").expect("a built-in scenario");
@@ -35,6 +37,7 @@ pub mod checks;
 pub mod cli;
 pub mod cpu;
 pub mod machine;
+pub mod output;
 pub mod platform;
 pub mod plot;
 pub mod pofx;

@@ -54,15 +54,11 @@ struct TraceState {
 }
 
 impl TraceFile {
-    /// Creates `path` (before the run: a path that cannot be written is refused at once).
-    ///
-    /// # Errors
-    /// A one-line message naming the file.
-    pub fn create(path: &Path) -> Result<Arc<Self>, String> {
-        let file = File::create(path)
-            .map_err(|error| format!("--trace: {}: cannot create: {error}", path.display()))?;
+    /// A trace written to `file` (created before the run: see [`crate::output`]).
+    #[must_use]
+    pub fn new(file: File) -> Arc<Self> {
         let writer = csv::Writer::from_writer(BufWriter::new(file));
-        Ok(Arc::new(Self { state: Mutex::new(TraceState { writer, rows: 0, error: None }) }))
+        Arc::new(Self { state: Mutex::new(TraceState { writer, rows: 0, error: None }) })
     }
 
     /// Writes `read` as a row.
@@ -108,7 +104,7 @@ impl TraceFile {
         }))
     }
 
-    /// Flushes the file; returns the rows written.
+    /// Flushes the file; returns the rows written. `path` is the name messages give.
     ///
     /// # Errors
     /// A one-line message when a row or the flush could not be written.

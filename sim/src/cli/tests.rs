@@ -46,6 +46,32 @@ fn usage_errors_are_one_line_and_exit_2() {
 }
 
 #[test]
+fn a_negative_number_is_refused_naming_the_flag_and_the_range() {
+    for (args, expected) in [
+        (
+            &["bench", "--iterations", "-5"][..],
+            "bench: invalid value '-5' for '--iterations <N>': expected an integer in 1..=10000000000",
+        ),
+        (
+            &["bench", "--processors", "-1"],
+            "bench: invalid value '-1' for '--processors <P>': expected an integer in 1..=2048",
+        ),
+        (
+            &["run", "x.toml", "--plot", "p.svg", "--plot-processors", "-1"],
+            "run: invalid value '-1' for '--plot-processors <LIST>': expected processor indexes \
+             (0 or more) separated by commas, e.g. 0,5,63; `-1` is not one",
+        ),
+        (&["run", "x.toml", "--plot", "p.svg", "--plot-processors", "0,-3"], "`-3` is not one"),
+    ] {
+        let (code, out, err) = cli(args);
+        assert_eq!(code, EXIT_USAGE, "{args:?}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(err.lines().count() == 1 && err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "no `-- -1` tip: {err}");
+    }
+}
+
+#[test]
 fn help_and_version_print_to_stdout_and_exit_0() {
     for (args, expected) in [
         (&["--help"][..], "Usage: ppm-sim [COMMAND]"),
@@ -146,6 +172,8 @@ fn trace_rows_sum_to_the_reported_rates_and_plots_are_valid() {
         &path(&png_path),
         "--plot-processors",
         "0,5",
+        "--plot-view",
+        "percent",
     ]);
     assert_eq!(code, EXIT_PASSED, "{err}");
     let png = std::fs::read(&png_path).expect("the PNG");
@@ -161,6 +189,11 @@ fn bad_plot_and_trace_options_are_refused_before_the_run() {
         (&["--plot", "t.svg", "--plot-processors", "1,1"], "listed twice"),
         (&["--plot", "t.svg", "--plot-processors", "x"], "`x` is not one"),
         (&["--plot-processors", "0"], "--plot"),
+        (&["--plot-view", "percent"], "--plot"),
+        (
+            &["--plot", "t.svg", "--plot-view", "ghz"],
+            "invalid value 'ghz' for '--plot-view <VIEW>'",
+        ),
         (&["--trace", "/nonexistent/dir/t.csv"], "--trace: /nonexistent/dir/t.csv: cannot create"),
         (&["--plot", "/nonexistent/dir/t.svg"], "--plot: /nonexistent/dir/t.svg: cannot create"),
     ] {
@@ -197,14 +230,24 @@ fn bench_takes_processors_and_a_notification() {
     ]);
     assert_eq!(code, EXIT_PASSED, "{err}");
     assert!(
-            out.starts_with("bench: 1000 PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO calls through the C ABI over 3 processors in "),
-            "{out}"
-        );
+        out.starts_with(
+            "bench: 1000 PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO calls through the C ABI over 3 \
+             processors of an x64 (APERF/MPERF) platform in "
+        ),
+        "{out}"
+    );
+    let (code, out, err) = cli(&["bench", "--iterations", "10", "--arch", "arm64"]);
+    assert_eq!(code, EXIT_PASSED, "{err}");
+    assert!(
+        out.contains("over 1 processor of an arm64 (the Activity Monitors) platform in "),
+        "{out}"
+    );
     let (code, out, _) =
         cli(&["bench", "--iterations", "10", "--notification=platform-counter-read"]);
     assert_eq!(code, EXIT_PASSED);
     assert!(
-        out.contains("baseline platform counter read calls") && out.contains("over 1 processor in"),
+        out.contains("baseline platform counter read calls")
+            && out.contains("over 1 processor of an x64"),
         "{out}"
     );
 }
