@@ -92,9 +92,10 @@ function Get-PpmPepDriverPackage {
 function Request-PpmPepReboot {
     <#
     .SYNOPSIS
-        Restarts now (-Reboot), never (-NoReboot), or asks (interactive sessions only).
+        Restarts now (-Reboot), never (-NoReboot), or asks (interactive sessions only). The
+        restart honours -WhatIf and -Confirm (ShouldProcess).
     #>
-    [CmdletBinding()]
+    [CmdletBinding(SupportsShouldProcess)]
     param([string] $Reason, [switch] $Reboot, [switch] $NoReboot)
     Write-Warning "A reboot is required: $Reason"
     if ($NoReboot) { return }
@@ -103,5 +104,7 @@ function Request-PpmPepReboot {
         $answer = Read-Host 'Reboot now? [y/N]'
         if ($answer -notmatch '^(y|yes)$') { return }
     }
-    Restart-Computer -Force
+    if ($PSCmdlet.ShouldProcess($env:COMPUTERNAME, 'Restart-Computer -Force')) {
+        Restart-Computer -Force
+    }
 }
