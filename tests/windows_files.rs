@@ -1,6 +1,8 @@
 //! The Windows files agree with the code: the INF's service and `Parameters` values, the
 //! PowerShell scripts' names for them, and the registry names the driver reads.
 
+use std::fmt::Write as _;
+
 use ppm_engine::driver::registry::names;
 
 const INF: &str = include_str!("../inf/ppm_pep.inx");
@@ -85,6 +87,10 @@ fn verifier_defaults_are_documented_classes_with_35() {
 }
 
 /// SHA-1 (FIPS 180-4), for the provider GUID's name hash.
+#[allow(
+    clippy::many_single_char_names,
+    reason = "the names FIPS 180-4 gives the working variables"
+)]
 fn sha1(message: &[u8]) -> [u8; 20] {
     let mut h: [u32; 5] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0];
     let mut data = message.to_vec();
@@ -124,7 +130,7 @@ fn sha1(message: &[u8]) -> [u8; 20] {
     digest
 }
 
-/// TraceLogging's (and `EventSource`'s) provider GUID for `name`: SHA-1 over a fixed namespace
+/// `TraceLogging`'s (and `EventSource`'s) provider GUID for `name`: SHA-1 over a fixed namespace
 /// and the upper-cased name in UTF-16BE, version nibble 5, formatted as a GUID.
 fn provider_guid(name: &str) -> String {
     let mut input = vec![
@@ -134,17 +140,20 @@ fn provider_guid(name: &str) -> String {
     for unit in name.to_uppercase().encode_utf16() {
         input.extend_from_slice(&unit.to_be_bytes());
     }
-    let mut b = sha1(&input);
-    b[7] = (b[7] & 0x0F) | 0x50;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:02x}{:02x}-{}",
-        u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-        u16::from_le_bytes([b[4], b[5]]),
-        u16::from_le_bytes([b[6], b[7]]),
-        b[8],
-        b[9],
-        b[10..16].iter().map(|x| format!("{x:02x}")).collect::<String>()
-    )
+    let mut hash = sha1(&input);
+    hash[7] = (hash[7] & 0x0F) | 0x50;
+    let mut guid = format!(
+        "{:08x}-{:04x}-{:04x}-{:02x}{:02x}-",
+        u32::from_le_bytes([hash[0], hash[1], hash[2], hash[3]]),
+        u16::from_le_bytes([hash[4], hash[5]]),
+        u16::from_le_bytes([hash[6], hash[7]]),
+        hash[8],
+        hash[9],
+    );
+    for byte in &hash[10..16] {
+        write!(guid, "{byte:02x}").expect("writing to a String");
+    }
+    guid
 }
 
 #[test]
