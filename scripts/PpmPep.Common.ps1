@@ -99,12 +99,12 @@ function Request-PpmPepReboot {
     param([string] $Reason, [switch] $Reboot, [switch] $NoReboot)
     Write-Warning "A reboot is required: $Reason"
     if ($NoReboot) { return }
+    # -WhatIf reports the restart here and neither asks nor restarts.
+    if (-not $PSCmdlet.ShouldProcess($env:COMPUTERNAME, 'Restart-Computer -Force')) { return }
     if (-not $Reboot) {
         if (-not [Environment]::UserInteractive) { return }
         $answer = Read-Host 'Reboot now? [y/N]'
         if ($answer -notmatch '^(y|yes)$') { return }
     }
-    if ($PSCmdlet.ShouldProcess($env:COMPUTERNAME, 'Restart-Computer -Force')) {
-        Restart-Computer -Force
-    }
+    Restart-Computer -Force
 }
