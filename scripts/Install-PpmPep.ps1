@@ -21,8 +21,8 @@
 
     Take a VM checkpoint first (on the Hyper-V host: Checkpoint-VM -Name <vm> -SnapshotName
     before-ppm-pep). A boot-start PEP that fails at boot can leave the VM unbootable; the
-    checkpoint is the quickest way back. Without one, see docs/windows.md "Recover a VM that does
-    not boot" (Parameters\SkipRegistration = 1, or Start = 4, set offline from WinRE).
+    checkpoint is the quickest way back. Without one, see docs\windows.md, "Recovering a test VM
+    that does not boot" (Parameters\SkipRegistration = 1, or Start = 4, set offline from WinRE).
 
 .PARAMETER PackagePath
     The driver package folder (target\<triple>\<profile>\ppm_pep_package) copied to the VM.
@@ -174,7 +174,7 @@ public static class PpmPepSetupApi
 
 Write-Warning ('ppm-pep is a boot-start driver: take a VM checkpoint before installing ' +
     '(Hyper-V host: Checkpoint-VM -Name <vm> -SnapshotName before-ppm-pep). If the VM then ' +
-    'fails to boot, restore it, or follow docs/windows.md "Recover a VM that does not boot".')
+    'fails to boot, restore it, or follow docs\windows.md, "Recovering a test VM that does not boot".')
 
 if (-not $SkipDeviceNode) {
     $existing = @(Get-PpmPepDevice -HardwareId $HardwareId)
