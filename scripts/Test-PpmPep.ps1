@@ -8,7 +8,9 @@
 .DESCRIPTION
     Run elevated after the reboot that follows Install-PpmPep.ps1 (and Set-PpmPepVerifier.ps1).
     Checks (see docs/windows.md, "Validate", for what each can catch):
-      test-signing    bcdedit: testsigning is on for the current boot (prerequisite: INFO/FAIL).
+      test-signing    the kernel enforces test signing this boot (CODEINTEGRITY_OPTION_TESTSIGN of
+                      SystemCodeIntegrityInformation), and bcdedit's setting (prerequisite:
+                      INFO/FAIL; configured-but-inactive says reboot).
       hvci            Memory integrity (Win32_DeviceGuard): PASS when it is running and the
                       driver loaded under it (the image is HVCI-compatible), FAIL when it is
                       running and the driver did not load, INFO when it is off.
@@ -122,13 +124,63 @@ function ConvertTo-UInt32 {
 $bootTime = (Get-CimInstance Win32_OperatingSystem).LastBootUpTime
 
 # --- test signing (prerequisite) -----------------------------------------------------------
+# What the kernel enforces this boot (NtQuerySystemInformation(SystemCodeIntegrityInformation),
+# CODEINTEGRITY_OPTION_TESTSIGN = 0x2), and what the boot configuration says for the next boot.
+if (-not ('PpmPepCodeIntegrity' -as [type])) {
+    Add-Type -TypeDefinition @'
+using System;
+using System.ComponentModel;
+using System.Runtime.InteropServices;
+
+public static class PpmPepCodeIntegrity
+{
+    [StructLayout(LayoutKind.Sequential)]
+    private struct SYSTEM_CODEINTEGRITY_INFORMATION
+    {
+        public uint Length;
+        public uint CodeIntegrityOptions;
+    }
+
+    [DllImport("ntdll.dll")]
+    private static extern int NtQuerySystemInformation(int systemInformationClass,
+        ref SYSTEM_CODEINTEGRITY_INFORMATION systemInformation, int length, out int returnLength);
+
+    private const int SystemCodeIntegrityInformation = 103;
+
+    public static uint Options()
+    {
+        SYSTEM_CODEINTEGRITY_INFORMATION information = new SYSTEM_CODEINTEGRITY_INFORMATION();
+        information.Length = (uint)Marshal.SizeOf(typeof(SYSTEM_CODEINTEGRITY_INFORMATION));
+        int returned;
+        int status = NtQuerySystemInformation(SystemCodeIntegrityInformation, ref information,
+            (int)information.Length, out returned);
+        if (status != 0)
+        {
+            throw new Win32Exception(string.Format("NtQuerySystemInformation(SystemCodeIntegrityInformation) failed with 0x{0:X8}", status));
+        }
+        return information.CodeIntegrityOptions;
+    }
+}
+'@
+}
 $ErrorActionPreference = 'Continue'
 $bcd = (& bcdedit.exe /enum '{current}' 2>&1 | Out-String)
 $ErrorActionPreference = 'Stop'
-if ($bcd -match '(?m)^testsigning\s+Yes') {
-    Write-Result 'test-signing' 'INFO' 'testsigning is on for this boot'
+$configured = $bcd -match '(?m)^testsigning\s+Yes'
+try {
+    $ciOptions = [PpmPepCodeIntegrity]::Options()
+    $active = ($ciOptions -band 0x2) -ne 0
+    $ciDetail = 'CodeIntegrityOptions 0x{0:X}, bcdedit testsigning {1}' -f $ciOptions, $(if ($configured) { 'Yes' } else { 'No' })
+} catch {
+    $active = $configured
+    $ciDetail = "code-integrity options unreadable ($($_.Exception.Message)); bcdedit testsigning $(if ($configured) { 'Yes' } else { 'No' })"
+}
+if ($active) {
+    Write-Result 'test-signing' 'INFO' "test signing is active this boot ($ciDetail)"
+} elseif ($configured) {
+    Write-Result 'test-signing' 'FAIL' "test signing is configured but not active this boot ($ciDetail)" 'reboot (the boot configuration takes effect at boot)'
 } else {
-    Write-Result 'test-signing' 'FAIL' 'testsigning is not on for this boot: a test-signed ppm_pep.sys does not load' `
+    Write-Result 'test-signing' 'FAIL' "test signing is off: a test-signed ppm_pep.sys does not load ($ciDetail)" `
         'run .\scripts\Initialize-PpmPepTestVm.ps1 (Secure Boot off first), then reboot'
 }
 
