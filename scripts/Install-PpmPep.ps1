@@ -17,7 +17,7 @@
        DriverEntry, when the boot loader starts it. Installing or updating a PEP takes effect only after a reboot;
        an updated package replaces the old one on the next boot (the old image is never unloaded).
 
-    The VM must be prepared first (Prepare-TestVm.ps1: test signing, certificate).
+    The VM must be prepared first (Initialize-PpmPepTestVm.ps1: test signing, certificate).
 
     Take a VM checkpoint first (on the Hyper-V host: Checkpoint-VM -Name <vm> -SnapshotName
     before-ppm-pep). A boot-start PEP that fails at boot can leave the VM unbootable; the
@@ -37,25 +37,29 @@
     devgen.exe from the WDK (Tools\<version>\<arch>\devgen.exe), if copied to the VM.
 
 .PARAMETER Reboot
-    Restart without asking when done.
+    Restart without asking when done (not with -NoReboot).
 
 .PARAMETER NoReboot
-    Do not restart and do not ask.
+    Do not restart and do not ask (not with -Reboot). The runbook installs with -NoReboot, turns
+    Driver Verifier on, then reboots once.
+
+.PARAMETER WhatIf
+    Show the device node, registry key, pnputil call and restart without making them.
 
 .EXAMPLE
-    .\Install-PpmPep.ps1 -PackagePath C:\ppm_pep_package -Reboot
+    .\Install-PpmPep.ps1 -PackagePath C:\ppm_pep_package -NoReboot
 #>
 #Requires -Version 5.1
 #Requires -RunAsAdministrator
-[CmdletBinding()]
+[CmdletBinding(SupportsShouldProcess, ConfirmImpact = 'Medium', DefaultParameterSetName = 'Ask')]
 param(
     [Parameter(Mandatory)] [ValidateScript({ Test-Path -LiteralPath $_ -PathType Container })]
     [string] $PackagePath,
     [string] $HardwareId = 'Root\PpmPep',
     [switch] $SkipDeviceNode,
     [string] $DevgenPath,
-    [switch] $Reboot,
-    [switch] $NoReboot
+    [Parameter(Mandatory, ParameterSetName = 'Reboot')] [switch] $Reboot,
+    [Parameter(Mandatory, ParameterSetName = 'NoReboot')] [switch] $NoReboot
 )
 
 Set-StrictMode -Version Latest
@@ -71,7 +75,12 @@ foreach ($file in $inf, (Join-Path $package $PpmPepDriverFile), (Join-Path $pack
 }
 
 function New-RootDeviceNode {
+    # Creates ROOT\System\NNNN with hardware id $Id (devgen, else SetupAPI).
+    [CmdletBinding(SupportsShouldProcess)]
     param([string] $Id)
+    if (-not $PSCmdlet.ShouldProcess("ROOT bus, hardware id $Id", 'create a device node')) {
+        return
+    }
     $devgen = $null
     if ($DevgenPath) {
         $devgen = (Resolve-Path -LiteralPath $DevgenPath).ProviderPath
@@ -180,6 +189,9 @@ if (-not $SkipDeviceNode) {
 # boot only: a volatile Parameters\InstallPending key (gone at the next boot) makes this
 # session's DriverEntry load inert; the PEP registers when the boot loader starts it.
 $parametersPath = "SYSTEM\CurrentControlSet\Services\$PpmPepService\Parameters"
+if (-not $PSCmdlet.ShouldProcess("HKLM\$parametersPath", 'create the volatile InstallPending key, then pnputil /add-driver /install')) {
+    return
+}
 $parameters = [Microsoft.Win32.Registry]::LocalMachine.CreateSubKey($parametersPath)
 try {
     $pending = $parameters.CreateSubKey('InstallPending',

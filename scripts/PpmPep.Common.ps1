@@ -92,12 +92,15 @@ function Get-PpmPepDriverPackage {
 function Request-PpmPepReboot {
     <#
     .SYNOPSIS
-        Restarts now (-Reboot), never (-NoReboot), or asks (interactive sessions only).
+        Restarts now (-Reboot), never (-NoReboot), or asks (interactive sessions only). The
+        restart honours -WhatIf and -Confirm (ShouldProcess).
     #>
-    [CmdletBinding()]
+    [CmdletBinding(SupportsShouldProcess)]
     param([string] $Reason, [switch] $Reboot, [switch] $NoReboot)
     Write-Warning "A reboot is required: $Reason"
     if ($NoReboot) { return }
+    # -WhatIf reports the restart here and neither asks nor restarts.
+    if (-not $PSCmdlet.ShouldProcess($env:COMPUTERNAME, 'Restart-Computer -Force')) { return }
     if (-not $Reboot) {
         if (-not [Environment]::UserInteractive) { return }
         $answer = Read-Host 'Reboot now? [y/N]'

@@ -1,33 +1,42 @@
 <#
 .SYNOPSIS
-    Validates ppm-pep after a boot: service, driver, device node, registration, counters,
-    Driver Verifier, and what Windows reports for processor performance. PASS/FAIL summary and
-    exit code.
+    Validates ppm-pep after a boot: every check names what it looks at, and a FAIL says what to
+    do. PASS is reserved for what the PEP (its driver, INF or logic) can get wrong; a
+    prerequisite that holds, or a fact the PEP cannot influence, is INFO. Exit code 0 only if no
+    check failed.
 
 .DESCRIPTION
     Run elevated after the reboot that follows Install-PpmPep.ps1 (and Set-PpmPepVerifier.ps1).
-    Checks:
-      service         HKLM\...\Services\ppm_pep exists: kernel driver, boot start, group
-                      "Core Platform Extensions".
+    Checks (see docs/windows.md, "Validate", for what each can catch):
+      test-signing    the kernel enforces test signing this boot (CODEINTEGRITY_OPTION_TESTSIGN of
+                      SystemCodeIntegrityInformation), and bcdedit's setting (prerequisite:
+                      INFO/FAIL; configured-but-inactive says reboot).
+      hvci            Memory integrity (Win32_DeviceGuard): PASS when it is running and the
+                      driver loaded under it (the image is HVCI-compatible), FAIL when it is
+                      running and the driver did not load, INFO when it is off.
+      service         the INF's service: kernel driver, boot start, "Core Platform Extensions".
       driver          Win32_SystemDriver ppm_pep is Running.
+      driver-image    the image file has not changed since boot (else the running image is an
+                      older one: reboot), and with -PackagePath it is the package's ppm_pep.sys
+                      (SHA-256). Prerequisite: INFO/FAIL.
       device          a present device node with -HardwareId, status OK.
       registration    the volatile state key Boot (under the service key; written by DriverEntry
-                      this boot) says
-                      Registered = 1; if 0, FailedStep and FailureStatus say why. The key is
-                      volatile, so a missing key means DriverEntry did not run this boot.
+                      this boot): Registered = 1; if 0, FailedStep and FailureStatus say why.
       counters        FeedbackCounterCount >= 1 (a WARN without -ExpectCounters: a VM without
                       APERF/MPERF legitimately reports 0, with NoCountersReason).
       perf            Lowest >= 1 and Lowest <= LowestNonlinear <= Nominal <= Highest.
-      configuration   ConfigurationIssues = 0 (values ignored by the driver; see the debugger
-                      output or docs\registry.md, "Registry configuration").
-      verifier        ppm_pep.sys among the drivers Driver Verifier verifies this boot (a FAIL
-                      only with -RequireVerifier).
-      events          no Service Control Manager load failure (7000/7026) for ppm_pep since boot,
-                      no bugcheck reported at this boot.
-      perf-counters   typeperf samples \Processor Information(*)\% Processor Performance and
-                      \Processor Information(*)\Processor Frequency into a CSV (English counter
-                      names; pass -CounterPaths on a localized Windows).
-    Results go to -OutputDirectory: results.csv, state.json, counters.csv.
+      configuration   ConfigurationIssues = 0 (values the driver ignored; see docs\registry.md).
+      verifier        ppm_pep.sys among the drivers Driver Verifier verifies this boot
+                      (prerequisite: INFO, or FAIL with -RequireVerifier).
+      events          no Service Control Manager load failure (7000/7026) for ppm_pep since
+                      boot, no bugcheck reported at this boot.
+      perf-feedback   with feedback counters: the sampled \Processor Information(_Total)\%
+                      Processor Performance is above 0 and at most 110 % of Highest/Nominal
+                      (Windows derives it from the feedback counters the PEP serves; a PEP that
+                      serves frozen or runaway counts fails it).
+      perf-counters   the typeperf samples themselves (INFO: those counters exist with or
+                      without the PEP).
+    Results go to -OutputDirectory: results.csv, state.json, counters.csv, verifier-query.txt.
 
 .PARAMETER OutputDirectory
     Where to write the results. Default: .\ppm-pep-test-<timestamp>.
@@ -35,14 +44,19 @@
 .PARAMETER HardwareId
     The device node's hardware id: Root\PpmPep on a test VM, the ACPI id on a real platform.
 
+.PARAMETER PackagePath
+    The driver package folder that was installed: the running image must be its ppm_pep.sys.
+
 .PARAMETER Samples
-    Performance-counter samples to take (one per -IntervalSeconds). 0 skips sampling.
+    Performance-counter samples to take (one per -IntervalSeconds), 0 to 86400. 0 skips
+    sampling (and perf-feedback).
 
 .PARAMETER IntervalSeconds
-    Seconds between samples.
+    Seconds between samples, 1 to 3600.
 
 .PARAMETER CounterPaths
-    The performance counters to sample.
+    The performance counters to sample (English names; pass the localized names on a localized
+    Windows). The first must be the % Processor Performance counter for perf-feedback.
 
 .PARAMETER ExpectCounters
     Fail (instead of warn) when the PEP reports no feedback counters.
@@ -51,7 +65,7 @@
     Fail when Driver Verifier is not verifying ppm_pep.sys.
 
 .EXAMPLE
-    .\Test-PpmPep.ps1 -ExpectCounters -RequireVerifier -Samples 60
+    .\Test-PpmPep.ps1 -ExpectCounters -RequireVerifier -Samples 60 -PackagePath C:\ppm_pep_package
 #>
 #Requires -Version 5.1
 #Requires -RunAsAdministrator
@@ -59,8 +73,11 @@
 param(
     [string] $OutputDirectory = (Join-Path (Get-Location) ("ppm-pep-test-{0:yyyyMMdd-HHmmss}" -f (Get-Date))),
     [string] $HardwareId = 'Root\PpmPep',
+    [ValidateScript({ Test-Path -LiteralPath $_ -PathType Container })]
+    [string] $PackagePath,
     [ValidateRange(0, 86400)] [int] $Samples = 30,
     [ValidateRange(1, 3600)] [int] $IntervalSeconds = 1,
+    [ValidateCount(1, 16)]
     [string[]] $CounterPaths = @(
         '\Processor Information(*)\% Processor Performance',
         '\Processor Information(*)\Processor Frequency'
@@ -76,9 +93,16 @@ $ErrorActionPreference = 'Stop'
 New-Item -ItemType Directory -Path $OutputDirectory -Force | Out-Null
 $results = New-Object System.Collections.Generic.List[object]
 
-function Add-Result {
-    param([string] $Check, [ValidateSet('PASS', 'FAIL', 'WARN', 'INFO')] [string] $Result, [string] $Detail)
-    $results.Add([pscustomobject]@{ Check = $Check; Result = $Result; Detail = $Detail })
+function Write-Result {
+    # One check's outcome. A FAIL must say what to do (-Action).
+    param(
+        [string] $Check,
+        [ValidateSet('PASS', 'FAIL', 'WARN', 'INFO')] [string] $Result,
+        [string] $Detail,
+        [string] $Action = ''
+    )
+    if ($Result -eq 'FAIL' -and -not $Action) { throw "check $Check failed without saying what to do" }
+    $results.Add([pscustomobject]@{ Check = $Check; Result = $Result; Detail = $Detail; Action = $Action })
 }
 
 function Get-RegistryValue {
@@ -99,6 +123,67 @@ function ConvertTo-UInt32 {
 
 $bootTime = (Get-CimInstance Win32_OperatingSystem).LastBootUpTime
 
+# --- test signing (prerequisite) -----------------------------------------------------------
+# What the kernel enforces this boot (NtQuerySystemInformation(SystemCodeIntegrityInformation),
+# CODEINTEGRITY_OPTION_TESTSIGN = 0x2), and what the boot configuration says for the next boot.
+if (-not ('PpmPepCodeIntegrity' -as [type])) {
+    Add-Type -TypeDefinition @'
+using System;
+using System.ComponentModel;
+using System.Runtime.InteropServices;
+
+public static class PpmPepCodeIntegrity
+{
+    [StructLayout(LayoutKind.Sequential)]
+    private struct SYSTEM_CODEINTEGRITY_INFORMATION
+    {
+        public uint Length;
+        public uint CodeIntegrityOptions;
+    }
+
+    [DllImport("ntdll.dll")]
+    private static extern int NtQuerySystemInformation(int systemInformationClass,
+        ref SYSTEM_CODEINTEGRITY_INFORMATION systemInformation, int length, out int returnLength);
+
+    private const int SystemCodeIntegrityInformation = 103;
+
+    public static uint Options()
+    {
+        SYSTEM_CODEINTEGRITY_INFORMATION information = new SYSTEM_CODEINTEGRITY_INFORMATION();
+        information.Length = (uint)Marshal.SizeOf(typeof(SYSTEM_CODEINTEGRITY_INFORMATION));
+        int returned;
+        int status = NtQuerySystemInformation(SystemCodeIntegrityInformation, ref information,
+            (int)information.Length, out returned);
+        if (status != 0)
+        {
+            throw new Win32Exception(string.Format("NtQuerySystemInformation(SystemCodeIntegrityInformation) failed with 0x{0:X8}", status));
+        }
+        return information.CodeIntegrityOptions;
+    }
+}
+'@
+}
+$ErrorActionPreference = 'Continue'
+$bcd = (& bcdedit.exe /enum '{current}' 2>&1 | Out-String)
+$ErrorActionPreference = 'Stop'
+$configured = $bcd -match '(?m)^testsigning\s+Yes'
+try {
+    $ciOptions = [PpmPepCodeIntegrity]::Options()
+    $active = ($ciOptions -band 0x2) -ne 0
+    $ciDetail = 'CodeIntegrityOptions 0x{0:X}, bcdedit testsigning {1}' -f $ciOptions, $(if ($configured) { 'Yes' } else { 'No' })
+} catch {
+    $active = $configured
+    $ciDetail = "code-integrity options unreadable ($($_.Exception.Message)); bcdedit testsigning $(if ($configured) { 'Yes' } else { 'No' })"
+}
+if ($active) {
+    Write-Result 'test-signing' 'INFO' "test signing is active this boot ($ciDetail)"
+} elseif ($configured) {
+    Write-Result 'test-signing' 'FAIL' "test signing is configured but not active this boot ($ciDetail)" 'reboot (the boot configuration takes effect at boot)'
+} else {
+    Write-Result 'test-signing' 'FAIL' "test signing is off: a test-signed ppm_pep.sys does not load ($ciDetail)" `
+        'run .\scripts\Initialize-PpmPepTestVm.ps1 (Secure Boot off first), then reboot'
+}
+
 # --- service -----------------------------------------------------------------------------
 if (Test-Path -LiteralPath $PpmPepServiceKey) {
     $type = Get-RegistryValue $PpmPepServiceKey 'Type'
@@ -106,36 +191,83 @@ if (Test-Path -LiteralPath $PpmPepServiceKey) {
     $group = Get-RegistryValue $PpmPepServiceKey 'Group'
     $detail = "Type=$type Start=$start Group='$group' ImagePath=$(Get-RegistryValue $PpmPepServiceKey 'ImagePath')"
     if ($type -eq 1 -and $start -eq 0 -and $group -eq 'Core Platform Extensions') {
-        Add-Result 'service' 'PASS' $detail
+        Write-Result 'service' 'PASS' $detail
     } else {
-        Add-Result 'service' 'FAIL' "expected Type=1 Start=0 Group='Core Platform Extensions': $detail"
+        Write-Result 'service' 'FAIL' "expected Type=1 Start=0 Group='Core Platform Extensions': $detail" `
+            'reinstall the package (Install-PpmPep.ps1); if it persists, the INF''s service section is wrong'
     }
 } else {
-    Add-Result 'service' 'FAIL' "$PpmPepServiceKey does not exist: the driver is not installed"
+    Write-Result 'service' 'FAIL' "$PpmPepServiceKey does not exist: the driver is not installed" `
+        'run .\scripts\Install-PpmPep.ps1 -PackagePath <package> -NoReboot, then reboot'
 }
 
 # --- driver --------------------------------------------------------------------------------
 $driver = Get-CimInstance Win32_SystemDriver -Filter "Name='$PpmPepService'" -ErrorAction SilentlyContinue
 if ($null -ne $driver -and $driver.State -eq 'Running') {
-    Add-Result 'driver' 'PASS' "$($driver.PathName) is running"
+    Write-Result 'driver' 'PASS' "$($driver.PathName) is running"
 } else {
     $state = if ($null -eq $driver) { 'not found' } else { $driver.State }
-    Add-Result 'driver' 'FAIL' "Win32_SystemDriver $PpmPepService is $state"
+    Write-Result 'driver' 'FAIL' "Win32_SystemDriver $PpmPepService is $state" `
+        'see the events check and the PpmPep ETW trace (docs/windows.md, "Tracing"); Export-PpmPepLogs.ps1 for a report'
+}
+
+# --- driver image (prerequisite) --------------------------------------------------------------
+$imagePath = $null
+$pathName = if ($null -ne $driver) { [string]$driver.PathName } else { '' }
+if ($pathName) {
+    $imagePath = $pathName -replace '^\\\?\?\\', '' -replace '^\\SystemRoot', $env:SystemRoot -replace '^System32', (Join-Path $env:SystemRoot 'System32')
+}
+if ($null -eq $imagePath -or -not (Test-Path -LiteralPath $imagePath -PathType Leaf)) {
+    Write-Result 'driver-image' 'FAIL' "cannot find the image file of $PpmPepService ('$pathName')" 'reinstall the package and reboot'
+} else {
+    $image = Get-Item -LiteralPath $imagePath
+    $imageHash = (Get-FileHash -LiteralPath $imagePath -Algorithm SHA256).Hash
+    $imageDetail = "$imagePath written $($image.LastWriteTime.ToString('s')), SHA-256 $imageHash"
+    if ($image.LastWriteTime -gt $bootTime) {
+        Write-Result 'driver-image' 'FAIL' "the image file changed after boot ($($bootTime.ToString('s'))): the running image is an older one. $imageDetail" `
+            'reboot: a registered PEP is never unloaded, a new image loads at the next boot'
+    } elseif ($PackagePath) {
+        $packageImage = Join-Path $PackagePath $PpmPepDriverFile
+        $packageHash = if (Test-Path -LiteralPath $packageImage) { (Get-FileHash -LiteralPath $packageImage -Algorithm SHA256).Hash } else { 'missing' }
+        if ($packageHash -eq $imageHash) {
+            Write-Result 'driver-image' 'INFO' "the running image is the package's $PpmPepDriverFile. $imageDetail"
+        } else {
+            Write-Result 'driver-image' 'FAIL' "the running image is not $packageImage (SHA-256 $packageHash). $imageDetail" `
+                'install this package (Install-PpmPep.ps1 -PackagePath ...), reboot, and test again'
+        }
+    } else {
+        Write-Result 'driver-image' 'INFO' "$imageDetail (pass -PackagePath to compare with the package)"
+    }
+}
+
+# --- memory integrity (HVCI) ------------------------------------------------------------------
+$deviceGuard = Get-CimInstance -Namespace 'root\Microsoft\Windows\DeviceGuard' -ClassName Win32_DeviceGuard -ErrorAction SilentlyContinue
+# SecurityServicesRunning: 2 = hypervisor-enforced code integrity (Memory integrity).
+$hvciRunning = $null -ne $deviceGuard -and (@($deviceGuard.SecurityServicesRunning) -contains 2)
+$driverRunning = $null -ne $driver -and $driver.State -eq 'Running'
+if (-not $hvciRunning) {
+    Write-Result 'hvci' 'INFO' 'Memory integrity (HVCI) is not running: the image was not checked against it'
+} elseif ($driverRunning) {
+    Write-Result 'hvci' 'PASS' "$PpmPepDriverFile loaded with Memory integrity on: the image passed HVCI's code-integrity checks"
+} else {
+    Write-Result 'hvci' 'FAIL' "Memory integrity is on and $PpmPepDriverFile is not running" `
+        'look for Microsoft-Windows-CodeIntegrity/Operational events 3087/3089 naming ppm_pep.sys; turning Memory integrity off tells an HVCI refusal from a DriverEntry failure'
 }
 
 # --- device node ---------------------------------------------------------------------------
 $devices = @(Get-PpmPepDevice -HardwareId $HardwareId | Where-Object { $_.Present })
 if ($devices.Count -eq 0) {
-    Add-Result 'device' 'FAIL' "no present device node with hardware id $HardwareId"
+    Write-Result 'device' 'FAIL' "no present device node with hardware id $HardwareId" `
+        'run Install-PpmPep.ps1 (it creates Root\PpmPep), or pass the ACPI id with -HardwareId'
 } elseif (@($devices | Where-Object { $_.Status -eq 'OK' }).Count -gt 0) {
-    Add-Result 'device' 'PASS' (($devices | ForEach-Object { "$($_.InstanceId) $($_.Status)" }) -join '; ')
+    Write-Result 'device' 'PASS' (($devices | ForEach-Object { "$($_.InstanceId) $($_.Status)" }) -join '; ')
 } else {
     $problems = ($devices | ForEach-Object {
             $property = Get-PnpDeviceProperty -InstanceId $_.InstanceId -KeyName 'DEVPKEY_Device_ProblemCode' -ErrorAction SilentlyContinue
             $code = if ($null -ne $property) { $property.Data } else { '?' }
             "$($_.InstanceId) $($_.Status) problem code $code"
         }) -join '; '
-    Add-Result 'device' 'FAIL' $problems
+    Write-Result 'device' 'FAIL' $problems 'look the problem code up (Device Manager error codes); setupapi.dev.log via Export-PpmPepLogs.ps1'
 }
 
 # --- registration (volatile State key) ------------------------------------------------------
@@ -150,29 +282,31 @@ if ($null -ne $stateKey) {
 $state | ConvertTo-Json | Set-Content -LiteralPath (Join-Path $OutputDirectory 'state.json') -Encoding UTF8
 
 if ($state.Count -eq 0) {
-    Add-Result 'registration' 'FAIL' 'no volatile state key (Boot) under the service key: DriverEntry did not run this boot'
+    Write-Result 'registration' 'FAIL' 'no volatile state key (Boot) under the service key: DriverEntry did not run this boot' `
+        'check the driver and events checks; capture a boot trace (docs/windows.md, "Tracing")'
 } elseif ($state['Registered'] -eq 1) {
-    Add-Result 'registration' 'PASS' "PoFxRegisterPluginEx succeeded ($($state['Architecture']))"
+    Write-Result 'registration' 'PASS' "PoFxRegisterPluginEx succeeded ($($state['Architecture']))"
 } elseif ($state.Contains('RegistrationSkipped')) {
     $why = switch ($state['RegistrationSkipped']) {
         'install-pending' { 'installed in this session: reboot, and the PEP registers at boot' }
         'skip-registration' { 'Parameters\SkipRegistration is set (boot safety): clear it and reboot' }
         default { $state['RegistrationSkipped'] }
     }
-    Add-Result 'registration' 'FAIL' "not registered on purpose: $why"
+    Write-Result 'registration' 'FAIL' "not registered on purpose: $why" 'reboot (install-pending) or clear Parameters\SkipRegistration and reboot'
 } else {
-    Add-Result 'registration' 'FAIL' ("not registered: {0} failed with 0x{1:X8}" -f $state['FailedStep'], (ConvertTo-UInt32 $state['FailureStatus']))
+    Write-Result 'registration' 'FAIL' ("not registered: {0} failed with 0x{1:X8}" -f $state['FailedStep'], (ConvertTo-UInt32 $state['FailureStatus'])) `
+        'look the step up in docs/windows.md ("Validate"), and read the DriverEntryError events of the boot trace'
 }
 
 if ($state['Registered'] -eq 1) {
     $count = [int]$state['FeedbackCounterCount']
     $counterDetail = "FeedbackCounterCount=$count CounterSource=$($state['CounterSource']) NoCountersReason=$($state['NoCountersReason']) NominalMhz=$($state['NominalMhz']) ($($state['NominalRateSource'])) CalibratedMhz=$($state['CalibratedMhz']) PmuReservation=$($state['PmuReservation'])"
     if ($count -ge 1) {
-        Add-Result 'counters' 'PASS' $counterDetail
+        Write-Result 'counters' 'PASS' $counterDetail
     } elseif ($ExpectCounters) {
-        Add-Result 'counters' 'FAIL' $counterDetail
+        Write-Result 'counters' 'FAIL' $counterDetail 'NoCountersReason says why; set Parameters\CounterSource or run without -ExpectCounters on a VM without APERF/MPERF'
     } else {
-        Add-Result 'counters' 'WARN' $counterDetail
+        Write-Result 'counters' 'WARN' $counterDetail
     }
 
     $highest = (ConvertTo-UInt32 $state['HighestPerformance'])
@@ -181,16 +315,16 @@ if ($state['Registered'] -eq 1) {
     $lowest = (ConvertTo-UInt32 $state['LowestPerformance'])
     $perfDetail = "Highest=$highest Nominal=$nominal LowestNonlinear=$lowestNonlinear Lowest=$lowest ($($state['PerfSource']))"
     if ($lowest -ge 1 -and $lowest -le $lowestNonlinear -and $lowestNonlinear -le $nominal -and $nominal -le $highest) {
-        Add-Result 'perf' 'PASS' $perfDetail
+        Write-Result 'perf' 'PASS' $perfDetail
     } else {
-        Add-Result 'perf' 'FAIL' "not ordered: $perfDetail"
+        Write-Result 'perf' 'FAIL' "not ordered: $perfDetail" 'a PEP bug or a bad override: check the four Parameters\*Performance values, then report with Export-PpmPepLogs.ps1'
     }
 
     $issues = [int]$state['ConfigurationIssues']
     if ($issues -eq 0) {
-        Add-Result 'configuration' 'PASS' "$($state['DeviceIdPatternCount']) device-id pattern(s), no ignored value, table capacity $($state['ProcessorTableCapacity'])"
+        Write-Result 'configuration' 'PASS' "$($state['DeviceIdPatternCount']) device-id pattern(s), no ignored value, table capacity $($state['ProcessorTableCapacity'])"
     } else {
-        Add-Result 'configuration' 'WARN' "$issues Parameters value(s) ignored (see the DbgPrintEx output)"
+        Write-Result 'configuration' 'WARN' "$issues Parameters value(s) ignored (see the DbgPrintEx output)"
     }
 }
 
@@ -200,11 +334,11 @@ $verifierOutput = (& verifier.exe /query 2>&1 | Out-String)
 $ErrorActionPreference = 'Stop'
 $verifierOutput | Set-Content -LiteralPath (Join-Path $OutputDirectory 'verifier-query.txt') -Encoding UTF8
 if ($verifierOutput -match [regex]::Escape($PpmPepDriverFile)) {
-    Add-Result 'verifier' 'PASS' "Driver Verifier is verifying $PpmPepDriverFile this boot"
+    Write-Result 'verifier' 'INFO' "Driver Verifier is verifying $PpmPepDriverFile this boot"
 } elseif ($RequireVerifier) {
-    Add-Result 'verifier' 'FAIL' "Driver Verifier is not verifying $PpmPepDriverFile (Set-PpmPepVerifier.ps1, then reboot)"
+    Write-Result 'verifier' 'FAIL' "Driver Verifier is not verifying $PpmPepDriverFile" 'run .\scripts\Set-PpmPepVerifier.ps1 -Reboot (or it turned itself off after a failed boot: see events)'
 } else {
-    Add-Result 'verifier' 'INFO' "Driver Verifier is not verifying $PpmPepDriverFile"
+    Write-Result 'verifier' 'INFO' "Driver Verifier is not verifying $PpmPepDriverFile"
 }
 
 # --- events since boot ----------------------------------------------------------------------
@@ -213,11 +347,12 @@ $scmEvents = @(Get-WinEvent -FilterHashtable @{ LogName = 'System'; ProviderName
 $bugchecks = @(Get-WinEvent -FilterHashtable @{ LogName = 'System'; Id = 1001; StartTime = $bootTime } -ErrorAction SilentlyContinue |
         Where-Object { $_.ProviderName -eq 'Microsoft-Windows-WER-SystemErrorReporting' })
 if ($scmEvents.Count -gt 0) {
-    Add-Result 'events' 'FAIL' ((@($scmEvents | Select-Object -First 3) | ForEach-Object { "SCM $($_.Id): $($_.Message)" }) -join ' | ')
+    Write-Result 'events' 'FAIL' ((@($scmEvents | Select-Object -First 3) | ForEach-Object { "SCM $($_.Id): $($_.Message)" }) -join ' | ') `
+        'the status in the message says why the load failed (test signing? HVCI? a DriverEntry failure: see the boot trace)'
 } elseif ($bugchecks.Count -gt 0) {
-    Add-Result 'events' 'WARN' "the system reported a bugcheck at this boot: $($bugchecks[0].Message)"
+    Write-Result 'events' 'WARN' "the system reported a bugcheck at this boot: $($bugchecks[0].Message)"
 } else {
-    Add-Result 'events' 'PASS' 'no load failure or bugcheck reported since boot'
+    Write-Result 'events' 'PASS' 'no load failure or bugcheck reported since boot'
 }
 
 # --- performance counters -------------------------------------------------------------------
@@ -229,7 +364,7 @@ if ($Samples -gt 0) {
     & typeperf.exe @arguments 2>&1 | Out-Null
     $ErrorActionPreference = 'Stop'
     if ($LASTEXITCODE -ne 0 -or -not (Test-Path -LiteralPath $csv)) {
-        Add-Result 'perf-counters' 'FAIL' "typeperf failed with exit code $LASTEXITCODE (localized counter names? pass -CounterPaths)"
+        Write-Result 'perf-counters' 'FAIL' "typeperf failed with exit code $LASTEXITCODE" 'on a localized Windows pass the localized names with -CounterPaths'
     } else {
         $rows = @(Import-Csv -LiteralPath $csv)
         $columns = @($rows | Select-Object -First 1 | ForEach-Object { $_.PSObject.Properties.Name })
@@ -241,17 +376,44 @@ if ($Samples -gt 0) {
             }
         }
         if ($rows.Count -gt 0 -and @($summary).Count -gt 0) {
-            Add-Result 'perf-counters' 'PASS' (@($summary) -join '; ')
+            # The counters exist with or without the PEP: what they show is information.
+            Write-Result 'perf-counters' 'INFO' (@($summary) -join '; ')
         } else {
-            Add-Result 'perf-counters' 'FAIL' "no usable samples in $csv"
+            Write-Result 'perf-counters' 'FAIL' "no usable samples in $csv" 'check the counter names (-CounterPaths) with typeperf -q "\Processor Information"'
+        }
+        # Windows derives % Processor Performance from the feedback counters the PEP serves:
+        # frozen counts read as 0 %, runaway counts far above Highest/Nominal.
+        $performanceColumn = @($columns | Where-Object { $_ -match '\(_Total\)' } | Select-Object -First 1)
+        $feedbackCount = if ($state.Contains('FeedbackCounterCount')) { [int]$state['FeedbackCounterCount'] } else { 0 }
+        if ($feedbackCount -lt 1) {
+            Write-Result 'perf-feedback' 'INFO' 'the PEP serves no feedback counters: nothing to compare'
+        } elseif ($performanceColumn.Count -eq 0) {
+            Write-Result 'perf-feedback' 'FAIL' "no _Total column in $csv" 'pass the % Processor Performance counter first in -CounterPaths'
+        } else {
+            $column = $performanceColumn[0]
+            $values = @($rows | ForEach-Object { $_.$column } | Where-Object { $_ -match '^\s*[0-9.]+\s*$' } | ForEach-Object { [double]$_ })
+            $nominalPerf = [double](ConvertTo-UInt32 $state['NominalPerformance'])
+            $highestPerf = [double](ConvertTo-UInt32 $state['HighestPerformance'])
+            $ceiling = if ($nominalPerf -gt 0) { 110.0 * $highestPerf / $nominalPerf } else { 0 }
+            $average = if ($values.Count -gt 0) { ($values | Measure-Object -Average).Average } else { 0 }
+            $maximum = if ($values.Count -gt 0) { ($values | Measure-Object -Maximum).Maximum } else { 0 }
+            $feedbackDetail = '{0}: avg {1:N1} %, max {2:N1} % over {3} samples; ceiling {4:N1} % (110 % of Highest/Nominal)' -f $column, $average, $maximum, $values.Count, $ceiling
+            if ($values.Count -gt 0 -and $average -gt 0 -and $maximum -le $ceiling) {
+                Write-Result 'perf-feedback' 'PASS' $feedbackDetail
+            } else {
+                Write-Result 'perf-feedback' 'FAIL' $feedbackDetail 'the feedback counters the PEP serves look frozen or runaway: take a boot trace and a kernel debugger (!ppmperf), report with Export-PpmPepLogs.ps1'
+            }
         }
     }
 }
 
 # --- summary --------------------------------------------------------------------------------
 $results | Export-Csv -LiteralPath (Join-Path $OutputDirectory 'results.csv') -NoTypeInformation -Encoding UTF8
-$results | Format-Table -AutoSize -Wrap | Out-String -Width 200 | Write-Host
+$results | Format-Table -AutoSize -Wrap | Out-String -Width 240 | Write-Host
 $failed = @($results | Where-Object { $_.Result -eq 'FAIL' })
+foreach ($failure in $failed) {
+    Write-Host "FAIL $($failure.Check): $($failure.Action)"
+}
 if ($failed.Count -eq 0) {
     Write-Host "PASS ($($results.Count) checks; results in $OutputDirectory)"
     exit 0

@@ -27,24 +27,27 @@
     Also run `verifier /reset`.
 
 .PARAMETER Reboot
-    Restart without asking when done.
+    Restart without asking when done (not with -NoReboot).
 
 .PARAMETER NoReboot
-    Do not restart and do not ask.
+    Do not restart and do not ask (not with -Reboot).
+
+.PARAMETER WhatIf
+    List what would be removed without removing it.
 
 .EXAMPLE
     .\Uninstall-PpmPep.ps1 -RemoveService -ResetVerifier -Reboot
 #>
 #Requires -Version 5.1
 #Requires -RunAsAdministrator
-[CmdletBinding()]
+[CmdletBinding(SupportsShouldProcess, ConfirmImpact = 'Medium', DefaultParameterSetName = 'Ask')]
 param(
     [string] $HardwareId = 'Root\PpmPep',
     [switch] $KeepDeviceNodes,
     [switch] $RemoveService,
     [switch] $ResetVerifier,
-    [switch] $Reboot,
-    [switch] $NoReboot
+    [Parameter(Mandatory, ParameterSetName = 'Reboot')] [switch] $Reboot,
+    [Parameter(Mandatory, ParameterSetName = 'NoReboot')] [switch] $NoReboot
 )
 
 Set-StrictMode -Version Latest
@@ -53,6 +56,7 @@ $ErrorActionPreference = 'Stop'
 
 if (-not $KeepDeviceNodes) {
     foreach ($device in @(Get-PpmPepDevice -HardwareId $HardwareId)) {
+        if (-not $PSCmdlet.ShouldProcess($device.InstanceId, 'pnputil /remove-device')) { continue }
         Write-Host "Removing device node $($device.InstanceId)"
         # 0: removed; 3010: removed, reboot required.
         Invoke-PpmPepNative -FilePath pnputil.exe -ArgumentList @('/remove-device', $device.InstanceId) -AllowedExitCodes @(0, 3010) | Out-Null
@@ -60,17 +64,18 @@ if (-not $KeepDeviceNodes) {
 }
 
 foreach ($package in @(Get-PpmPepDriverPackage)) {
+    if (-not $PSCmdlet.ShouldProcess("$($package.Driver) ($($package.OriginalFileName))", 'pnputil /delete-driver /uninstall /force')) { continue }
     Write-Host "Deleting driver package $($package.Driver) ($($package.OriginalFileName))"
     Invoke-PpmPepNative -FilePath pnputil.exe -ArgumentList @('/delete-driver', $package.Driver, '/uninstall', '/force') -AllowedExitCodes @(0, 3010) | Out-Null
 }
 
-if ($RemoveService -and (Test-Path -LiteralPath $PpmPepServiceKey)) {
+if ($RemoveService -and (Test-Path -LiteralPath $PpmPepServiceKey) -and $PSCmdlet.ShouldProcess($PpmPepService, 'sc.exe delete')) {
     Write-Host "Deleting service $PpmPepService"
     # 0: deleted; 1072: already marked for deletion (ERROR_SERVICE_MARKED_FOR_DELETE).
     Invoke-PpmPepNative -FilePath sc.exe -ArgumentList @('delete', $PpmPepService) -AllowedExitCodes @(0, 1072) | Out-Null
 }
 
-if ($ResetVerifier) {
+if ($ResetVerifier -and $PSCmdlet.ShouldProcess('Driver Verifier', 'verifier /reset')) {
     Write-Host 'Resetting Driver Verifier'
     # 0: nothing to change; 2: settings changed, reboot required.
     Invoke-PpmPepNative -FilePath verifier.exe -ArgumentList @('/reset') -AllowedExitCodes @(0, 2) | Out-Null

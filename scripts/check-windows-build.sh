@@ -187,6 +187,19 @@ else
     status=1
 fi
 
+# The Linux build depends on no windows-drivers-rs crate and no tracelogging: they are
+# `cfg(windows)` dependencies of the driver only.
+echo "== the Linux dependency tree has no wdk or tracelogging crate"
+linux_tree=$(cargo tree -q --workspace --target x86_64-unknown-linux-gnu -e normal,build,dev --prefix none)
+if grep -E '^(wdk|tracelogging)' <<<"$linux_tree"; then
+    echo "check-windows-build: the crates above are in the Linux build" >&2
+    status=1
+fi
+if ! cargo tree -q -p ppm-pep --target x86_64-pc-windows-msvc -e normal --prefix none | grep -q '^tracelogging v'; then
+    echo "check-windows-build: the Windows driver no longer depends on tracelogging" >&2
+    status=1
+fi
+
 if $SELF_TEST; then
     # Each broken copy must be refused: a check that cannot fail is no check.
     # name -> sed expression applied to src/kernel_services.rs, and the rustc error expected.

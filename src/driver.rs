@@ -20,13 +20,13 @@ use ppm_engine::Passive;
 use ppm_engine::driver::{LogLevel, driver_entry as initialize};
 use wdk_sys::ntddk::KeBugCheckEx;
 use wdk_sys::{
-    DRIVER_OBJECT, NT_SUCCESS, NTSTATUS, PCUNICODE_STRING, PWDFDEVICE_INIT, STATUS_UNSUCCESSFUL,
-    ULONG, WDF_DRIVER_CONFIG, WDF_NO_OBJECT_ATTRIBUTES, WDFDEVICE, WDFDRIVER,
-    call_unsafe_wdf_function_binding,
+    _WDF_TRI_STATE, DRIVER_OBJECT, NT_SUCCESS, NTSTATUS, PCUNICODE_STRING, PWDFDEVICE_INIT,
+    STATUS_UNSUCCESSFUL, ULONG, WDF_DEVICE_STATE, WDF_DRIVER_CONFIG, WDF_NO_OBJECT_ATTRIBUTES,
+    WDFDEVICE, WDFDRIVER, call_unsafe_wdf_function_binding,
 };
 
 use crate::kernel_services::{Kernel, POOL_TAG};
-use crate::{log, storage};
+use crate::{log, storage, trace};
 
 /// `sizeof(WDF_DRIVER_CONFIG)` as the `ULONG` its `Size` member holds.
 #[allow(clippy::cast_possible_truncation, reason = "asserted to fit a ULONG")]
@@ -46,6 +46,7 @@ pub unsafe extern "system" fn driver_entry(
     driver: &mut DRIVER_OBJECT,
     registry_path: PCUNICODE_STRING,
 ) -> NTSTATUS {
+    trace::register();
     let wdf_driver = match create_driver(driver, registry_path) {
         Ok(wdf_driver) => wdf_driver,
         Err(status) => {
@@ -55,13 +56,21 @@ pub unsafe extern "system" fn driver_entry(
                     "WdfDriverCreate failed with {status:#010X}; the PEP is not registered"
                 ),
             );
+            trace::driver_create_failed(status);
+            // A failed DriverEntry unloads the image without EvtDriverUnload.
+            trace::unregister();
             return status;
         }
     };
     // SAFETY: the kernel calls DriverEntry at PASSIVE_LEVEL; nothing here raises the IRQL, and
     // the token lives only until DriverEntry returns.
     let passive = unsafe { Passive::assume() };
-    initialize(&Kernel::new(wdf_driver), &passive).status()
+    let status = initialize(&Kernel::new(wdf_driver), &passive).status();
+    trace::driver_entry_result(status);
+    if !NT_SUCCESS(status) {
+        trace::unregister();
+    }
+    status
 }
 
 /// `BugCheck 0x121` (`DRIVER_VIOLATION`), what Microsoft's PEP sample raises when a registered
@@ -83,6 +92,9 @@ unsafe extern "C" fn evt_driver_unload(_driver: WDFDRIVER) {
         // registered PEP, whose callbacks PoFx would otherwise call after the image is gone.
         unsafe { KeBugCheckEx(DRIVER_VIOLATION, 0, 0, 0, 0) };
     }
+    trace::driver_unload();
+    // The provider's enable callback is code in this image: unregister before it goes.
+    trace::unregister();
 }
 
 /// Creates the KMDF driver object: `PnP`, with [`evt_driver_device_add`] and
@@ -121,9 +133,26 @@ fn create_driver(
     }
 }
 
+/// `sizeof(WDF_DEVICE_STATE)` as the `ULONG` its `Size` member holds.
+#[allow(clippy::cast_possible_truncation, reason = "asserted to fit a ULONG")]
+const WDF_DEVICE_STATE_SIZE: ULONG = {
+    assert!(size_of::<WDF_DEVICE_STATE>() <= ULONG::MAX as usize);
+    size_of::<WDF_DEVICE_STATE>() as ULONG
+};
+
+// wdfdevice.h: a ULONG Size and six WDF_TRI_STATE (int-sized enum) members.
+const _: () = assert!(size_of::<WDF_DEVICE_STATE>() == 28);
+
 /// `EvtDriverDeviceAdd` for the PEP's device node (the ACPI device on a real platform, the
 /// `Root\PpmPep` node on a test VM): creates a plain WDF device so the node starts. The PEP
 /// itself does not depend on the device: it registered in `DriverEntry`. `PASSIVE_LEVEL`.
+///
+/// The device refuses stop and remove (`WdfDeviceSetStaticStopRemove`, as Microsoft's PEP
+/// sample) and is marked not disableable (`WDF_DEVICE_STATE.NotDisableable`, the documented
+/// companion): without it Device Manager offers "Disable", which can only end in "restart
+/// required" and, after the restart, a disabled node whose boot-start service still loads and
+/// registers the PEP. With it, `PnP` reports `PNP_DEVICE_NOT_DISABLEABLE` and the UI greys the
+/// command out.
 ///
 /// # Safety
 /// Called by KMDF only, with its `WDFDEVICE_INIT` for this device.
@@ -143,11 +172,29 @@ unsafe extern "C" fn evt_driver_device_add(
             &raw mut device,
         )
     };
-    if NT_SUCCESS(status) && !device.is_null() {
+    let created = NT_SUCCESS(status) && !device.is_null();
+    if created {
         // SAFETY: PASSIVE_LEVEL; `device` was just created. FALSE: PnP must not stop or remove
         // the PEP's device (Microsoft's PEP sample does the same), so nothing leads to an
         // unload of the registered PEP.
         unsafe { call_unsafe_wdf_function_binding!(WdfDeviceSetStaticStopRemove, device, 0) };
+        // WDF_DEVICE_STATE_INIT: every member WdfUseDefault, then NotDisableable set.
+        let mut state = WDF_DEVICE_STATE {
+            Size: WDF_DEVICE_STATE_SIZE,
+            Disabled: _WDF_TRI_STATE::WdfUseDefault,
+            DontDisplayInUI: _WDF_TRI_STATE::WdfUseDefault,
+            Failed: _WDF_TRI_STATE::WdfUseDefault,
+            NotDisableable: _WDF_TRI_STATE::WdfTrue,
+            Removed: _WDF_TRI_STATE::WdfUseDefault,
+            ResourcesChanged: _WDF_TRI_STATE::WdfUseDefault,
+        };
+        // SAFETY: <= DISPATCH_LEVEL (PASSIVE here); `device` was just created, as in
+        // Microsoft's samples that call it right after WdfDeviceCreate; `state` is a valid
+        // WDF_DEVICE_STATE with its Size set, read during the call only.
+        unsafe {
+            call_unsafe_wdf_function_binding!(WdfDeviceSetDeviceState, device, &raw mut state);
+        };
     }
+    trace::device_added(status, created);
     status
 }

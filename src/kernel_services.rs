@@ -17,7 +17,7 @@ use wdk_sys::{
 
 use crate::platform::{self, KernelPlatform};
 use crate::registry::{Parameters, State};
-use crate::{affinity, log, pofx, storage};
+use crate::{affinity, log, pofx, storage, trace};
 
 /// The pool tag of the driver's blocks (`PpmP` in pool tools).
 pub const POOL_TAG: u32 = u32::from_le_bytes(*b"PpmP");
@@ -168,6 +168,9 @@ impl KernelServices for Kernel {
     }
 
     fn log(&self, level: LogLevel, message: fmt::Arguments<'_>) {
+        // Both: ETW keeps the line at boot with no debugger attached; DbgPrintEx serves a
+        // kernel-debugger session.
+        trace::driver_entry_line(level, message);
         log::print(level, message);
     }
 }

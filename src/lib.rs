@@ -24,6 +24,8 @@
 //! - `affinity`: running code on a chosen processor (`PASSIVE_LEVEL`).
 //! - `pofx`: the declaration of `PoFxRegisterPluginEx` (`pepfx.h` is not bound by `wdk-sys`).
 //! - `log`: `DbgPrintEx` lines (`DriverEntry` only, never on a notification path).
+//! - `trace`: ETW events through `TraceLogging`, provider `PpmPep` (`DriverEntry`, device add and
+//!   unload, all `PASSIVE_LEVEL`; never on a notification path).
 //! - `msr_guard` (x64): which MSRs may be touched, proven under SEH (`msr_probe.c`) while
 //!   `DriverEntry` initialises.
 //!
@@ -57,6 +59,8 @@ mod pofx;
 mod registry;
 #[cfg(all(windows, panic = "abort"))]
 mod storage;
+#[cfg(all(windows, panic = "abort"))]
+mod trace;
 
 #[cfg(all(windows, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
 compile_error!("the ppm-pep driver supports x86_64 and aarch64 Windows only");

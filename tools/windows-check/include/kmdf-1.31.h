@@ -86,6 +86,22 @@ typedef struct _WDF_DRIVER_GLOBALS {
     BOOLEAN DisplaceDriverUnload;
 } WDF_DRIVER_GLOBALS, *PWDF_DRIVER_GLOBALS;
 
+typedef enum _WDF_TRI_STATE {
+    WdfFalse = FALSE,
+    WdfTrue = TRUE,
+    WdfUseDefault = 2,
+} WDF_TRI_STATE, *PWDF_TRI_STATE;
+
+typedef struct _WDF_DEVICE_STATE {
+    ULONG Size;
+    WDF_TRI_STATE Disabled;
+    WDF_TRI_STATE DontDisplayInUI;
+    WDF_TRI_STATE Failed;
+    WDF_TRI_STATE NotDisableable;
+    WDF_TRI_STATE Removed;
+    WDF_TRI_STATE ResourcesChanged;
+} WDF_DEVICE_STATE, *PWDF_DEVICE_STATE;
+
 typedef VOID NTAPI EVT_WDF_TIMER(WDFTIMER Timer);
 typedef EVT_WDF_TIMER *PFN_WDF_TIMER;
 
@@ -106,6 +122,7 @@ extern ULONG WdfFunctionCount;
 
 /* KMDF 1.31's function-table indices of the functions used here. */
 typedef enum _WDFFUNCENUM {
+    WdfDeviceSetDeviceStateTableIndex = 29,
     WdfDeviceCreateTableIndex = 75,
     WdfDeviceSetStaticStopRemoveTableIndex = 76,
     WdfDriverCreateTableIndex = 116,
@@ -134,6 +151,8 @@ typedef NTSTATUS (NTAPI *PFN_WDFDEVICECREATE)(PWDF_DRIVER_GLOBALS DriverGlobals,
     PWDFDEVICE_INIT *DeviceInit, PWDF_OBJECT_ATTRIBUTES DeviceAttributes, WDFDEVICE *Device);
 typedef VOID (NTAPI *PFN_WDFDEVICESETSTATICSTOPREMOVE)(PWDF_DRIVER_GLOBALS DriverGlobals,
     WDFDEVICE Device, BOOLEAN Stoppable);
+typedef VOID (NTAPI *PFN_WDFDEVICESETDEVICESTATE)(PWDF_DRIVER_GLOBALS DriverGlobals,
+    WDFDEVICE Device, PWDF_DEVICE_STATE DeviceState);
 typedef NTSTATUS (NTAPI *PFN_WDFDRIVEROPENPARAMETERSREGISTRYKEY)(PWDF_DRIVER_GLOBALS DriverGlobals,
     WDFDRIVER Driver, ACCESS_MASK DesiredAccess, PWDF_OBJECT_ATTRIBUTES KeyAttributes, WDFKEY *Key);
 typedef NTSTATUS (NTAPI *PFN_WDFDRIVEROPENPERSISTENTSTATEREGISTRYKEY)(

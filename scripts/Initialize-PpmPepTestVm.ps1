@@ -1,6 +1,7 @@
 <#
 .SYNOPSIS
     Prepares a test VM for ppm-pep: test signing, the test certificate, crash dumps.
+    (Named Prepare-TestVm.ps1 before; Initialize is PowerShell's approved verb.)
 
 .DESCRIPTION
     Run once, elevated, on the test VM (Windows 10 2004 or later, Windows 11), then reboot.
@@ -27,25 +28,30 @@
     Set "Debug Print Filter\IHVDRIVER" to 0xF so ppm-pep's information lines reach a debugger.
 
 .PARAMETER Reboot
-    Restart without asking when done.
+    Restart without asking when done (not with -NoReboot).
 
 .PARAMETER NoReboot
-    Do not restart and do not ask.
+    Do not restart and do not ask (not with -Reboot).
+
+.PARAMETER WhatIf
+    Show every change (boot configuration, certificate stores, registry, restart) without making it.
 
 .EXAMPLE
-    .\Prepare-TestVm.ps1 -CertificatePath C:\ppm_pep_package\WDRLocalTestCert.cer -Reboot
+    .\Initialize-PpmPepTestVm.ps1 -CertificatePath C:\ppm_pep_package\WDRLocalTestCert.cer -Reboot
+.EXAMPLE
+    .\Initialize-PpmPepTestVm.ps1 -CertificatePath C:\ppm_pep_package\WDRLocalTestCert.cer -WhatIf
 #>
 #Requires -Version 5.1
 #Requires -RunAsAdministrator
-[CmdletBinding()]
+[CmdletBinding(SupportsShouldProcess, ConfirmImpact = 'Medium', DefaultParameterSetName = 'Ask')]
 param(
     [Parameter(Mandatory)] [ValidateScript({ Test-Path -LiteralPath $_ -PathType Leaf })]
     [string] $CertificatePath,
     [switch] $SkipTestSigning,
     [switch] $SkipCrashDump,
     [switch] $EnableInfoOutput,
-    [switch] $Reboot,
-    [switch] $NoReboot
+    [Parameter(Mandatory, ParameterSetName = 'Reboot')] [switch] $Reboot,
+    [Parameter(Mandatory, ParameterSetName = 'NoReboot')] [switch] $NoReboot
 )
 
 Set-StrictMode -Version Latest
@@ -63,18 +69,19 @@ if ($secureBoot) {
     throw 'Secure Boot is on: test-signed drivers will not load. Turn it off (Hyper-V: VM Settings > Security) and run this script again.'
 }
 
-if (-not $SkipTestSigning) {
+if (-not $SkipTestSigning -and $PSCmdlet.ShouldProcess('boot configuration {current}', 'bcdedit /set testsigning on')) {
     Write-Host 'Enabling test signing (bcdedit /set testsigning on)'
     Invoke-PpmPepNative -FilePath bcdedit.exe -ArgumentList @('/set', 'testsigning', 'on') | Out-Null
 }
 
 $certificate = (Resolve-Path -LiteralPath $CertificatePath).ProviderPath
 foreach ($store in 'Root', 'TrustedPublisher') {
+    if (-not $PSCmdlet.ShouldProcess("LocalMachine\$store", "import $certificate")) { continue }
     Write-Host "Importing $certificate into LocalMachine\$store"
     Invoke-PpmPepNative -FilePath certutil.exe -ArgumentList @('-f', '-addstore', $store, $certificate) -Quiet | Out-Null
 }
 
-if (-not $SkipCrashDump) {
+if (-not $SkipCrashDump -and $PSCmdlet.ShouldProcess('HKLM\...\Control\CrashControl', 'kernel memory dump with automatic reboot')) {
     $crashControl = 'HKLM:\SYSTEM\CurrentControlSet\Control\CrashControl'
     Write-Host 'Configuring a kernel memory dump with automatic reboot'
     Set-ItemProperty -LiteralPath $crashControl -Name CrashDumpEnabled -Value 2 -Type DWord
@@ -84,7 +91,7 @@ if (-not $SkipCrashDump) {
     Set-ItemProperty -LiteralPath $crashControl -Name MinidumpDir -Value '%SystemRoot%\Minidump' -Type ExpandString
 }
 
-if ($EnableInfoOutput) {
+if ($EnableInfoOutput -and $PSCmdlet.ShouldProcess('HKLM\...\Debug Print Filter', 'IHVDRIVER = 0xF')) {
     $filter = 'HKLM:\SYSTEM\CurrentControlSet\Control\Session Manager\Debug Print Filter'
     if (-not (Test-Path -LiteralPath $filter)) {
         New-Item -Path $filter -Force | Out-Null

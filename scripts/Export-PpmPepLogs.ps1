@@ -1,6 +1,7 @@
 <#
 .SYNOPSIS
     Collects everything needed to diagnose ppm-pep on a test VM into one folder and a zip.
+    (Named Collect-PpmPepLogs.ps1 before; Export is PowerShell's approved verb.)
 
 .DESCRIPTION
     Gathers, into -OutputDirectory (and <OutputDirectory>.zip):
@@ -12,7 +13,9 @@
         as text;
       * pnputil /enum-drivers and /enum-devices for the ppm-pep hardware id, driverquery,
         bcdedit /enum, systeminfo;
-      * -TestResultsDirectory (the output of Test-PpmPep.ps1), if given.
+      * -TestResultsDirectory (the output of Test-PpmPep.ps1), if given;
+      * the PpmPep ETW boot trace: -StopBootTrace stops the running one into
+        ppm-pep-boot.etl, -BootTrace copies one saved before.
     Every step is best effort: a missing file or failing tool is noted in collect.log, never
     fatal.
 
@@ -31,8 +34,18 @@
 .PARAMETER NoZip
     Do not create the zip.
 
+.PARAMETER BootTrace
+    A boot-trace ETL to include (wpr -boottrace -stopboot <file>; docs/windows.md, "Tracing"),
+    or -StopBootTrace to stop the running boot trace into the output folder.
+
+.PARAMETER StopBootTrace
+    Stop the boot trace started with `wpr -boottrace -addboot` and save it as
+    ppm-pep-boot.etl in the output folder.
+
 .EXAMPLE
-    .\Collect-PpmPepLogs.ps1 -TestResultsDirectory .\ppm-pep-test-20250101-120000
+    .\Export-PpmPepLogs.ps1 -TestResultsDirectory .\ppm-pep-test-20250101-120000
+.EXAMPLE
+    .\Export-PpmPepLogs.ps1 -StopBootTrace
 #>
 #Requires -Version 5.1
 #Requires -RunAsAdministrator
@@ -42,6 +55,9 @@ param(
     [string] $HardwareId = 'Root\PpmPep',
     [switch] $IncludeMemoryDump,
     [string] $TestResultsDirectory,
+    [ValidateScript({ Test-Path -LiteralPath $_ -PathType Leaf })]
+    [string] $BootTrace,
+    [switch] $StopBootTrace,
     [switch] $NoZip
 )
 
@@ -132,6 +148,18 @@ Invoke-Step 'devices and drivers' {
 Invoke-Step 'system' {
     Save-NativeOutput 'bcdedit.txt' bcdedit.exe @('/enum')
     Save-NativeOutput 'systeminfo.txt' systeminfo.exe @()
+}
+
+if ($StopBootTrace) {
+    Invoke-Step 'boot trace (wpr -boottrace -stopboot)' {
+        Save-NativeOutput 'wpr-stopboot.txt' wpr.exe @('-boottrace', '-stopboot', (Join-Path $output 'ppm-pep-boot.etl'))
+        if (-not (Test-Path -LiteralPath (Join-Path $output 'ppm-pep-boot.etl'))) { throw 'wpr wrote no ETL (see wpr-stopboot.txt)' }
+    }
+}
+if ($BootTrace) {
+    Invoke-Step 'boot trace (copy)' {
+        Copy-Item -LiteralPath $BootTrace -Destination (Join-Path $output 'ppm-pep-boot.etl')
+    }
 }
 
 if ($TestResultsDirectory) {
