@@ -17,10 +17,12 @@
 # The crate is compiled with the bindings and wdk-build stand-in of the Windows-target check
 # (scripts/lib/windows-target.sh). build.rs does nothing on a Linux host.
 #
-# Usage: scripts/build-driver-image.sh [--arch x64|arm64]   (default x64)
-# Output: target/driver-image/<arch>/ppm_pep.sys, ppm_pep.pdb, ppm_pep.map and the link's
-# inputs (the import libraries, the C objects); the image's path is the last line printed
-# on stdout, everything else goes to stderr.
+# Usage: scripts/build-driver-image.sh [--arch x64|arm64] [--out DIR]   (default x64)
+# Output: target/driver-image/<arch>/ (or DIR) ppm_pep.sys, ppm_pep.pdb, ppm_pep.map, build.log
+# and the link's inputs (the import libraries, the C objects); the image's path is the one
+# line printed on stdout, everything else goes to stderr. The files named are overwritten.
+# Environment: PPM_MSR_PROBE_CFLAGS, extra clang flags of the SEH shim (the self-test builds
+# its RDMSR-outside-__try variant with -DPPM_INLINE_READMSR).
 # Needs: what scripts/lib/windows-target.sh lists, plus lld-19 (lld-link); apt-installed when
 # missing and running as root. Network: crates.io (and Debian when packages are missing).
 set -euo pipefail
@@ -28,14 +30,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 LOG_NAME=build-driver-image
 ARCH=x64
+OUT=
 while (($#)); do
     case "$1" in
+        --out)
+            [[ $# -ge 2 ]] || { echo "$LOG_NAME: --out needs a directory" >&2; exit 2; }
+            OUT=$2
+            shift 2
+            ;;
         --arch)
             [[ $# -ge 2 ]] || { echo "$LOG_NAME: --arch needs a value: x64 or arm64" >&2; exit 2; }
             ARCH=$2
             shift 2
             ;;
-        *) echo "usage: $0 [--arch x64|arm64]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--arch x64|arm64] [--out DIR]" >&2; exit 2 ;;
     esac
 done
 case "$ARCH" in
@@ -50,7 +58,7 @@ source "$ROOT/scripts/lib/windows-target.sh"
 windows_target_packages "lld-19:$LLD_LINK" >&2
 windows_target_env
 
-OUT=$ROOT/target/driver-image/$ARCH
+OUT=${OUT:-$ROOT/target/driver-image/$ARCH}
 WORK=$ROOT/target/driver-image/work
 mkdir -p "$OUT" "$WORK"
 windows_target_wdk_crates "$WORK" >&2
@@ -96,7 +104,7 @@ fi
 # and the project's inputs.
 link_args=(/DRIVER /NODEFAULTLIB /SUBSYSTEM:NATIVE /KERNEL /ENTRY:FxDriverEntry /IGNORE:4257
     /NXCOMPAT /DYNAMICBASE "/MAP:$OUT/ppm_pep.map" /MAPINFO:EXPORTS /OPT:REF,ICF /INTEGRITYCHECK
-    /MANIFEST:NO /RELEASE /DRIVER:WDM ${PPM_EXTRA_LINK_ARGS:-} "${objects[@]}" "${libs[@]}")
+    /MANIFEST:NO /RELEASE /DRIVER:WDM "${objects[@]}" "${libs[@]}")
 rustc_args=(-C "linker=$LLD_LINK")
 for arg in "${link_args[@]}"; do
     rustc_args+=(-C "link-arg=$arg")

@@ -17,8 +17,10 @@ Checks (x64 and ARM64 unless said):
   exports   none but DriverEntry.
   unwind    (x64) .pdata covers every function that touches the stack; ranges sorted and
             disjoint.
-  seh       (x64) every RDMSR/WRMSR (or call) in ppm_msr_probe_read/_write lies inside a
-            __try scope of the __C_specific_handler scope table whose handler is an __except.
+  seh       (x64) ppm_msr_probe_read/_write name __C_specific_handler (imported from
+            ntoskrnl.exe) as their handler, and every RDMSR, WRMSR and call in them lies inside
+            an __except scope of its scope table; an RDMSR/WRMSR must be found so guarded, in
+            the body or in the leaf a guarded call reaches.
   stack     (x64) the deepest stack of FxDriverEntry and each PoFx callback against its
             budget (see stack.py).
 """
@@ -277,27 +279,45 @@ def check_seh(image):
             )
             continue
         excepts = [scope for scope in function.scopes if scope.target != 0]
-        if not excepts:
-            failures.append(f"{name}: its scope table has no __except scope")
-            continue
-        faulting = [
-            instruction
-            for instruction in image.instructions_between(function.begin, function.end)
-            if FAULTING.match(instruction.mnemonic)
-        ]
-        if not any(instruction.mnemonic in ("rdmsr", "wrmsr") for instruction in faulting) and not [
-            instruction for instruction in faulting if instruction.mnemonic.startswith("call")
-        ]:
-            failures.append(f"{name}: no RDMSR, WRMSR or call in its body")
-        for instruction in faulting:
-            inside = any(scope.begin <= instruction.address < scope.end for scope in excepts)
-            if not inside:
-                ranges = ", ".join(f"{scope.begin:#x}-{scope.end:#x}" for scope in excepts)
-                failures.append(
-                    f"{name}: {instruction.mnemonic} at {instruction.address:#x} lies outside its "
-                    f"__try scope ({ranges})"
-                )
+        failures += check_guarded(image, name, function, excepts)
     return failures
+
+
+def check_guarded(image, name, function, excepts):
+    """Every RDMSR/WRMSR of a probe, in its body or in a direct callee, is under an __except."""
+    failures, guarded = [], []
+    ranges = ", ".join(f"{scope.begin:#x}-{scope.end:#x}" for scope in excepts) or "none"
+    for instruction in image.instructions_between(function.begin, function.end):
+        if not FAULTING.match(instruction.mnemonic):
+            continue
+        inside = any(scope.begin <= instruction.address < scope.end for scope in excepts)
+        if not inside:
+            failures.append(
+                f"{name}: {instruction.mnemonic} at {instruction.address:#x} lies outside its "
+                f"__try scope (__except scopes: {ranges})"
+            )
+        elif instruction.mnemonic in ("rdmsr", "wrmsr"):
+            guarded.append(instruction.mnemonic)
+        else:
+            guarded += msr_instructions_of_callee(image, instruction)
+    if not failures and not guarded:
+        failures.append(f"{name}: no RDMSR or WRMSR under its __try scope")
+    return failures
+
+
+def msr_instructions_of_callee(image, call):
+    """RDMSR/WRMSR mnemonics of the direct callee of `call` (a leaf: up to its first ret)."""
+    target = re.match(r"^0x([0-9a-f]+)", call.operands)
+    if target is None:
+        return []
+    start = int(target.group(1), 16) - image.base
+    found = []
+    for instruction in image.instructions_between(start, start + 64):
+        if instruction.mnemonic in ("rdmsr", "wrmsr"):
+            found.append(instruction.mnemonic)
+        if instruction.mnemonic.startswith("ret"):
+            break
+    return found
 
 
 def calls_through(image, rva, slot):

@@ -207,6 +207,14 @@ def check(image):
             if indirect:
                 sites = ", ".join(graph.image.name_at(site) for site in indirect)
                 notes.append(f"  indirect calls reachable, not followed ({len(indirect)}): {sites}")
+                taken = [(deepest(graph, node, [], memo)[0], node) for node in graph.address_taken]
+                if taken:
+                    extra, node = max(taken)
+                    notes.append(
+                        f"  with one level of indirect calls: at most {depth + extra} bytes "
+                        f"(+{extra}, the deepest address-taken function: "
+                        f"{graph.image.name_at(node)})"
+                    )
                 if budget == CALLBACK_BUDGET:
                     failures.append(
                         f"stack {label}: {len(indirect)} indirect call(s) reachable "

@@ -1,0 +1,124 @@
+"""Unit tests of the checker's parts that need no linked image (the linked images, good and
+broken, are checked by scripts/check-driver-image.sh --self-test)."""
+
+from pathlib import Path
+
+import pytest
+
+import check_image
+import stack
+from pe_image import ImageError, Instruction, demangle, frame_of_codes, parse_map
+
+IMPORTS = Path(__file__).resolve().parent.parent / "imports"
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_every_project_def_entry_names_its_documentation():
+    documented = check_image.load_documented(IMPORTS)
+    assert set(documented) == {"ntoskrnl.exe", "hal.dll", "wdfldr.sys"}
+    for _module, names in documented.values():
+        assert names
+        assert all(where for where in names.values())
+    # The TraceLogging routines stay importable after the merge of the tracing work.
+    ntoskrnl = documented["ntoskrnl.exe"][1]
+    for name in ("EtwRegister", "EtwUnregister", "EtwWriteTransfer", "EtwSetInformation"):
+        assert name in ntoskrnl
+
+
+def test_a_def_entry_without_documentation_is_refused(tmp_path):
+    path = write(tmp_path, "x.def", "LIBRARY ntoskrnl.exe\nEXPORTS\n    KeBugCheckEx\n")
+    with pytest.raises(check_image.DefError, match="KeBugCheckEx names no documentation"):
+        check_image.load_def(path)
+
+
+def test_a_def_without_library_is_refused(tmp_path):
+    path = write(tmp_path, "x.def", "EXPORTS\n    KeBugCheckEx ; somewhere\n")
+    with pytest.raises(check_image.DefError, match="no LIBRARY line"):
+        check_image.load_def(path)
+
+
+def test_unwind_codes_add_up_pushes_and_allocations():
+    # push rbp; sub rsp, 0x28 (ALLOC_SMALL 4: 40 bytes); SET_FPREG takes no stack.
+    codes = bytes([0x0A, 0x03, 0x05, 0x42, 0x01, 0x50])
+    assert frame_of_codes(codes, 3, 0) == 8 + 40
+    # ALLOC_LARGE with a 16-bit slot scaled by 8, then SAVE_NONVOL (two slots, no stack).
+    codes = bytes([0x13, 0x01, 0xE5, 0x01, 0x0C, 0x04, 0x10, 0x00])
+    assert frame_of_codes(codes, 4, 0) == 485 * 8
+    # ALLOC_LARGE with a 32-bit size.
+    codes = bytes([0x10, 0x11, 0x00, 0x00, 0x01, 0x00])
+    assert frame_of_codes(codes, 3, 0) == 0x10000
+
+
+def test_an_unknown_unwind_operation_is_an_error():
+    with pytest.raises(ImageError, match="unknown unwind operation 7"):
+        frame_of_codes(bytes([0x00, 0x07]), 1, 0x1234)
+
+
+def test_map_publics_are_read_relative_to_the_load_address(tmp_path):
+    text = (
+        " ppm_pep\n\n Preferred load address is 0000000180000000\n\n"
+        "  Address         Publics by Value              Rva+Base               Lib:Object\n\n"
+        " 0001:00002420       DriverEntry                0000000180003420     a.o\n"
+        " 0001:000084d0       FxDriverEntry              00000001800094d0 f   kmdf_stub.obj\n"
+    )
+    symbols = parse_map(write(tmp_path, "a.map", text))
+    assert symbols == {"DriverEntry": 0x3420, "FxDriverEntry": 0x94D0}
+
+
+def test_a_file_that_is_no_map_is_refused(tmp_path):
+    with pytest.raises(ImageError, match="not an lld-link /MAP file"):
+        parse_map(write(tmp_path, "a.map", "hello\n"))
+
+
+def test_rust_names_read_as_paths():
+    assert demangle("_ZN4core3fmt5write17h0123456789abcdefE") == "core::fmt::write"
+    v0 = "_RNvNtCs1pEWN1xWsaF_7ppm_pep3log5print"
+    assert demangle(v0) == "ppm_pep::log::print"
+    assert demangle("FxDriverEntry") == "FxDriverEntry"
+
+
+def test_a_function_that_moves_the_stack_needs_pdata():
+    leaf = [Instruction(0, "movl", "%ecx, %eax"), Instruction(2, "retq", "")]
+    assert not check_image.touches_stack(leaf)
+    assert check_image.touches_stack([Instruction(0, "subq", "$40, %rsp")])
+    assert check_image.touches_stack([Instruction(0, "pushq", "%rbx")])
+    assert check_image.touches_stack([Instruction(0, "callq", "0x180001000")])
+
+
+class FakeImage:
+    """Names for messages only."""
+
+    @staticmethod
+    def name_at(rva):
+        return f"f{rva:x}"
+
+
+class FakeGraph:
+    def __init__(self, frames, calls, tails=None):
+        self.image = FakeImage()
+        self.frames = frames
+        self.calls = calls
+        self.tails = tails or {}
+
+
+def test_the_deepest_chain_adds_frames_and_a_tail_call_reuses_the_slot():
+    # a (100) calls b (200) and c (50); b calls d (300); c tail-calls e (1000).
+    graph = FakeGraph(
+        {0xA: 100, 0xB: 200, 0xC: 50, 0xD: 300, 0xE: 1000},
+        {0xA: {0xB, 0xC}, 0xB: {0xD}},
+        {0xC: {0xE}},
+    )
+    depth, path = stack.deepest(graph, 0xA, [], {})
+    assert (depth, path) == (1100, [0xA, 0xC, 0xE])
+    assert stack.deepest(graph, 0xB, [], {}) == (500, [0xB, 0xD])
+
+
+def test_recursion_has_no_bound():
+    graph = FakeGraph({1: 8, 2: 8}, {1: {2}, 2: {1}})
+    with pytest.raises(ValueError, match="recursion, no bound: f1 -> f2 -> f1"):
+        stack.deepest(graph, 1, [], {})
