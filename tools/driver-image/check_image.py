@@ -15,8 +15,8 @@ Checks (x64 and ARM64 unless said):
   sections  none both writable and executable; no discardable or pageable executable
             section (the PEP's code runs at any IRQL, so none of it may be paged or dropped).
   exports   none but DriverEntry.
-  unwind    (x64) .pdata covers every function that touches the stack; ranges sorted and
-            disjoint.
+  unwind    .pdata covers every function that touches the stack; ranges sorted, disjoint
+            and in code.
   seh       (x64) ppm_msr_probe_read/_write name __C_specific_handler (imported from
             ntoskrnl.exe) as their handler, and every RDMSR, WRMSR and call in them lies inside
             an __except scope of its scope table; an RDMSR/WRMSR must be found so guarded, in
@@ -217,8 +217,14 @@ def check_exports(image):
 
 
 def touches_stack(instructions):
-    """Whether a function's instructions push, call or move the stack pointer."""
+    """Whether a function's instructions push, call or move the stack pointer (x64 or ARM64)."""
     for instruction in instructions:
+        if instruction.mnemonic in ("bl", "blr"):
+            return True
+        if instruction.operands.startswith("sp,") or (
+            "[sp" in instruction.operands and instruction.operands.endswith("!")
+        ):
+            return True
         if instruction.mnemonic.startswith(("push", "call")):
             return True
         if instruction.mnemonic.startswith(("sub", "add", "lea")) and re.search(
@@ -340,8 +346,8 @@ def run(image, documented, arch, stack_report=None):
     failures += check_sections(image)
     failures += check_exports(image)
     notes = []
+    failures += check_unwind(image)
     if arch == "x64":
-        failures += check_unwind(image)
         failures += check_seh(image)
         stack_failures, stack_notes = stack.check(image)
         failures += stack_failures
@@ -350,8 +356,8 @@ def run(image, documented, arch, stack_report=None):
             Path(stack_report).write_text("\n".join(stack_notes) + "\n")
     else:
         notes.append(
-            "ARM64: unwind coverage, SEH scope and stack depth are not checked (ARM64 .xdata "
-            "is a different format this tool does not decode)"
+            "ARM64: SEH (the shim is x64 only) and stack depth are not checked: ARM64 unwind "
+            "codes are not decoded (.pdata coverage is)"
         )
     return failures, notes
 
@@ -368,7 +374,6 @@ def main(argv=None):
     try:
         documented = load_documented(arguments.imports)
         image = Image(arguments.image, arguments.map, arguments.objdump)
-        image.map_path = arguments.map
     except (DefError, ImageError, OSError, UnicodeDecodeError) as error:
         print(f"check-image: {error}", file=sys.stderr)
         return 2

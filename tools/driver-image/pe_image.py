@@ -107,6 +107,7 @@ class Image:
             raise ImageError(f"{path}: not a PE image: {error}") from error
         self.base = self.pe.OPTIONAL_HEADER.ImageBase
         self.machine = self.pe.FILE_HEADER.Machine
+        self.map_path = map_path
         self.symbols = parse_map(map_path) if map_path else {}
         self.objdump = objdump
         self._instructions = None
@@ -207,9 +208,12 @@ class Image:
         directory = self.pe.OPTIONAL_HEADER.DATA_DIRECTORY[
             pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXCEPTION"]
         ]
-        if self.machine != MACHINE_X64:
-            raise ImageError("unwind data is decoded for x64 images only")
         data = self.read(directory.VirtualAddress, directory.Size) if directory.Size else b""
+        if self.machine == MACHINE_ARM64:
+            self._functions = self._arm64_runtime_functions(data)
+            return self._functions
+        if self.machine != MACHINE_X64:
+            raise ImageError(f"unwind data of machine {self.machine:#x} is not decoded")
         if len(data) % 12:
             raise ImageError(f".pdata size {len(data)} is not a multiple of 12")
         functions = []
@@ -220,6 +224,22 @@ class Image:
             functions.append(function)
         functions.sort(key=lambda function: function.begin)
         self._functions = functions
+        return functions
+
+    def _arm64_runtime_functions(self, data):
+        """ARM64 .pdata: 8-byte entries, the function's length packed in the entry or in the
+        first word of its .xdata record (ranges only: ARM64 unwind codes are not decoded)."""
+        if len(data) % 8:
+            raise ImageError(f".pdata size {len(data)} is not a multiple of 8")
+        functions = []
+        for offset in range(0, len(data), 8):
+            begin, unwind = u32(data, offset), u32(data, offset + 4)
+            if unwind & 3:
+                length = ((unwind >> 2) & 0x7FF) * 4
+            else:
+                length = (u32(self.read(unwind, 4), 0) & 0x3FFFF) * 4
+            functions.append(RuntimeFunction(begin, begin + length, unwind))
+        functions.sort(key=lambda function: function.begin)
         return functions
 
     def _decode_unwind(self, function, unwind, depth):

@@ -122,3 +122,12 @@ def test_recursion_has_no_bound():
     graph = FakeGraph({1: 8, 2: 8}, {1: {2}, 2: {1}})
     with pytest.raises(ValueError, match="recursion, no bound: f1 -> f2 -> f1"):
         stack.deepest(graph, 1, [], {})
+
+
+def test_an_arm64_function_that_moves_the_stack_needs_pdata():
+    leaf = [Instruction(0, "add", "x0, x0, #1"), Instruction(4, "ret", "")]
+    assert not check_image.touches_stack(leaf)
+    assert not check_image.touches_stack([Instruction(0, "ldr", "x0, [sp, #8]")])
+    assert check_image.touches_stack([Instruction(0, "stp", "x29, x30, [sp, #-16]!")])
+    assert check_image.touches_stack([Instruction(0, "sub", "sp, sp, #64")])
+    assert check_image.touches_stack([Instruction(0, "bl", "0x140001000")])
