@@ -23,6 +23,8 @@
 # line printed on stdout, everything else goes to stderr. The files named are overwritten.
 # Environment: PPM_MSR_PROBE_CFLAGS, extra clang flags of the SEH shim (the self-test builds
 # its RDMSR-outside-__try variant with -DPPM_INLINE_READMSR).
+# One build at a time (the workspace copy and cargo's target dir under target/driver-image/work
+# are shared by both architectures).
 # Needs: what scripts/lib/windows-target.sh lists, plus lld-19 (lld-link); apt-installed when
 # missing and running as root. Network: crates.io (and Debian when packages are missing).
 set -euo pipefail
@@ -88,8 +90,9 @@ objects=("$OUT/kmdf_stub.obj")
 clang "${cflags[@]}" -DPPM_WDF_FUNCTION_COUNT="$kmdf_count" \
     -c "$ROOT/tools/driver-image/kmdf_stub.c" -o "$OUT/kmdf_stub.obj"
 if [[ $ARCH == x64 ]]; then
-    # -fasync-exceptions: a faulting instruction (RDMSR), not only a call, may raise inside
-    # __try (MSVC's /EHa semantics for SEH); the image check proves the scope covers it.
+    # -fasync-exceptions: MSVC's /EHa semantics, hardware exceptions inside __try. clang's C
+    # __try still covers calls only, hence the calls msr_probe_msvc.c routes RDMSR/WRMSR
+    # through; the image check reads the scope table to prove the instructions are covered.
     clang "${cflags[@]}" -fasync-exceptions ${PPM_MSR_PROBE_CFLAGS:-} \
         -c "$ROOT/tools/driver-image/msr_probe_msvc.c" -o "$OUT/msr_probe.obj"
     objects+=("$OUT/msr_probe.obj")
