@@ -14,13 +14,14 @@ Checks (x64 and ARM64 unless said):
             documented); nothing from a user-mode DLL or a C runtime.
   sections  none both writable and executable; no discardable or pageable executable
             section (the PEP's code runs at any IRQL, so none of it may be paged or dropped).
-  exports   none but DriverEntry.
+  exports   none but DriverEntry and the linker symbols wdk-sys defines (ALLOWED_EXPORTS).
   unwind    .pdata covers every function that touches the stack; ranges sorted, disjoint
             and in code.
   seh       (x64) ppm_msr_probe_read/_write name __C_specific_handler (imported from
             ntoskrnl.exe) as their handler, and every RDMSR, WRMSR and call in them lies inside
-            an __except scope of its scope table; an RDMSR/WRMSR must be found so guarded, in
-            the body or in the leaf a guarded call reaches.
+            an __except scope of its scope table (a call by its return address, as the
+            handler matches it); an RDMSR/WRMSR must be found so guarded, in the body or in the
+            leaf a guarded call reaches.
   stack     (x64) the deepest stack of FxDriverEntry and each PoFx callback against its
             budget (see stack.py).
 """
@@ -68,7 +69,6 @@ SUBSYSTEM_NATIVE = 1
 SCN_EXECUTE = pefile.SECTION_CHARACTERISTICS["IMAGE_SCN_MEM_EXECUTE"]
 SCN_WRITE = pefile.SECTION_CHARACTERISTICS["IMAGE_SCN_MEM_WRITE"]
 SCN_DISCARDABLE = pefile.SECTION_CHARACTERISTICS["IMAGE_SCN_MEM_DISCARDABLE"]
-SCN_NOT_PAGED = pefile.SECTION_CHARACTERISTICS["IMAGE_SCN_MEM_NOT_PAGED"]
 
 # The SEH shim's functions and the instructions that may fault in them.
 SEH_FUNCTIONS = ("ppm_msr_probe_read", "ppm_msr_probe_write")
@@ -290,22 +290,36 @@ def check_seh(image):
 
 
 def check_guarded(image, name, function, excepts):
-    """Every RDMSR/WRMSR of a probe, in its body or in a direct callee, is under an __except."""
+    """Every RDMSR/WRMSR of a probe, in its body or in a direct callee, is under an __except.
+
+    __C_specific_handler matches a frame's ControlPc against [BeginAddress, EndAddress): for
+    the faulting instruction that is its own address; for a call, the frame's ControlPc is the
+    return address, the next instruction's.
+    """
     failures, guarded = [], []
     ranges = ", ".join(f"{scope.begin:#x}-{scope.end:#x}" for scope in excepts) or "none"
-    for instruction in image.instructions_between(function.begin, function.end):
+    body = image.instructions_between(function.begin, function.end)
+    for index, instruction in enumerate(body):
         if not FAULTING.match(instruction.mnemonic):
             continue
-        inside = any(scope.begin <= instruction.address < scope.end for scope in excepts)
+        is_call = instruction.mnemonic.startswith("call")
+        if is_call and index + 1 < len(body):
+            control_pc = body[index + 1].address
+        elif is_call:
+            control_pc = function.end
+        else:
+            control_pc = instruction.address
+        inside = any(scope.begin <= control_pc < scope.end for scope in excepts)
         if not inside:
+            what = "the return address of the call" if is_call else instruction.mnemonic
             failures.append(
                 f"{name}: {instruction.mnemonic} at {instruction.address:#x} lies outside its "
-                f"__try scope (__except scopes: {ranges})"
+                f"__try scope ({what} at {control_pc:#x}; __except scopes: {ranges})"
             )
-        elif instruction.mnemonic in ("rdmsr", "wrmsr"):
-            guarded.append(instruction.mnemonic)
-        else:
+        elif is_call:
             guarded += msr_instructions_of_callee(image, instruction)
+        else:
+            guarded.append(instruction.mnemonic)
     if not failures and not guarded:
         failures.append(f"{name}: no RDMSR or WRMSR under its __try scope")
     return failures

@@ -7,7 +7,15 @@ import pytest
 
 import check_image
 import stack
-from pe_image import ImageError, Instruction, demangle, frame_of_codes, parse_map
+from pe_image import (
+    ImageError,
+    Instruction,
+    RuntimeFunction,
+    ScopeEntry,
+    demangle,
+    frame_of_codes,
+    parse_map,
+)
 
 IMPORTS = Path(__file__).resolve().parent.parent / "imports"
 
@@ -131,3 +139,52 @@ def test_an_arm64_function_that_moves_the_stack_needs_pdata():
     assert check_image.touches_stack([Instruction(0, "stp", "x29, x30, [sp, #-16]!")])
     assert check_image.touches_stack([Instruction(0, "sub", "sp, sp, #64")])
     assert check_image.touches_stack([Instruction(0, "bl", "0x140001000")])
+
+
+class FakeCode:
+    """An image holding only instructions, at base 0."""
+
+    base = 0
+
+    def __init__(self, instructions):
+        self.code = instructions
+
+    def instructions_between(self, begin, end):
+        return [i for i in self.code if begin <= i.address < end]
+
+
+def probe(instructions, scopes):
+    function = RuntimeFunction(0x10, 0x30, 0)
+    excepts = [ScopeEntry(begin, end, 1, 0x2C) for begin, end in scopes]
+    return check_image.check_guarded(FakeCode(instructions), "probe", function, excepts)
+
+
+READ_LEAF = [Instruction(0x40, "rdmsr", ""), Instruction(0x42, "retq", "")]
+
+
+def test_a_guarded_call_is_matched_by_its_return_address():
+    body = [
+        Instruction(0x10, "pushq", "%rbp"),
+        Instruction(0x18, "callq", "0x40 <leaf>"),
+        Instruction(0x1D, "movb", "$1, %al"),
+        Instruction(0x20, "retq", ""),
+    ]
+    assert probe(body + READ_LEAF, [(0x18, 0x1E)]) == []
+    # The scope ends at the return address: the call's frame is not covered.
+    failures = probe(body + READ_LEAF, [(0x18, 0x1D)])
+    assert len(failures) == 1
+    assert "callq at 0x18 lies outside its __try scope" in failures[0]
+
+
+def test_an_inline_rdmsr_outside_every_scope_is_refused():
+    body = [Instruction(0x14, "rdmsr", ""), Instruction(0x16, "retq", "")]
+    assert probe(body, [(0x14, 0x16)]) == []
+    failures = probe(body, [])
+    assert failures == [
+        "probe: rdmsr at 0x14 lies outside its __try scope (rdmsr at 0x14; __except scopes: none)"
+    ]
+
+
+def test_a_probe_without_any_msr_instruction_is_refused():
+    body = [Instruction(0x14, "movl", "%ecx, %eax"), Instruction(0x16, "retq", "")]
+    assert probe(body, [(0x14, 0x16)]) == ["probe: no RDMSR or WRMSR under its __try scope"]
