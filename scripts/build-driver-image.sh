@@ -101,9 +101,9 @@ fi
 # wdk-build 0.6.0's configure_binary_build for a KMDF driver (the map written here), then:
 #   /RELEASE     the CheckSum, which link.exe sets by default for /SUBSYSTEM:NATIVE and lld-link
 #                only when asked;
-#   /DRIVER:WDM  IMAGE_DLLCHARACTERISTICS_WDM_DRIVER, which the WDK's MSBuild KMDF projects set
-#                (Linker > Driver = WDM) and wdk-build's plain /DRIVER does not (see
-#                docs/driver-image.md: the cargo make image lacks the flag);
+#   /DRIVER:WDM  IMAGE_DLLCHARACTERISTICS_WDM_DRIVER, which link.exe sets only for
+#                /DRIVER:WDM, not for wdk-build's plain /DRIVER (see docs/driver-image.md:
+#                the cargo make image lacks the flag);
 # and the project's inputs.
 link_args=(/DRIVER /NODEFAULTLIB /SUBSYSTEM:NATIVE /KERNEL /ENTRY:FxDriverEntry /IGNORE:4257
     /NXCOMPAT /DYNAMICBASE "/MAP:$OUT/ppm_pep.map" /MAPINFO:EXPORTS /OPT:REF,ICF /INTEGRITYCHECK
