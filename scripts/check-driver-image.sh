@@ -5,12 +5,13 @@
 # proves). Also lints (ruff) and unit-tests (pytest) the checker.
 #
 # Usage: scripts/check-driver-image.sh [--self-test]
-#   --self-test  also requires each broken x64 image to fail the check with its own message:
+#   --self-test  also requires each broken image to fail the check with its own message:
 #                an undocumented import, a user-mode import, a writable+executable section, a
-#                frame over budget (patched copies of the image, tools/driver-image/
-#                broken_image.py) and an RDMSR outside the __try scope (the SEH shim relinked
-#                with clang's inline RDMSR). Nothing is committed: all under target/.
-# Output: target/driver-image/<arch>/ppm_pep.sys (+ .pdb, .map), stack.txt (x64: the stack
+#                frame over budget (x64 and ARM64) (patched copies of the images,
+#                tools/driver-image/broken_image.py) and an RDMSR outside the __try scope (the
+#                x64 SEH shim relinked with clang's inline RDMSR). Nothing is committed: all
+#                under target/.
+# Output: target/driver-image/<arch>/ppm_pep.sys (+ .pdb, .map), stack.txt (the stack
 # figures); exit 1 when a check fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -59,9 +60,7 @@ for arch in x64 arm64; do
     image=$(bash scripts/build-driver-image.sh --arch "$arch")
     echo "== checks of $image ($(stat -c %s "$image") bytes)"
     dir=$(dirname "$image")
-    report=
-    [[ $arch == x64 ]] && report=$dir/stack.txt
-    check "$arch" "$dir" "$image" "$report" || status=1
+    check "$arch" "$dir" "$image" "$dir/stack.txt" || status=1
     echo "   $((SECONDS - start)) s (build and checks)"
 done
 
@@ -75,20 +74,27 @@ if $SELF_TEST; then
         [user-mode-import]='import USER32\.dll!.*: USER32\.dll is a user-mode DLL'
         [wx-section]='section \.text is both writable and executable'
         [frame-over-budget]='stack FxDriverEntry: [0-9]+ bytes exceeds its budget of'
+        [frame-over-budget-arm64]='stack FxDriverEntry: [0-9]+ bytes exceeds its budget of'
         [rdmsr-outside-try]='ppm_msr_probe_read: rdmsr at 0x[0-9a-f]+ lies outside its __try scope'
     )
-    for kind in undocumented-import user-mode-import wx-section frame-over-budget rdmsr-outside-try; do
+    arm64=$ROOT/target/driver-image/arm64
+    for kind in undocumented-import user-mode-import wx-section frame-over-budget \
+        frame-over-budget-arm64 rdmsr-outside-try; do
+        arch=x64
         if [[ $kind == rdmsr-outside-try ]]; then
             # The SEH shim with the RDMSR clang inlines (no out-of-line leaf): clang's scope
             # table then covers no instruction of the read probe.
             dir=$broken/$kind
             image=$(PPM_MSR_PROBE_CFLAGS=-DPPM_INLINE_READMSR bash scripts/build-driver-image.sh --arch x64 --out "$dir")
+        elif [[ $kind == frame-over-budget-arm64 ]]; then
+            arch=arm64 dir=$arm64 image=$broken/$kind.sys
+            "$PY" "$TOOL/broken_image.py" frame-over-budget "$arm64/ppm_pep.sys" "$arm64/ppm_pep.map" "$image"
         else
             dir=$x64
             image=$broken/$kind.sys
             "$PY" "$TOOL/broken_image.py" "$kind" "$x64/ppm_pep.sys" "$x64/ppm_pep.map" "$image"
         fi
-        if check x64 "$dir" "$image" >"$broken/$kind.log" 2>&1; then
+        if check "$arch" "$dir" "$image" >"$broken/$kind.log" 2>&1; then
             echo "self-test $kind: the broken image passed the check" >&2
             status=1
         elif grep -q -E "${expected[$kind]}" "$broken/$kind.log"; then

@@ -6,7 +6,8 @@ KIND:
                        no .def file lists;
   user-mode-import     renames the imported module WDFLDR.SYS to USER32.dll (same length);
   wx-section           makes the .text section writable as well as executable;
-  frame-over-budget    makes DriverEntry's UWOP_ALLOC_LARGE allocate 512 KiB.
+  frame-over-budget    makes DriverEntry's UWOP_ALLOC_LARGE allocate 512 KiB (x64), or its
+                       first alloc_m unwind code 32 KiB (ARM64).
 (An RDMSR outside the __try scope is a relink, not a patch: scripts/check-driver-image.sh.)
 The input is never modified; OUT is written (and only OUT). Exit 2 if the patch does not apply.
 """
@@ -15,7 +16,7 @@ import sys
 
 import pefile
 
-from pe_image import UWOP_ALLOC_LARGE, Image, ImageError, u16
+from pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, u16, u32
 
 KINDS = ("undocumented-import", "user-mode-import", "wx-section", "frame-over-budget")
 
@@ -41,6 +42,28 @@ def make_writable_code(pe):
             section.Characteristics |= pefile.SECTION_CHARACTERISTICS["IMAGE_SCN_MEM_WRITE"]
             return
     raise PatchError("no .text section")
+
+
+def enlarge_arm64_driver_entry_frame(image):
+    """(file offset, bytes) setting the allocation of DriverEntry's first alloc_m unwind code
+    (11000xxx xxxxxxxx, x * 16 bytes) to its largest, 0x7FF: 32 KiB."""
+    function = image.function_containing(image.rva_of("DriverEntry"))
+    if function is None or function.unwind & 3:
+        raise PatchError("DriverEntry has no .xdata record")
+    header = u32(image.read(function.unwind, 4), 0)
+    epilogs, words = header >> 22 & 0x1F, header >> 27
+    cursor = function.unwind + 4
+    if epilogs == 0 and words == 0:
+        extended = u32(image.read(cursor, 4), 0)
+        epilogs, words = extended & 0xFFFF, extended >> 16 & 0xFF
+        cursor += 4
+    if not header >> 21 & 1:
+        cursor += 4 * epilogs
+    codes = image.read(cursor, 4 * words)
+    for index, code in enumerate(codes[:-1]):
+        if 0xC0 <= code < 0xC8:
+            return image.pe.get_offset_from_rva(cursor + index), b"\xc7\xff"
+    raise PatchError("DriverEntry's unwind codes have no alloc_m")
 
 
 def enlarge_driver_entry_frame(image):
@@ -81,6 +104,8 @@ def main(argv=None):
             raw = patch_string(pe, b"WDFLDR.SYS", b"USER32.dll")
         elif kind == "wx-section":
             make_writable_code(pe)
+        elif image.machine == MACHINE_ARM64:
+            raw = enlarge_arm64_driver_entry_frame(image)
         else:
             raw = enlarge_driver_entry_frame(image)
         data = bytearray(pe.write())

@@ -227,8 +227,8 @@ class Image:
         return functions
 
     def _arm64_runtime_functions(self, data):
-        """ARM64 .pdata: 8-byte entries, the function's length packed in the entry or in the
-        first word of its .xdata record (ranges only: ARM64 unwind codes are not decoded)."""
+        """ARM64 .pdata: 8-byte entries, packed unwind data or an .xdata record; the frame is
+        what the prologue allocates (packed FrameSize, or the prologue's unwind codes)."""
         if len(data) % 8:
             raise ImageError(f".pdata size {len(data)} is not a multiple of 8")
         functions = []
@@ -236,11 +236,38 @@ class Image:
             begin, unwind = u32(data, offset), u32(data, offset + 4)
             if unwind & 3:
                 length = ((unwind >> 2) & 0x7FF) * 4
+                frame = (unwind >> 23) * 16
             else:
-                length = (u32(self.read(unwind, 4), 0) & 0x3FFFF) * 4
-            functions.append(RuntimeFunction(begin, begin + length, unwind))
+                length, frame = self._arm64_xdata(unwind)
+            functions.append(RuntimeFunction(begin, begin + length, unwind, frame=frame))
         functions.sort(key=lambda function: function.begin)
         return functions
+
+    def _arm64_xdata(self, rva):
+        """(function length, frame) of an ARM64 .xdata record: the largest allocation its
+        prologue's or any epilogue's unwind codes describe (with a frame pointer, LLVM's
+        prologue codes omit the allocation made after setting it; the epilogue's undo it)."""
+        header = u32(self.read(rva, 4), 0)
+        length = (header & 0x3FFFF) * 4
+        single_epilog = header >> 21 & 1
+        epilogs, words = header >> 22 & 0x1F, header >> 27
+        cursor = rva + 4
+        if epilogs == 0 and words == 0:
+            extended = u32(self.read(cursor, 4), 0)
+            epilogs, words = extended & 0xFFFF, extended >> 16 & 0xFF
+            cursor += 4
+        if single_epilog:
+            starts = [epilogs]
+        else:
+            scopes = self.read(cursor, 4 * epilogs)
+            starts = [u32(scopes, 4 * index) >> 22 for index in range(epilogs)]
+            cursor += 4 * epilogs
+        codes = self.read(cursor, 4 * words)
+        frames = [arm64_frame_of_codes(codes, 0, rva)]
+        frames += [
+            arm64_frame_of_codes(codes, start, rva) for start in starts if start < len(codes)
+        ]
+        return length, max(frames)
 
     def _decode_unwind(self, function, unwind, depth):
         if depth > MAX_CHAIN_DEPTH:
@@ -342,6 +369,51 @@ def frame_of_codes(codes, count, where):
         else:
             raise ImageError(f"UNWIND_INFO at {where:#x}: unknown unwind operation {operation}")
         index += slots
+    return frame
+
+
+def arm64_frame_of_codes(codes, index, where):
+    """Bytes of stack the ARM64 unwind codes from `index` to the next `end` allocate."""
+    frame = 0
+    while index < len(codes):
+        code = codes[index]
+        if code < 0x20:  # alloc_s
+            frame += (code & 0x1F) * 16
+            size = 1
+        elif code < 0x40:  # save_r19r20_x
+            frame += (code & 0x1F) * 8
+            size = 1
+        elif code < 0x80:  # save_fplr
+            size = 1
+        elif code < 0xC0:  # save_fplr_x
+            frame += ((code & 0x3F) + 1) * 8
+            size = 1
+        elif code < 0xC8:  # alloc_m
+            frame += ((code & 0x7) << 8 | codes[index + 1]) * 16
+            size = 2
+        elif code in (0xCC, 0xCD, 0xCE, 0xCF) or code in (0xD4, 0xD5) or code in (0xDA, 0xDB):
+            # save_regp_x, save_reg_x, save_fregp_x: pre-indexed, (z + 1) * 8
+            frame += ((codes[index + 1] & (0x1F if code in (0xD4, 0xD5) else 0x3F)) + 1) * 8
+            size = 2
+        elif code == 0xDE:  # save_freg_x
+            frame += ((codes[index + 1] & 0x1F) + 1) * 8
+            size = 2
+        elif code < 0xE0:  # save_regp, save_reg, save_lrpair, save_fregp, save_freg, alloc_z
+            size = 2
+        elif code == 0xE0:  # alloc_l
+            frame += int.from_bytes(codes[index + 1 : index + 4], "big") * 16
+            size = 4
+        elif code in (0xE4, 0xE5):  # end, end_c
+            break
+        elif code == 0xE2:  # add_fp
+            size = 2
+        elif code == 0xE7:  # save_any_reg
+            size = 3
+        elif code in (0xE1, 0xE3, 0xE6) or 0xE8 <= code <= 0xEF or code == 0xFC:
+            size = 1  # set_fp, nop, save_next, custom stack cases, pac_sign_lr
+        else:
+            raise ImageError(f"ARM64 .xdata at {where:#x}: unknown unwind code {code:#04x}")
+        index += size
     return frame
 
 

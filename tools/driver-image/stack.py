@@ -1,16 +1,17 @@
-"""The deepest stack of the image's entry points, measured on the linked x64 image.
+"""The deepest stack of the image's entry points, measured on the linked image (x64, ARM64).
 
 Frames come from the unwind data (.pdata/.xdata: what the prologue pushes and allocates, plus
-the 8-byte return address); the call graph from the disassembly (llvm-objdump -d): direct
-calls, and tail calls (a `jmp` to another function's start, which reuses the caller's slot).
-A call through the import table enters the kernel: its frames are the kernel's and are not
-counted (the budgets leave room for them). A `jmp` through a register is a switch's jump
-table, inside its function. Any other indirect call (through a register or memory: KMDF's
-function table, a `dyn` or `core::fmt` formatter call) has no static target: it is not
-followed, and each one reachable from an entry point is reported. A callback from which one is
-reachable fails the check, since its figure would then not bound its stack; DriverEntry's
-figure is that of its static call graph, its KMDF and formatter calls listed. A cycle in the
-static graph (recursion) fails the check: no bound.
+the 8-byte return address on x64; on ARM64 the largest allocation of the prologue's or an
+epilogue's unwind codes, LR being saved inside the frame); the call graph from the disassembly
+(llvm-objdump -d): direct calls (`call`, `bl`), and tail calls (`jmp`/`b` to another function's
+start, which reuses the caller's slot). A call through the import table (or an ARM64 import
+thunk) enters the kernel: its frames are the kernel's and are not counted (the budgets leave
+room for them). A `jmp`/`br` through a register is a switch's jump table, inside its function.
+Any other indirect call (KMDF's function table, a `dyn` or `core::fmt` formatter call) has no
+static target: it is not followed, and each one reachable from an entry point is reported. A
+callback from which one is reachable fails the check, since its figure would then not bound
+its stack; DriverEntry's figure is that of its static call graph, its KMDF and formatter calls
+listed. A cycle in the static graph (recursion) fails the check: no bound.
 
 Entry points and budgets (the x64 kernel stack is KERNEL_STACK_SIZE, 24 KiB):
   FxDriverEntry (the image's entry: the KMDF stub, DriverEntry and everything it runs):
@@ -18,7 +19,7 @@ Entry points and budgets (the x64 kernel stack is KERNEL_STACK_SIZE, 24 KiB):
       the kernel and KMDF services DriverEntry calls (registry, DbgPrintEx,
       PoFxRegisterPluginEx) take the rest.
   accept_device_notification / accept_processor_notification (the PEP_INFORMATION callbacks
-  PoFx calls, found by name in the map and required to be address-taken in the image):
+  PoFx calls, found by name in the map and, on x64, required to be address-taken in the image):
       CALLBACK_BUDGET, 2 KiB: PoFx calls them from the idle loop, DPCs and interrupt paths at
       up to HIGH_LEVEL, on whatever stack the kernel is already deep in, where the stack cannot
       be expanded; a twelfth of the stack.
@@ -26,7 +27,7 @@ Entry points and budgets (the x64 kernel stack is KERNEL_STACK_SIZE, 24 KiB):
 
 import re
 
-from pe_image import demangle
+from pe_image import MACHINE_X64, demangle
 
 DRIVER_ENTRY_BUDGET = 12 * 1024
 CALLBACK_BUDGET = 2 * 1024
@@ -51,15 +52,22 @@ class Graph:
 
     def __init__(self, image):
         self.image = image
+        self.x64 = image.machine == MACHINE_X64
+        # x64 pushes the return address; ARM64 keeps it in LR (saved inside the frame).
+        self.return_address = RETURN_ADDRESS if self.x64 else 0
         self.frames = {}
         self.ends = {}
         for function in image.runtime_functions():
-            self.frames[function.begin] = function.frame + RETURN_ADDRESS
+            self.frames[function.begin] = function.frame + self.return_address
             self.ends[function.begin] = function.end
         symbols = image.functions_in_text()
-        for index, (rva, _name) in enumerate(symbols):
+        imported = {name for _dll, name, _ordinal in image.imports() if name}
+        self.thunks = {}
+        for index, (rva, name) in enumerate(symbols):
+            if name in imported:
+                self.thunks[rva] = name
             if image.function_containing(rva) is None:
-                self.frames.setdefault(rva, RETURN_ADDRESS)
+                self.frames.setdefault(rva, self.return_address)
                 following = symbols[index + 1][0] if index + 1 < len(symbols) else rva + 16
                 self.ends.setdefault(rva, following)
         self.starts = sorted(self.frames)
@@ -86,6 +94,9 @@ class Graph:
         return rva if rva in self.frames else None
 
     def _scan(self, start):
+        if not self.x64:
+            self._scan_arm64(start)
+            return
         calls, tails, imports, indirect = set(), set(), set(), []
         base = self.image.base
         for instruction in self.image.instructions_between(start, self.ends[start]):
@@ -115,6 +126,33 @@ class Graph:
             if is_jump and REGISTER_JUMP.match(operands):
                 continue
             indirect.append(instruction.address)
+        self.calls[start], self.tails[start] = calls, tails
+        self.imports[start], self.indirect[start] = imports, indirect
+
+    def _scan_arm64(self, start):
+        """ARM64: `bl` calls, `b` tail calls, `blr` indirect calls; `br` is a jump table, or in
+        an import thunk (adrp/ldr/br x16, named after its import) the jump into the kernel."""
+        calls, tails, imports, indirect = set(), set(), set(), []
+        if start in self.thunks:
+            imports.add(self.thunks[start])
+        else:
+            base = self.image.base
+            for instruction in self.image.instructions_between(start, self.ends[start]):
+                mnemonic = instruction.mnemonic
+                if mnemonic == "blr":
+                    indirect.append(instruction.address)
+                    continue
+                if mnemonic not in ("bl", "b"):
+                    continue
+                direct = DIRECT_TARGET.match(instruction.operands)
+                if direct is None:
+                    continue
+                target = int(direct.group(1), 16) - base
+                if start <= target < self.ends[start]:
+                    continue
+                node = self.node_of(target)
+                if node is not None:
+                    (calls if mnemonic == "bl" else tails).add(node)
         self.calls[start], self.tails[start] = calls, tails
         self.imports[start], self.indirect[start] = imports, indirect
 
@@ -170,10 +208,39 @@ def reachable(graph, start):
     return seen
 
 
+ARM64_SUB_SP = re.compile(r"^sp, sp, (#(0x[0-9a-f]+|[0-9]+)(, lsl #12)?|.*)$")
+
+
+def arm64_allocations_within_frames(graph):
+    """ARM64 cross-check of the frames read from the unwind codes: every `sub sp, sp, #imm` of
+    a function allocates at most its frame; a `sub sp` by a register has no static bound."""
+    failures = []
+    for function in graph.image.runtime_functions():
+        for instruction in graph.image.instructions_between(function.begin, function.end):
+            if instruction.mnemonic != "sub" or not instruction.operands.startswith("sp, sp,"):
+                continue
+            match = ARM64_SUB_SP.match(instruction.operands)
+            if match.group(2) is None:
+                failures.append(
+                    f"stack: {graph.image.name_at(instruction.address)} allocates a dynamic "
+                    f"amount ({instruction.operands}): no bound"
+                )
+                continue
+            size = int(match.group(2), 0) << (12 if match.group(3) else 0)
+            if size > function.frame:
+                failures.append(
+                    f"stack: {graph.image.name_at(instruction.address)} allocates {size} bytes, "
+                    f"more than the {function.frame}-byte frame its unwind codes describe"
+                )
+    return failures
+
+
 def check(image):
     """(failures, report lines) for every entry point found."""
     graph = Graph(image)
     failures, notes = [], []
+    if not graph.x64:
+        failures += arm64_allocations_within_frames(graph)
     memo = {}
     for label, pattern, budget, must_be_taken in ENTRY_POINTS:
         found = [(rva, name) for name, rva in image.symbols.items() if re.search(pattern, name)]
@@ -184,7 +251,7 @@ def check(image):
             failures.append(f"stack: entry point {label} not found in the map")
             continue
         for rva, name in found:
-            if must_be_taken and rva not in graph.address_taken:
+            if must_be_taken and graph.x64 and rva not in graph.address_taken:
                 failures.append(
                     f"stack: {demangle(name)} is never address-taken: "
                     "not what PEP_INFORMATION holds"
@@ -202,7 +269,8 @@ def check(image):
             )
             notes.append(f"stack {label}: {depth} bytes (budget {budget}), deepest chain: {chain}")
             notes.append(
-                f"  kernel calls reachable (their frames not counted): {', '.join(kernel)}"
+                "  kernel calls reachable (their frames not counted): "
+                + (", ".join(kernel) or "none")
             )
             if indirect:
                 sites = ", ".join(graph.image.name_at(site) for site in indirect)
