@@ -44,7 +44,7 @@ fi
 PY=$VENV/bin/python
 
 echo "== the checker: ruff, pytest"
-(cd "$TOOL" && "$VENV/bin/ruff" check -q . && "$VENV/bin/ruff" format --check -q .)
+(cd "$TOOL" && "$VENV/bin/ruff" check --no-cache -q . && "$VENV/bin/ruff" format --no-cache --check -q .)
 (cd "$TOOL" && "$PY" -m pytest -q -p no:cacheprovider tests | tail -n 1)
 
 objdump=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -n1)
