@@ -32,56 +32,18 @@ case "${1:-}" in
     *) echo "usage: $0 [--self-test]" >&2; exit 2 ;;
 esac
 
-need_packages=()
-[[ -x /usr/bin/rustc ]] && /usr/bin/rustc --version | grep -q '^rustc 1\.9[6-9]' || need_packages+=(rustc-web)
-[[ -d /usr/lib/rustlib/src/rust/library/core ]] || need_packages+=(rust-web-src)
-[[ -x /usr/bin/clippy-driver ]] || need_packages+=(rust-web-clippy)
-[[ -f /usr/share/mingw-w64/include/ddk/ntddk.h ]] || need_packages+=(mingw-w64-x86-64-dev)
-command -v clang >/dev/null || need_packages+=(clang)
-compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null || need_packages+=(libclang-dev)
-# llvm-nm and llvm-objdump read the objects the C shim and the ARM64 instructions become.
-{ command -v llvm-objdump || compgen -G "/usr/lib/llvm-*/bin/llvm-objdump"; } >/dev/null \
-    || need_packages+=(llvm)
-command -v ar >/dev/null || need_packages+=(binutils)
-if ((${#need_packages[@]})); then
-    if [[ $(id -u) -ne 0 ]]; then
-        echo "check-windows-build: missing Debian packages: ${need_packages[*]} (run as root or install them)" >&2
-        exit 1
-    fi
-    echo "check-windows-build: installing ${need_packages[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq "${need_packages[@]}" >/dev/null
-fi
-
-export RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
+LOG_NAME=check-windows-build
+# shellcheck source=scripts/lib/windows-target.sh
+source "$ROOT/scripts/lib/windows-target.sh"
+windows_target_packages
+windows_target_env
 export CARGO_TARGET_DIR=$WORK/target
 # clippy-driver as the workspace wrapper is what cargo-clippy sets up; CLIPPY_ARGS carries
 # its flags, separated by __CLIPPY_HACKERY__.
 export RUSTC_WORKSPACE_WRAPPER=/usr/bin/clippy-driver
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-export PPM_CHECK_INCLUDE=$ROOT/tools/windows-check/include
-BUILD_STD=(-Zbuild-std=core,alloc)
-
-# The real wdk-sys source, from the registry (cargo fetch puts it there).
-cargo fetch -q --target x86_64-pc-windows-msvc
-WDK_SYS_SRC=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wdk-sys-0.5.2 2>/dev/null | head -n1)
-[[ -d $WDK_SYS_SRC/src ]] || { echo "check-windows-build: wdk-sys 0.5.2 not in the cargo registry" >&2; exit 1; }
-mkdir -p "$WORK"
-rm -rf "$WORK/wdk-sys" "$WORK/wdk-build"
-mkdir -p "$WORK/wdk-sys"
-cp "$ROOT/tools/windows-check/wdk-sys/Cargo.toml" "$ROOT/tools/windows-check/wdk-sys/build.rs" "$WORK/wdk-sys/"
-cp -r "$WDK_SYS_SRC/src" "$WORK/wdk-sys/src"
-cp -r "$ROOT/tools/windows-check/wdk-build" "$WORK/wdk-build"
-
-# A copy of the workspace (the patch rewrites Cargo.lock, which the repository's must not).
-copy_workspace() {
-    local dest=$1
-    rm -rf "$dest"
-    mkdir -p "$dest"
-    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- Cargo.toml Cargo.lock build.rs src caller engine sim \
-        | xargs -0 cp --parents -t "$dest")
-}
+windows_target_wdk_crates "$WORK"
+copy_workspace() { windows_target_copy_workspace "$1"; }
 
 check_driver() {
     local workspace=$1 target=$2
@@ -90,8 +52,7 @@ check_driver() {
     # sees the bindings of this run.
     rm -rf "$CARGO_TARGET_DIR"/debug/build/scratch-*/out/wdk_macros_ast_fragments
     (cd "$workspace" && cargo check -q "${BUILD_STD[@]}" --target "$target" -p ppm-pep \
-        --config "patch.crates-io.wdk-sys.path=\"$WORK/wdk-sys\"" \
-        --config "patch.crates-io.wdk-build.path=\"$WORK/wdk-build\"")
+        "${WDK_PATCH[@]}")
 }
 
 status=0

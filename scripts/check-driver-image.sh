@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds the Linux-linked driver images (scripts/build-driver-image.sh, x64 and ARM64) and
+# checks them the way Windows' loader and a reviewer would (tools/driver-image/check_image.py,
+# with PyPI pefile in a venv under target/; see docs/driver-image.md for what each check
+# proves). Also lints (ruff) and unit-tests (pytest) the checker.
+#
+# Usage: scripts/check-driver-image.sh [--self-test]
+#   --self-test  also requires each broken image to fail the check with its own message:
+#                an undocumented import, a user-mode import, a writable+executable section, a
+#                frame over budget (x64 and ARM64) (patched copies of the images,
+#                tools/driver-image/broken_image.py) and an RDMSR outside the __try scope (the
+#                x64 SEH shim relinked with clang's inline RDMSR). Nothing is committed: all
+#                under target/.
+# Output: target/driver-image/<arch>/ppm_pep.sys (+ .pdb, .map), stack.txt (the stack
+# figures); exit 1 when a check fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+SELF_TEST=false
+case "${1:-}" in
+    "") ;;
+    --self-test) SELF_TEST=true ;;
+    *) echo "usage: $0 [--self-test]" >&2; exit 2 ;;
+esac
+TOOL=$ROOT/tools/driver-image
+VENV=$ROOT/target/driver-image/venv
+export PYTHONDONTWRITEBYTECODE=1
+
+# The checker's virtualenv, reinstalled when requirements.txt changes.
+stamp=$VENV/requirements.txt
+if [[ ! -x $VENV/bin/python ]] || ! cmp -s "$TOOL/requirements.txt" "$stamp"; then
+    if ! python3 -m venv --clear "$VENV" >/dev/null 2>&1; then
+        if [[ $(id -u) -eq 0 ]]; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+            python3 -m venv --clear "$VENV"
+        else
+            echo "check-driver-image: python3 -m venv failed (install python3-venv)" >&2
+            exit 1
+        fi
+    fi
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$TOOL/requirements.txt"
+    cp "$TOOL/requirements.txt" "$stamp"
+fi
+PY=$VENV/bin/python
+
+echo "== the checker: ruff, pytest"
+(cd "$TOOL" && "$VENV/bin/ruff" check --no-cache -q . && "$VENV/bin/ruff" format --no-cache --check -q .)
+(cd "$TOOL" && "$PY" -m pytest -q -p no:cacheprovider tests | tail -n 1)
+
+objdump=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -n1)
+check() {
+    local arch=$1 dir=$2 image=$3
+    "$PY" "$TOOL/check_image.py" "$image" --map "$dir/ppm_pep.map" --imports "$TOOL/imports" \
+        --arch "$arch" --objdump "$objdump" ${4:+--stack-report "$4"}
+}
+
+status=0
+for arch in x64 arm64; do
+    start=$SECONDS
+    image=$(bash scripts/build-driver-image.sh --arch "$arch")
+    echo "== checks of $image ($(stat -c %s "$image") bytes)"
+    dir=$(dirname "$image")
+    check "$arch" "$dir" "$image" "$dir/stack.txt" || status=1
+    echo "   $((SECONDS - start)) s (build and checks)"
+done
+
+if $SELF_TEST; then
+    echo "== self-test: broken images must fail"
+    x64=$ROOT/target/driver-image/x64
+    broken=$ROOT/target/driver-image/self-test
+    mkdir -p "$broken"
+    declare -A expected=(
+        [undocumented-import]='import ntoskrnl\.exe!KeBugCheckEy: not in the documented exports'
+        [user-mode-import]='import USER32\.dll!.*: USER32\.dll is a user-mode DLL'
+        [wx-section]='section \.text is both writable and executable'
+        [frame-over-budget]='stack FxDriverEntry: [0-9]+ bytes exceeds its budget of'
+        [frame-over-budget-arm64]='stack FxDriverEntry: [0-9]+ bytes exceeds its budget of'
+        [rdmsr-outside-try]='ppm_msr_probe_read: rdmsr at 0x[0-9a-f]+ lies outside its __try scope'
+    )
+    arm64=$ROOT/target/driver-image/arm64
+    for kind in undocumented-import user-mode-import wx-section frame-over-budget \
+        frame-over-budget-arm64 rdmsr-outside-try; do
+        arch=x64
+        if [[ $kind == rdmsr-outside-try ]]; then
+            # The SEH shim with the RDMSR clang inlines (no out-of-line leaf): clang's scope
+            # table then covers no instruction of the read probe.
+            dir=$broken/$kind
+            image=$(PPM_MSR_PROBE_CFLAGS=-DPPM_INLINE_READMSR bash scripts/build-driver-image.sh --arch x64 --out "$dir")
+        elif [[ $kind == frame-over-budget-arm64 ]]; then
+            arch=arm64 dir=$arm64 image=$broken/$kind.sys
+            "$PY" "$TOOL/broken_image.py" frame-over-budget "$arm64/ppm_pep.sys" "$arm64/ppm_pep.map" "$image"
+        else
+            dir=$x64
+            image=$broken/$kind.sys
+            "$PY" "$TOOL/broken_image.py" "$kind" "$x64/ppm_pep.sys" "$x64/ppm_pep.map" "$image"
+        fi
+        if check "$arch" "$dir" "$image" >"$broken/$kind.log" 2>&1; then
+            echo "self-test $kind: the broken image passed the check" >&2
+            status=1
+        elif grep -q -E "${expected[$kind]}" "$broken/$kind.log"; then
+            grep -m1 -E "${expected[$kind]}" "$broken/$kind.log" | sed 's/^/   refused: /'
+        else
+            echo "self-test $kind: refused, but not with the expected message (see $broken/$kind.log)" >&2
+            status=1
+        fi
+    done
+fi
+exit "$status"

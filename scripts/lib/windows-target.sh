@@ -1,0 +1,85 @@
+# Shared setup of the scripts that build the driver crate for Windows on Linux
+# (scripts/check-windows-build.sh, scripts/build-driver-image.sh). Sourced, never run.
+#
+# windows_target_packages [EXTRA_PACKAGE:COMMAND ...]
+#     apt-installs what is missing (as root; otherwise fails naming the packages): rustc-web,
+#     rust-web-src, rust-web-clippy (Rust 1.96 with its library source, for -Zbuild-std),
+#     mingw-w64-x86-64-dev, clang, libclang-dev, llvm, binutils, and each EXTRA package whose
+#     COMMAND (a path or a command name) is not there.
+# windows_target_env
+#     exports RUSTC (Debian's rustc), RUSTC_BOOTSTRAP=1, PPM_CHECK_INCLUDE and sets BUILD_STD.
+# windows_target_wdk_crates WORK
+#     puts the check's wdk-sys (the real wdk-sys 0.5.2 src/ from the cargo registry over
+#     bindings generated from mingw-w64's headers) and wdk-build stand-in under WORK, and sets
+#     WDK_PATCH to the cargo --config arguments that select them.
+# windows_target_copy_workspace DEST
+#     copies the workspace's tracked and untracked-but-not-ignored sources to DEST (the patch
+#     rewrites Cargo.lock, which the repository's must not), timestamps kept so that an
+#     unchanged source is not rebuilt.
+# The caller sets ROOT (the repository root) and LOG_NAME (its name, for messages).
+
+windows_target_packages() {
+    local need=() extra package command
+    [[ -x /usr/bin/rustc ]] && /usr/bin/rustc --version | grep -q '^rustc 1\.9[6-9]' || need+=(rustc-web)
+    [[ -d /usr/lib/rustlib/src/rust/library/core ]] || need+=(rust-web-src)
+    [[ -x /usr/bin/clippy-driver ]] || need+=(rust-web-clippy)
+    [[ -f /usr/share/mingw-w64/include/ddk/ntddk.h ]] || need+=(mingw-w64-x86-64-dev)
+    command -v clang >/dev/null || need+=(clang)
+    compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null || need+=(libclang-dev)
+    # llvm-nm, llvm-objdump, llvm-readobj, llvm-dlltool read and make the COFF files.
+    { command -v llvm-objdump || compgen -G "/usr/lib/llvm-*/bin/llvm-objdump"; } >/dev/null \
+        || need+=(llvm)
+    command -v ar >/dev/null || need+=(binutils)
+    for extra in "$@"; do
+        package=${extra%%:*}
+        command=${extra#*:}
+        if [[ $command == /* ]]; then
+            [[ -e $command ]] || need+=("$package")
+        else
+            command -v "$command" >/dev/null || need+=("$package")
+        fi
+    done
+    ((${#need[@]})) || return 0
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "$LOG_NAME: missing Debian packages: ${need[*]} (run as root or install them)" >&2
+        return 1
+    fi
+    echo "$LOG_NAME: installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "${need[@]}" >/dev/null
+}
+
+windows_target_env() {
+    export RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
+    export PPM_CHECK_INCLUDE=$ROOT/tools/windows-check/include
+    BUILD_STD=(-Zbuild-std=core,alloc)
+}
+
+windows_target_wdk_crates() {
+    local work=$1 wdk_sys_src
+    # The real wdk-sys source, from the registry (cargo fetch puts it there).
+    (cd "$ROOT" && cargo fetch -q --target x86_64-pc-windows-msvc)
+    wdk_sys_src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wdk-sys-0.5.2 2>/dev/null | head -n1)
+    if [[ ! -d $wdk_sys_src/src ]]; then
+        echo "$LOG_NAME: wdk-sys 0.5.2 not in the cargo registry" >&2
+        return 1
+    fi
+    # Copied afresh with their timestamps (cp -p), so that cargo sees unchanged sources as
+    # fresh and does not regenerate the bindings on every run.
+    rm -rf "$work/wdk-sys" "$work/wdk-build"
+    mkdir -p "$work/wdk-sys"
+    cp -p "$ROOT/tools/windows-check/wdk-sys/Cargo.toml" "$ROOT/tools/windows-check/wdk-sys/build.rs" "$work/wdk-sys/"
+    cp -rp "$wdk_sys_src/src" "$work/wdk-sys/src"
+    cp -rp "$ROOT/tools/windows-check/wdk-build" "$work/wdk-build"
+    WDK_PATCH=(--config "patch.crates-io.wdk-sys.path=\"$work/wdk-sys\""
+        --config "patch.crates-io.wdk-build.path=\"$work/wdk-build\"")
+}
+
+windows_target_copy_workspace() {
+    local dest=$1
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- .cargo Cargo.toml Cargo.lock build.rs src caller engine sim \
+        | xargs -0 cp -p --parents -t "$dest")
+}

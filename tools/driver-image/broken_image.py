@@ -1,0 +1,130 @@
+"""Writes a broken copy of a linked image, for the self-test of check_image.py.
+
+Usage: broken_image.py KIND IMAGE MAP OUT
+KIND:
+  undocumented-import  renames the imported ntoskrnl.exe!KeBugCheckEx to KeBugCheckEy, a name
+                       no .def file lists;
+  user-mode-import     renames the imported module WDFLDR.SYS to USER32.dll (same length);
+  wx-section           makes the .text section writable as well as executable;
+  frame-over-budget    makes DriverEntry's UWOP_ALLOC_LARGE allocate 512 KiB (x64), or its
+                       first alloc_m unwind code 32 KiB (ARM64).
+(An RDMSR outside the __try scope is a relink, not a patch: scripts/check-driver-image.sh.)
+The input is never modified; OUT is written (and only OUT). Exit 2 if the patch does not apply.
+"""
+
+import sys
+
+import pefile
+
+from pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, u16, u32
+
+KINDS = ("undocumented-import", "user-mode-import", "wx-section", "frame-over-budget")
+
+
+class PatchError(Exception):
+    """The image does not contain what the patch changes."""
+
+
+def patch_string(pe, old, new):
+    """(file offset, bytes) replacing the NUL-terminated string old by new, same length."""
+    if len(old) != len(new):
+        raise PatchError(f"{old!r} and {new!r} differ in length")
+    offset = bytes(pe.__data__).find(old + b"\0")
+    if offset < 0:
+        raise PatchError(f"{old.decode()} not found in the image")
+    return offset, new
+
+
+def make_writable_code(pe):
+    """Adds IMAGE_SCN_MEM_WRITE to .text."""
+    for section in pe.sections:
+        if section.Name.rstrip(b"\0") == b".text":
+            section.Characteristics |= pefile.SECTION_CHARACTERISTICS["IMAGE_SCN_MEM_WRITE"]
+            return
+    raise PatchError("no .text section")
+
+
+def enlarge_arm64_driver_entry_frame(image):
+    """(file offset, bytes) setting the allocation of DriverEntry's first alloc_m unwind code
+    (11000xxx xxxxxxxx, x * 16 bytes) to its largest, 0x7FF: 32 KiB."""
+    function = image.function_containing(image.rva_of("DriverEntry"))
+    if function is None or function.unwind & 3:
+        raise PatchError("DriverEntry has no .xdata record")
+    header = u32(image.read(function.unwind, 4), 0)
+    epilogs, words = header >> 22 & 0x1F, header >> 27
+    cursor = function.unwind + 4
+    if epilogs == 0 and words == 0:
+        extended = u32(image.read(cursor, 4), 0)
+        epilogs, words = extended & 0xFFFF, extended >> 16 & 0xFF
+        cursor += 4
+    if not header >> 21 & 1:
+        cursor += 4 * epilogs
+    codes = image.read(cursor, 4 * words)
+    for index, code in enumerate(codes[:-1]):
+        if 0xC0 <= code < 0xC8:
+            return image.pe.get_offset_from_rva(cursor + index), b"\xc7\xff"
+    raise PatchError("DriverEntry's unwind codes have no alloc_m")
+
+
+def enlarge_driver_entry_frame(image):
+    """(file offset, bytes) setting DriverEntry's 16-bit ALLOC_LARGE slot to 0xFFFF (512 KiB)."""
+    function = image.function_containing(image.rva_of("DriverEntry"))
+    if function is None:
+        raise PatchError("DriverEntry has no .pdata entry")
+    header = image.read(function.unwind, 4)
+    count = header[2]
+    codes = image.read(function.unwind + 4, 2 * count)
+    for index in range(count):
+        info = codes[2 * index + 1]
+        if info & 0xF == UWOP_ALLOC_LARGE and info >> 4 == 0 and index + 1 < count:
+            rva = function.unwind + 4 + 2 * (index + 1)
+            if u16(codes, 2 * (index + 1)) == 0xFFFF:
+                raise PatchError("DriverEntry's frame is already 512 KiB")
+            return image.pe.get_offset_from_rva(rva), b"\xff\xff"
+    raise PatchError("DriverEntry's unwind codes have no 16-bit UWOP_ALLOC_LARGE")
+
+
+def main(argv=None):
+    arguments = sys.argv[1:] if argv is None else argv
+    if len(arguments) != 4 or arguments[0] not in KINDS:
+        print(f"usage: broken_image.py {{{'|'.join(KINDS)}}} IMAGE MAP OUT", file=sys.stderr)
+        return 2
+    kind, source, map_path, out = arguments
+    try:
+        image = Image(source, map_path)
+        pe = image.pe
+        if out == source:
+            raise PatchError("OUT must not be the input image")
+        # Raw byte patches are applied after pefile has written its structures (it rewrites
+        # the unwind data it parsed, which would undo them).
+        raw = None
+        if kind == "undocumented-import":
+            raw = patch_string(pe, b"KeBugCheckEx", b"KeBugCheckEy")
+        elif kind == "user-mode-import":
+            raw = patch_string(pe, b"WDFLDR.SYS", b"USER32.dll")
+        elif kind == "wx-section":
+            make_writable_code(pe)
+        elif image.machine == MACHINE_ARM64:
+            raw = enlarge_arm64_driver_entry_frame(image)
+        else:
+            raw = enlarge_driver_entry_frame(image)
+        data = bytearray(pe.write())
+        pe.close()
+        if raw is not None:
+            offset, new = raw
+            data[offset : offset + len(new)] = new
+        # A correct CheckSum, so that the patched defect is the image's only one.
+        patched = pefile.PE(data=bytes(data))
+        checksum = patched.generate_checksum()
+        checksum_offset = patched.OPTIONAL_HEADER.get_field_absolute_offset("CheckSum")
+        data[checksum_offset : checksum_offset + 4] = checksum.to_bytes(4, "little")
+        with open(out, "wb") as file:
+            file.write(data)
+    except (ImageError, PatchError, OSError) as error:
+        print(f"broken_image {kind}: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
