@@ -11,7 +11,7 @@
 #     tools/windows-check/include/ (KMDF 1.31 and the few kernel items mingw-w64 lacks, from
 #     their documentation);
 #   - wdk-build: a stand-in that emits the KMDF cfg (the real one needs the WDK).
-# Nothing is linked: see docs/verification.md, "Verified here (Linux) / needs Windows (not verified)".
+# Nothing is linked by this check (scripts/build-driver-image.sh links the image): see docs/verification.md, "Verified here (Linux) / needs Windows (not verified)".
 #
 # Usage: scripts/check-windows-build.sh [--self-test]
 #   --self-test  also checks two broken copies of the driver (a kernel call with a wrong
