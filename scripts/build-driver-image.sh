@@ -79,6 +79,17 @@ for def in "$ROOT"/tools/driver-image/imports/*.def; do
     libs+=("$lib")
 done
 
+# tracelogging 1.2.4 declares `UuidCreate` under `#[link(name = "rpcrt4")]` (its user-mode
+# `Guid::new`, which the driver never calls), so rustc names rpcrt4.lib on every link line of a
+# crate that depends on it, kernel_mode or not. An import library with no export satisfies that
+# name and can never add an import: a call to anything of RPCRT4 would be an undefined symbol,
+# and the image check refuses any module but the three kernel ones. (On Windows, link.exe finds
+# the SDK's user-mode rpcrt4.lib through the eWDK prompt's LIB; unused, it adds nothing.)
+empty_libs=$OUT/empty-libs
+mkdir -p "$empty_libs"
+printf 'LIBRARY RPCRT4.dll\nEXPORTS\n' >"$empty_libs/rpcrt4.def"
+"$dlltool" -m "$DLLTOOL_MACHINE" -d "$empty_libs/rpcrt4.def" -D RPCRT4.dll -l "$empty_libs/rpcrt4.lib"
+
 # The C objects: the KMDF stub stand-in, and on x64 the SEH shim's MSVC branch.
 kmdf_count=$(sed -n 's/^ *WdfFunctionTableNumEntries = \([0-9]*\),.*/\1/p' "$ROOT/tools/windows-check/include/kmdf-1.31.h")
 [[ -n $kmdf_count ]] || { echo "$LOG_NAME: WdfFunctionTableNumEntries not found in kmdf-1.31.h" >&2; exit 1; }
@@ -107,7 +118,7 @@ fi
 # and the project's inputs.
 link_args=(/DRIVER /NODEFAULTLIB /SUBSYSTEM:NATIVE /KERNEL /ENTRY:FxDriverEntry /IGNORE:4257
     /NXCOMPAT /DYNAMICBASE "/MAP:$OUT/ppm_pep.map" /MAPINFO:EXPORTS /OPT:REF,ICF /INTEGRITYCHECK
-    /MANIFEST:NO /RELEASE /DRIVER:WDM "${objects[@]}" "${libs[@]}")
+    /MANIFEST:NO /RELEASE /DRIVER:WDM "/LIBPATH:$empty_libs" "${objects[@]}" "${libs[@]}")
 rustc_args=(-C "linker=$LLD_LINK")
 for arg in "${link_args[@]}"; do
     rustc_args+=(-C "link-arg=$arg")

@@ -8,8 +8,9 @@
 
 use core::fmt::{self, Write};
 
+use ppm_engine::driver::line::Line;
+
 use ppm_engine::driver::LogLevel;
-use wdk::fmt::FormatBuffer;
 use wdk_sys::_DPFLTR_TYPE::DPFLTR_IHVDRIVER_ID;
 use wdk_sys::ntddk::DbgPrintEx;
 use wdk_sys::{DPFLTR_ERROR_LEVEL, DPFLTR_INFO_LEVEL, ULONG};
@@ -23,12 +24,12 @@ pub fn print(level: LogLevel, args: fmt::Arguments<'_>) {
         LogLevel::Error => DPFLTR_ERROR_LEVEL,
         LogLevel::Info => DPFLTR_INFO_LEVEL,
     };
-    let mut line = FormatBuffer::<LINE_BYTES>::new();
+    let mut line = Line::<LINE_BYTES>::new();
     // An overlong line is cut at the buffer's end: the buffer keeps what fits, NUL-terminated.
     let _ = writeln!(line, "ppm-pep: {args}");
     let component = ULONG::try_from(DPFLTR_IHVDRIVER_ID).unwrap_or(0);
     // SAFETY: IRQL <= DIRQL (callers are at PASSIVE_LEVEL); the format is the literal "%s" and
     // its one argument is a NUL-terminated string that outlives the call, so DbgPrintEx reads
     // no other argument and interprets nothing in the text.
-    let _ = unsafe { DbgPrintEx(component, level, c"%s".as_ptr(), line.as_c_str().as_ptr()) };
+    let _ = unsafe { DbgPrintEx(component, level, c"%s".as_ptr(), line.as_c_ptr()) };
 }

@@ -18,7 +18,8 @@ use core::fmt::{self, Write};
 
 use ppm_engine::driver::LogLevel;
 use tracelogging::{define_provider, write_event};
-use wdk::fmt::FormatBuffer;
+
+use ppm_engine::driver::line::Line;
 use wdk_sys::{NT_SUCCESS, NTSTATUS};
 
 define_provider!(PROVIDER, "PpmPep");
@@ -50,7 +51,7 @@ pub fn unregister() {
 /// counter source and why, the PMU reservation, the registration and the `State` key), as event
 /// `DriverEntryError` or `DriverEntryInfo` with field `Message`. `PASSIVE_LEVEL`.
 pub fn driver_entry_line(level: LogLevel, message: fmt::Arguments<'_>) {
-    let mut text = FormatBuffer::<MESSAGE_BYTES>::new();
+    let mut text = Line::<MESSAGE_BYTES>::new();
     // An overlong message is cut at the buffer's end: the buffer keeps what fits.
     let _ = write!(text, "{message}");
     let _ = match level {

@@ -13,9 +13,9 @@
 #     bindings generated from mingw-w64's headers) and wdk-build stand-in under WORK, and sets
 #     WDK_PATCH to the cargo --config arguments that select them.
 # windows_target_copy_workspace DEST
-#     copies the workspace's tracked and untracked-but-not-ignored sources to DEST (the patch
-#     rewrites Cargo.lock, which the repository's must not), timestamps kept so that an
-#     unchanged source is not rebuilt.
+#     brings DEST to the workspace's tracked and untracked-but-not-ignored sources (the patch
+#     rewrites Cargo.lock, which the repository's must not): changed files copied, unchanged
+#     ones left as they are (so cargo rebuilds exactly what changed), removed ones deleted.
 # The caller sets ROOT (the repository root) and LOG_NAME (its name, for messages).
 
 windows_target_packages() {
@@ -77,9 +77,24 @@ windows_target_wdk_crates() {
 }
 
 windows_target_copy_workspace() {
-    local dest=$1
-    rm -rf "$dest"
+    local dest=$1 file
     mkdir -p "$dest"
-    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- .cargo Cargo.toml Cargo.lock build.rs src caller engine sim \
-        | xargs -0 cp -p --parents -t "$dest")
+    local -A wanted=()
+    while IFS= read -r -d '' file; do
+        wanted[$file]=1
+        # A changed (or new) file is copied with a new timestamp, so cargo rebuilds it; an
+        # unchanged one is left alone, so cargo does not. (Copying timestamps instead, cp -p,
+        # let an edit made while an earlier build was compiling look older than that build's
+        # output: cargo then kept the stale crate.)
+        if ! cmp -s "$ROOT/$file" "$dest/$file"; then
+            mkdir -p "$dest/$(dirname "$file")"
+            cp "$ROOT/$file" "$dest/$file"
+        fi
+    done < <(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- \
+        .cargo Cargo.toml Cargo.lock build.rs src caller engine sim)
+    # Files gone from the workspace leave the copy too.
+    while IFS= read -r -d '' file; do
+        file=${file#"$dest"/}
+        [[ -n ${wanted[$file]:-} ]] || rm -f "$dest/$file"
+    done < <(find "$dest" -type f -not -path "$dest/target/*" -print0)
 }
