@@ -74,7 +74,7 @@
 //! processors = "all"                   # or a list of indexes
 //! frequency_mhz = 3200                 # delivered frequency in C0
 //! busy_percent = 100                   # C0 residency, 0..=100
-//! [[event]]
+//! [[event]]                            # at most 512 (sleep: at most 64)
 //! at_ms = 500
 //! kind = "counter-reset"               # counter-reset | counter-near-wrap | msr-fault
 //!                                      # | wrong-processor-read | pmu-reprogrammed
@@ -109,6 +109,10 @@
 //!   present); some processor is present at every moment; a hot-added processor is read at
 //!   least once before it leaves; an explicit `on_processor` must be present when its read
 //!   happens (by default the next present processor is used).
+//! - `counter-near-wrap`: at most one per processor (its counters start the run just below
+//!   the wrap once).
+//! - `smi` with `period_ms`: each SMI shorter than its period (`duration_us` <
+//!   `period_ms` × 1000).
 //! - `sleep`: nothing else may happen while the system sleeps (an event at the sleep's own
 //!   `at_ms` must come earlier in the file); a `counter-near-wrap` overflows no later than
 //!   the first sleep.
@@ -116,6 +120,7 @@
 // One-way layers, each file using only those listed before it:
 // - `types` (each table's spec types and the schema's limits), `error` ([`ScenarioError`]);
 // - `reader` (typed access to one TOML table, one-line errors naming the field);
+// - `presence` (which processors are present when, from the hot-plug events);
 // - `boot` (`[registry]`, `[install]`, `[[fault]]`: how `DriverEntry` boots);
 // - `spec` ([`Scenario`], the whole description);
 // - `timeline` (the phases expanded per processor; presence and sleeps from the events);
@@ -128,6 +133,7 @@ pub mod boot;
 mod error;
 mod expected;
 mod parse;
+mod presence;
 mod reader;
 mod spec;
 pub mod timeline;

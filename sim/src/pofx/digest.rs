@@ -349,22 +349,22 @@ impl Jumps {
                 }
                 DiscontinuityKind::Exposed => {
                     insert_sorted(&mut self.points, jump.at_ns);
-                    // The first exposure after a zeroing closes its window (one is open at
-                    // most: the counters are zeroed only while exposed).
-                    let close = |window: &mut Window| {
-                        let open = window.1 == u64::MAX && window.0 <= jump.at_ns;
-                        if open {
-                            window.1 = jump.at_ns;
+                    // The first exposure after a zeroing closes its window: the last one, the
+                    // only one open (the counters are zeroed only while exposed).
+                    if let Some(window) = self.zero.last_mut()
+                        && window.1 == u64::MAX
+                        && window.0 <= jump.at_ns
+                    {
+                        window.1 = jump.at_ns;
+                        let start = window.0;
+                        let first = self.spans.partition_point(|((from, _), _, _)| *from < start);
+                        let open = self.spans[first..].iter().position(|((from, to), zero, _)| {
+                            *zero && *from == start && *to == u64::MAX
+                        });
+                        if let Some(offset) = open {
+                            self.spans[first + offset].0.1 = jump.at_ns;
+                            self.refresh_ends(first + offset);
                         }
-                        open
-                    };
-                    if self.zero.iter_mut().fold(false, |any, window| close(window) || any) {
-                        for (window, zero, _) in &mut self.spans {
-                            if *zero {
-                                close(window);
-                            }
-                        }
-                        self.refresh_ends();
                     }
                 }
                 _ => insert_sorted(&mut self.points, jump.at_ns),
@@ -375,12 +375,14 @@ impl Jumps {
     fn add_span(&mut self, window: Window, zero: bool) {
         let position = self.spans.partition_point(|((from, _), _, _)| *from <= window.0);
         self.spans.insert(position, (window, zero, 0));
-        self.refresh_ends();
+        self.refresh_ends(position);
     }
 
-    fn refresh_ends(&mut self) {
-        let mut end = 0;
-        for (window, _, running) in &mut self.spans {
+    /// Recomputes the running maximum of the ends from span `from` on (usually the last).
+    fn refresh_ends(&mut self, from: usize) {
+        let mut end =
+            from.checked_sub(1).and_then(|last| self.spans.get(last)).map_or(0, |span| span.2);
+        for (window, _, running) in self.spans.iter_mut().skip(from) {
             end = end.max(window.1);
             *running = end;
         }

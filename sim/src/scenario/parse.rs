@@ -11,9 +11,9 @@ use toml::{Table, Value};
 
 use super::boot;
 use super::error::{ScenarioError, shown};
+use super::presence::Presence;
 use super::reader::{Reader, describe, quoted_list};
 use super::spec::Scenario;
-use super::timeline::Presence;
 use super::types::{
     ArmSpec, BARE_METAL_MSR_READ_NS, ConfigSpec, CounterSourceKind, CpuKind, DEFAULT_CNTFRQ_HZ,
     DEFAULT_PMC_WIDTH, DEFAULT_SAMPLE_INTERVAL_MS, DeviceIdStyle, DeviceIds, Event, EventKind,

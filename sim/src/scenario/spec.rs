@@ -2,7 +2,7 @@
 //! `DriverEntry` boots ([`super::boot`]).
 
 use super::boot::BootSpec;
-use super::timeline::Presence;
+use super::presence::Presence;
 use super::types::{ConfigSpec, Event, Phase, PlatformSpec, PofxSpec};
 
 /// A validated scenario.
