@@ -65,6 +65,7 @@ fn the_interval_accuracy_detail_names_a_real_tolerance() {
 /// Device ids given by a template reach PoFx (in hex), and the PEP accepts them where its
 /// patterns say processors are: `\_SB.SCK1.C000` is a default pattern.
 #[test]
+#[allow(clippy::literal_string_with_formatting_args)] // A device_id_template.
 fn scenario_device_ids_are_offered() {
     let report = run(&scenario(
         "name = \"ids\"\n[platform]\nprocessors = 20\nnominal_mhz = 2000\ndevice_id_style = \"sb-sck-c\"\nsockets = 2\n[pofx]\nduration_ms = 60\n",

@@ -1,6 +1,6 @@
 //! [`ScenarioError`]: why a scenario could not be used, as one line naming the field.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 /// Why a scenario could not be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub fn shown(text: &str) -> String {
         .collect();
     let count = text.chars().count();
     if count > MAX_ECHOED_CHARS {
-        out.push_str(&format!("… ({count} characters)"));
+        let _ = write!(out, "… ({count} characters)");
     }
     out
 }

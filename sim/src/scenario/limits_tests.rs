@@ -1,6 +1,7 @@
 //! The schema's limits: a file within every limit is validated fast (no check is quadratic
 //! in the events, phases or processors), and the limits themselves are enforced.
 
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -72,10 +73,11 @@ fn the_largest_phase_file_validates_fast() {
         .replace("sample_interval_ms = 15", "sample_interval_ms = 200");
     text.push_str("[[event]]\nat_ms = 5\nkind = \"counter-near-wrap\"\nprocessors = \"all\"\n");
     for number in 1..MAX_EVENTS {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "[[event]]\nat_ms = {}\nkind = \"counter-reset\"\nprocessors = \"all\"\n",
             10 + number
-        ));
+        );
     }
     let mut phases = 0_u32;
     loop {
@@ -116,10 +118,11 @@ fn the_largest_phase_file_validates_fast() {
 fn event_and_sleep_counts_are_bounded() {
     let mut text = header(4, 100_000);
     for number in 0..=MAX_EVENTS {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "[[event]]\nat_ms = {}\nkind = \"counter-reset\"\nprocessors = [0]\n",
             number + 1
-        ));
+        );
     }
     assert_eq!(
         Scenario::from_toml_str(&text).map(|_| ()).expect_err("too many").to_string(),
@@ -130,10 +133,11 @@ fn event_and_sleep_counts_are_bounded() {
     );
     let mut text = header(4, 100_000);
     for number in 0..=MAX_SLEEPS {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "[[event]]\nat_ms = {}\nkind = \"sleep\"\nstate = \"s3\"\nduration_ms = 10\n",
             100 + number * 100
-        ));
+        );
     }
     assert_eq!(
         Scenario::from_toml_str(&text).map(|_| ()).expect_err("too many").to_string(),

@@ -90,29 +90,7 @@ impl Scenario {
                 duration_ms,
             )?);
         }
-        let event_tables = top.array_of_tables("event")?;
-        if event_tables.len() > MAX_EVENTS {
-            return Err(top.error(
-                "event",
-                &format!("expected at most {MAX_EVENTS} [[event]]s, found {}", event_tables.len()),
-            ));
-        }
-        let mut events = Vec::new();
-        for (index, event_table) in event_tables.into_iter().enumerate() {
-            events.push(read_event(&format!("event[{index}]"), event_table, processors, pofx)?);
-        }
-        let sleeps = events.iter().filter(|event| matches!(event.kind, EventKind::Sleep { .. }));
-        if let Some((number, _)) = events
-            .iter()
-            .enumerate()
-            .filter(|(_, event)| matches!(event.kind, EventKind::Sleep { .. }))
-            .nth(MAX_SLEEPS)
-        {
-            return Err(ScenarioError::field(
-                format!("event[{number}].kind"),
-                format!("expected at most {MAX_SLEEPS} sleep events, found {}", sleeps.count()),
-            ));
-        }
+        let events = read_events(&top, processors, pofx)?;
 
         let nominal_mhz = platform.nominal_mhz;
         let fastest = phases
@@ -170,6 +148,38 @@ impl Scenario {
         scenario.check()?;
         Ok(scenario)
     }
+}
+
+/// The `[[event]]`s: at most [`MAX_EVENTS`], of which at most [`MAX_SLEEPS`] sleeps.
+fn read_events(
+    top: &Reader<'_>,
+    processors: u32,
+    pofx: PofxSpec,
+) -> Result<Vec<Event>, ScenarioError> {
+    let event_tables = top.array_of_tables("event")?;
+    if event_tables.len() > MAX_EVENTS {
+        return Err(top.error(
+            "event",
+            &format!("expected at most {MAX_EVENTS} [[event]]s, found {}", event_tables.len()),
+        ));
+    }
+    let mut events = Vec::new();
+    for (index, event_table) in event_tables.into_iter().enumerate() {
+        events.push(read_event(&format!("event[{index}]"), event_table, processors, pofx)?);
+    }
+    let sleeps = events.iter().filter(|event| matches!(event.kind, EventKind::Sleep { .. }));
+    if let Some((number, _)) = events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| matches!(event.kind, EventKind::Sleep { .. }))
+        .nth(MAX_SLEEPS)
+    {
+        return Err(ScenarioError::field(
+            format!("event[{number}].kind"),
+            format!("expected at most {MAX_SLEEPS} sleep events, found {}", sleeps.count()),
+        ));
+    }
+    Ok(events)
 }
 
 /// The keys of `[platform]`.
@@ -347,6 +357,7 @@ fn read_device_ids(platform: &Reader<'_>, processors: u32) -> Result<DeviceIds, 
     Ok(DeviceIds::Style { style, per_socket })
 }
 
+#[allow(clippy::literal_string_with_formatting_args)] // The placeholders a user writes.
 /// A `device_id_template`: text with `{index}`, `{socket}` or `{socket_index}`, each
 /// optionally `:[0][width](d|x|X)` (decimal by default; `x`/`X` hexadecimal, upper case), and
 /// `{{`/`}}` for a literal brace.
@@ -653,23 +664,7 @@ fn read_event(
         "msr-fault" => EventKind::MsrFault {
             duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
         },
-        "smi" => {
-            let duration_us = reader.required_u32("duration_us", 1..=MAX_SMI_US)?;
-            let period_ms = reader.optional_u32("period_ms", 1..=MAX_DURATION_MS)?;
-            // A storm whose SMIs last as long as their period never leaves SMM.
-            if let Some(period_ms) = period_ms
-                && u64::from(duration_us) >= u64::from(period_ms) * 1000
-            {
-                return Err(reader.error(
-                    "duration_us",
-                    &format!(
-                        "smi: expected each SMI shorter than its period ({period_ms} ms = {} µs), found {duration_us} µs",
-                        u64::from(period_ms) * 1000
-                    ),
-                ));
-            }
-            EventKind::Smi { duration_us, period_ms }
-        }
+        "smi" => read_smi(&reader)?,
         "pmu-reprogrammed" => EventKind::PmuReprogrammed {
             values: reader.counter_values("values")?.unwrap_or([0, 0]),
             duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
@@ -696,6 +691,25 @@ fn read_event(
         }
     };
     Ok(Event { at_ms, processors: set, kind })
+}
+
+/// The fields of an `smi` event: `duration_us` (required) and `period_ms`, each SMI shorter
+/// than its period (a storm whose SMIs last as long never leaves SMM).
+fn read_smi(reader: &Reader<'_>) -> Result<EventKind, ScenarioError> {
+    let duration_us = reader.required_u32("duration_us", 1..=MAX_SMI_US)?;
+    let period_ms = reader.optional_u32("period_ms", 1..=MAX_DURATION_MS)?;
+    if let Some(period_ms) = period_ms
+        && u64::from(duration_us) >= u64::from(period_ms) * 1000
+    {
+        return Err(reader.error(
+            "duration_us",
+            &format!(
+                "smi: expected each SMI shorter than its period ({period_ms} ms = {} µs), found {duration_us} µs",
+                u64::from(period_ms) * 1000
+            ),
+        ));
+    }
+    Ok(EventKind::Smi { duration_us, period_ms })
 }
 
 /// The fields of a `sleep` event: `state` (required), `duration_ms` (required; the system

@@ -305,6 +305,7 @@ fn socket_styles_number_processors_within_sockets() {
 /// A scenario may give its own ids: a list (one per processor) or a template with the index
 /// in decimal or hexadecimal; both distinct, refused with a one-line error otherwise.
 #[test]
+#[allow(clippy::literal_string_with_formatting_args)] // Templates and their errors.
 fn scenarios_give_their_own_device_ids() {
     let scenario = Scenario::from_toml_str(&platform_with(
         3,

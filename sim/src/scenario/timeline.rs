@@ -5,8 +5,8 @@
 //! of a machine, not the simulation: `crate::machine` builds on it, never the other way.
 //!
 //! From the `hot-add`/`hot-remove` and `sleep` events: which processors are present when
-//! ([`Scenario::initially_present`], [`Scenario::present_at`], from [`super::presence`]) and when the system sleeps
-//! ([`Scenario::sleeps`]).
+//! ([`Scenario::initially_present`], [`Scenario::present_at`], indexed once when the scenario
+//! is read) and when the system sleeps ([`Scenario::sleeps`], [`SleepWindows`]).
 
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;

@@ -3,6 +3,8 @@
 //!
 //! The bottom layer: nothing here reads TOML, checks across tables or simulates anything.
 
+use std::fmt::Write as _;
+
 use ppm_engine::abi::{PowerSystemHibernate, PowerSystemSleeping3, SYSTEM_POWER_STATE};
 use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
 use ppm_engine::device_id::DeviceIdPatterns;
@@ -22,9 +24,11 @@ pub const MAX_DURATION_MS: u32 = 3_600_000;
 /// The most counter reads a run may make (processors × samples), to bound its time (memory no
 /// longer grows with reads: they are digested as they are made).
 pub const MAX_READS: u64 = 50_000_000;
-/// The most `[[event]]`s a scenario may have. The run's digest re-walks each processor's
-/// counter discontinuities at every sample, so events that make counters jump cost samples ×
-/// events per processor; this bound keeps the largest runs to tens of seconds.
+/// The most `[[event]]`s a scenario may have.
+///
+/// Each event acts on up to every processor (2048 items each, and a counter discontinuity per
+/// processor for the kinds that make counters jump): this bound keeps the largest runs to
+/// seconds.
 pub const MAX_EVENTS: usize = 512;
 /// The most `sleep` events (each read is compared with every resume).
 pub const MAX_SLEEPS: usize = 64;
@@ -317,11 +321,11 @@ impl DeviceIds {
                                 TemplateNumber::Socket => index / per_socket,
                                 TemplateNumber::SocketIndex => index % per_socket,
                             };
-                            id.push_str(&match radix {
-                                Radix::Decimal => format!("{number:0width$}"),
-                                Radix::LowerHex => format!("{number:0width$x}"),
-                                Radix::UpperHex => format!("{number:0width$X}"),
-                            });
+                            let _ = match radix {
+                                Radix::Decimal => write!(id, "{number:0width$}"),
+                                Radix::LowerHex => write!(id, "{number:0width$x}"),
+                                Radix::UpperHex => write!(id, "{number:0width$X}"),
+                            };
                         }
                     }
                 }

@@ -14,7 +14,7 @@ pub(super) struct Interval<'r> {
     delta_nominal: i128,
     /// `ΔActualCount`.
     delta_actual: i128,
-    /// The counters jumped within it (see [`Facts::breaks`]).
+    /// The counters jumped within it (see [`Jumps::touches`](super::Jumps)).
     across_break: bool,
     /// The processor's true activity over it.
     activity: Activity,
