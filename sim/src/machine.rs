@@ -21,7 +21,7 @@
 //! value that scenario time 0 maps to.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub use crate::cpu::CounterPair;
 use crate::cpu::CpuModel;
@@ -187,7 +187,8 @@ pub struct Machine {
     /// The nominal counter's rate (MPERF's; on ARM64 the constant counter's, `cntfrq_hz`), Hz.
     nominal_hz: u64,
     cpu: CpuModel,
-    timelines: Vec<Timeline>,
+    /// Per processor; processors that the same phases cover share one.
+    timelines: Vec<Arc<Timeline>>,
     processors: Vec<Mutex<ProcessorState>>,
     /// Per processor: how far its own time has advanced (see [`Machine::processor_now_ns`]).
     processor_clocks: Vec<AtomicU64>,
@@ -221,7 +222,8 @@ impl Machine {
             }),
             None => scenario.platform.nominal_mhz,
         };
-        let mut machine = Self::with_timelines(reported_mhz, CpuModel::new(scenario), timelines);
+        let mut machine =
+            Self::with_shared_timelines(reported_mhz, CpuModel::new(scenario), timelines);
         if let Some(arm) = scenario.platform.arm {
             machine.nominal_hz = u64::from(arm.cntfrq_hz);
         }
@@ -232,6 +234,16 @@ impl Machine {
     /// A machine with explicit timelines (one per processor).
     #[must_use]
     pub fn with_timelines(nominal_mhz: u32, cpu: CpuModel, timelines: Vec<Timeline>) -> Self {
+        Self::with_shared_timelines(nominal_mhz, cpu, timelines.into_iter().map(Arc::new).collect())
+    }
+
+    /// A machine with explicit timelines (one per processor, shared where equal).
+    #[must_use]
+    pub fn with_shared_timelines(
+        nominal_mhz: u32,
+        cpu: CpuModel,
+        timelines: Vec<Arc<Timeline>>,
+    ) -> Self {
         let pmc_width = cpu.pmc_width;
         let processor_clocks = (0..timelines.len()).map(|_| AtomicU64::new(0)).collect();
         let processors = (0..timelines.len())
@@ -292,7 +304,7 @@ impl Machine {
     /// Processor `index`'s timeline.
     #[must_use]
     pub fn timeline(&self, index: u32) -> Option<&Timeline> {
-        self.timelines.get(usize::try_from(index).ok()?)
+        self.timelines.get(usize::try_from(index).ok()?).map(AsRef::as_ref)
     }
 
     /// The clock, ns since power-on.
@@ -612,6 +624,16 @@ impl Machine {
         } else {
             let _ = self.run_in_c0(index, ns);
         }
+    }
+
+    /// Processor `index`'s counter discontinuities recorded after the first `known` (the list
+    /// only grows): what a reader that took `known` of them before has not seen.
+    #[must_use]
+    pub fn discontinuities_since(&self, index: u32, known: usize) -> Vec<Discontinuity> {
+        self.with_state(index, |state| {
+            state.discontinuities.get(known..).unwrap_or_default().to_vec()
+        })
+        .unwrap_or_default()
     }
 
     /// Processor `index`'s counter discontinuities so far.

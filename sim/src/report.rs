@@ -62,6 +62,11 @@ pub struct EngineReport {
     pub perf_capabilities: [u32; 4],
     /// The device ids it logged and whether it accepted them (its last 32).
     pub device_ids_seen: Vec<DeviceIdSeen>,
+    /// Set when the PEP calibrated its nominal rate while the processor ran off its nominal
+    /// frequency (ARM64 without `NominalMhz`: it measures the boot processor's current speed),
+    /// so that `% Processor Performance` is scaled wrongly: what happened and how to set the
+    /// nominal rate.
+    pub nominal_warning: Option<String>,
 }
 
 /// A logged device id.
@@ -104,6 +109,19 @@ pub struct ProcessorReport {
     pub processor_performance_percent: Option<f64>,
     /// Whether every counter's values never went backwards.
     pub monotonic: bool,
+}
+
+/// The warning for a nominal rate the PEP calibrated off the processor's nominal frequency by
+/// more than 0.5 % (a measurement at nominal is exact to the MHz).
+fn calibration_warning(source: &str, calibrated_mhz: u32, nominal_mhz: u32) -> Option<String> {
+    let off = calibrated_mhz.abs_diff(nominal_mhz);
+    (source == "calibrated" && calibrated_mhz != 0 && u64::from(off) * 200 > u64::from(nominal_mhz))
+        .then(|| {
+            let percent = f64::from(nominal_mhz) / f64::from(calibrated_mhz) * 100.0;
+            format!(
+                "the PEP calibrated its nominal rate on the boot processor at {calibrated_mhz} MHz, its speed then, not its nominal {nominal_mhz} MHz: % Processor Performance reads {percent:.0} % at nominal; set the nominal rate: registry NominalMhz = {nominal_mhz} (in a scenario, config.nominal_mhz = {nominal_mhz})"
+            )
+        })
 }
 
 /// Rounds for the report (JSON and text show the same numbers).
@@ -163,6 +181,8 @@ impl Report {
             perf_capabilities,
             device_ids_seen,
         } = observations.engine.clone();
+        let nominal_warning =
+            calibration_warning(&nominal_source, nominal_mhz, platform.nominal_mhz);
         Self {
             scenario: scenario.name.clone(),
             passed: checks.iter().all(|check| check.passed),
@@ -186,6 +206,7 @@ impl Report {
                     .into_iter()
                     .map(|(id, accepted)| DeviceIdSeen { id, accepted })
                     .collect(),
+                nominal_warning,
             },
             processors,
             checks,
@@ -233,6 +254,9 @@ impl Report {
                 .as_ref()
                 .map_or_else(String::new, |reason| format!(", no counters: {reason}"))
         );
+        if let Some(warning) = &engine.nominal_warning {
+            let _ = writeln!(text, "warning: {warning}");
+        }
         let _ = writeln!(text);
         let _ = writeln!(
             text,

@@ -24,9 +24,16 @@
 //! hypervisor = false                   # CPUID.1:ECX[31]
 //! hwp_enabled = true                   # intel-hwp: IA32_PM_ENABLE bit 0
 //! device_id_style = "sb-cpu"           # sb-cpu | pr-cpu (≤ 16) | sb-pr (≤ 256) | sb-p | pr-p
-//!                                      # | sb-c | sb-pltf | sb-cpus | sb-sck (≤ 1024);
+//!                                      # | sb-c | sb-pltf | sb-cpus | sb-sck (\_SB.SCK0.CP00,
+//!                                      # ≤ 256 per socket) | sb-sck-c (\_SB.SCK0.C000);
 //!                                      # default sb-cpu up to 16 processors, sb-c above
+//! sockets = 2                          # socket styles and templates: 1..=16, processors
+//!                                      # spread evenly (default: the fewest that fit)
+//! device_id_template = "\\_SB.C{index:03X}"  # instead of a style: {index}, {socket},
+//!                                      # {socket_index}, each :[0][width](d|x|X)
+//! device_ids = ["\\_SB.CPU0", "…"]      # instead of a style: one id per processor
 //! other_devices = ["\\_SB.PCI0"]       # replaces the CPU flavour's non-processor devices
+//!                                      # (none may match the PEP's processor patterns)
 //! [platform.perf]                      # hardware perf levels (HWP_CAPABILITIES, CPPC_CAP1,
 //! highest = 40                         # ratios), each 0..=255; default derived from
 //! nominal = 20                         # nominal_mhz and the fastest phase
@@ -67,7 +74,7 @@
 //! processors = "all"                   # or a list of indexes
 //! frequency_mhz = 3200                 # delivered frequency in C0
 //! busy_percent = 100                   # C0 residency, 0..=100
-//! [[event]]
+//! [[event]]                            # at most 512 (sleep: at most 64)
 //! at_ms = 500
 //! kind = "counter-reset"               # counter-reset | counter-near-wrap | msr-fault
 //!                                      # | wrong-processor-read | pmu-reprogrammed
@@ -102,6 +109,10 @@
 //!   present); some processor is present at every moment; a hot-added processor is read at
 //!   least once before it leaves; an explicit `on_processor` must be present when its read
 //!   happens (by default the next present processor is used).
+//! - `counter-near-wrap`: at most one per processor (its counters start the run just below
+//!   the wrap once).
+//! - `smi` with `period_ms`: each SMI shorter than its period (`duration_us` <
+//!   `period_ms` × 1000).
 //! - `sleep`: nothing else may happen while the system sleeps (an event at the sleep's own
 //!   `at_ms` must come earlier in the file); a `counter-near-wrap` overflows no later than
 //!   the first sleep.
@@ -109,6 +120,7 @@
 // One-way layers, each file using only those listed before it:
 // - `types` (each table's spec types and the schema's limits), `error` ([`ScenarioError`]);
 // - `reader` (typed access to one TOML table, one-line errors naming the field);
+// - `presence` (which processors are present when, from the hot-plug events);
 // - `boot` (`[registry]`, `[install]`, `[[fault]]`: how `DriverEntry` boots);
 // - `spec` ([`Scenario`], the whole description);
 // - `timeline` (the phases expanded per processor; presence and sleeps from the events);
@@ -121,6 +133,7 @@ pub mod boot;
 mod error;
 mod expected;
 mod parse;
+mod presence;
 mod reader;
 mod spec;
 pub mod timeline;
@@ -135,11 +148,12 @@ use reader::{Reader, describe, quoted_list};
 pub use spec::Scenario;
 pub use types::{
     ArmSpec, BARE_METAL_MSR_READ_NS, ConfigSpec, CounterSourceKind, CpuKind, DEFAULT_CNTFRQ_HZ,
-    DEFAULT_PMC_WIDTH, DEFAULT_SAMPLE_INTERVAL_MS, DeviceIdStyle, Event, EventKind,
-    HYPERVISOR_MSR_READ_NS, HardwarePerf, INTEL_BUS_MHZ, MAX_DURATION_MS, MAX_FREQUENCY_MHZ,
-    MAX_MSR_READ_NS, MAX_PMC_WIDTH, MAX_PROCESSOR_THREADS, MAX_PROCESSORS, MAX_READS, MAX_SMI_US,
+    DEFAULT_PMC_WIDTH, DEFAULT_SAMPLE_INTERVAL_MS, DeviceIdStyle, DeviceIds, Event, EventKind,
+    HYPERVISOR_MSR_READ_NS, HardwarePerf, INTEL_BUS_MHZ, MAX_DEVICE_ID_UNITS, MAX_DURATION_MS,
+    MAX_EVENTS, MAX_FREQUENCY_MHZ, MAX_MSR_READ_NS, MAX_NAME_CHARS, MAX_PMC_WIDTH,
+    MAX_PROCESSOR_THREADS, MAX_PROCESSORS, MAX_READS, MAX_SLEEPS, MAX_SMI_US, MAX_SOCKETS,
     MIN_PMC_WIDTH, MIN_SLEEP_MS, PROCESSORS_PER_GROUP, Phase, PlatformSpec, PofxSpec, ProcessorSet,
-    SleepState, ThreadMode,
+    Radix, SleepState, TemplateNumber, TemplatePart, ThreadMode,
 };
 
 #[cfg(test)]
@@ -147,3 +161,6 @@ mod tests;
 
 #[cfg(test)]
 mod schema_tests;
+
+#[cfg(test)]
+mod limits_tests;

@@ -1,6 +1,8 @@
 //! The checks of the devices and the refusal probes: `dpm.*` (but `dpm.hotplug`),
 //! `ppm.boot_queries` and the probes of `*_refused`.
 
+use std::collections::HashMap;
+
 use ppm_engine::abi::PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES;
 
 use crate::pofx::ProbeKind;
@@ -98,22 +100,21 @@ impl Context<'_> {
     }
 
     pub(super) fn handles_unique_nonnull(&self) -> CheckResult {
-        let mut handles: Vec<(usize, &str)> = Vec::new();
+        // Each handle and the device it was first given to: one lookup per device.
+        let mut handles: HashMap<usize, &str> = HashMap::new();
         let mut failures = Vec::new();
         for device in &self.observations.devices {
             let Some(record) = device.registered else { continue };
             if record.returned && record.acceptance == ppm_engine::abi::PepDeviceAccepted {
                 if record.handle == 0 {
                     failures.push(format!("{}: accepted with a NULL DeviceHandle", device.id));
-                } else if let Some((_, other)) =
-                    handles.iter().find(|(handle, _)| *handle == record.handle)
-                {
+                } else if let Some(other) = handles.get(&record.handle) {
                     failures.push(format!(
                         "{}: DeviceHandle {:#x} already given to {other}",
                         device.id, record.handle
                     ));
                 } else {
-                    handles.push((record.handle, &device.id));
+                    handles.insert(record.handle, &device.id);
                 }
             }
         }

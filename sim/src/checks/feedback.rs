@@ -160,7 +160,9 @@ impl Context<'_> {
         let id = "feedback.interval_accuracy";
         let mut intervals = 0;
         let mut failures = Findings::new();
-        let mut worst = (0_u64, 1_u64);
+        // The interval closest to its tolerance (the largest error / allowed; on a tie, the
+        // tightest tolerance), among the counters that checked any.
+        let mut worst: Option<(u64, u64)> = None;
         for metrics in self.metrics {
             for counter in &metrics.counters {
                 intervals += counter.intervals_checked;
@@ -170,24 +172,32 @@ impl Context<'_> {
                         metrics.index, counter.counter_index
                     )
                 });
+                if counter.intervals_checked == 0 {
+                    continue;
+                }
                 let (error, allowed) = counter.worst_interval_ppm;
-                if u128::from(error) * u128::from(worst.1)
-                    > u128::from(worst.0) * u128::from(allowed)
-                {
-                    worst = (error, allowed);
+                let closer = worst.is_none_or(|(worst_error, worst_allowed)| {
+                    let (this, that) = (
+                        u128::from(error) * u128::from(worst_allowed),
+                        u128::from(worst_error) * u128::from(allowed),
+                    );
+                    this > that || (this == that && allowed < worst_allowed)
+                });
+                if closer {
+                    worst = Some((error, allowed));
                 }
             }
         }
-        if intervals == 0 {
+        let Some((error, allowed)) = worst.filter(|_| intervals != 0) else {
             return CheckResult::not_applicable(id, "no busy interval between served reads");
-        }
+        };
         CheckResult::from_findings(
             id,
             &failures,
             format!(
                 "{intervals} intervals each within its tolerance of its own truth (closest: {:.4} % off, {:.4} % allowed; pairs read {} ns apart)",
-                worst.0 as f64 / 1e4,
-                worst.1 as f64 / 1e4,
+                error as f64 / 1e4,
+                allowed as f64 / 1e4,
                 self.scenario.platform.msr_read_ns
             ),
         )

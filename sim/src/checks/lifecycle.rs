@@ -1,6 +1,8 @@
 //! The checks of the runtime's lifecycle events and of re-entrancy: `dpm.hotplug`,
 //! `ppm.system_state` and `feedback.reentrancy`.
 
+use std::collections::HashMap;
+
 use crate::pofx::{Findings, HotplugChange, ProcessorRecord};
 
 use super::{CheckResult, Context};
@@ -19,6 +21,13 @@ impl Context<'_> {
         let expected = self.expected_counters();
         let mut failures = Vec::new();
         let (mut added, mut removed) = (0, 0);
+        // Each registered handle and the first device it was returned for.
+        let mut first_with: HashMap<usize, usize> = HashMap::new();
+        for (number, device) in devices.iter().enumerate() {
+            if let Some(register) = device.registered {
+                first_with.entry(register.handle).or_insert(number);
+            }
+        }
         for record in records {
             let name = format!("processor {} at {} ms", record.processor, record.at_ms);
             match &record.change {
@@ -34,9 +43,7 @@ impl Context<'_> {
                         ));
                         continue;
                     };
-                    if devices.iter().take(*device).any(|earlier| {
-                        earlier.registered.is_some_and(|register| register.handle == handle)
-                    }) {
+                    if first_with.get(&handle).is_some_and(|first| first < device) {
                         failures.push(format!(
                             "{name}: REGISTER_DEVICE returned handle {handle:#x}, issued before"
                         ));

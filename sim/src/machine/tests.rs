@@ -102,7 +102,7 @@ fn the_timeline_sweep_applies_the_documented_rule() {
     let scenario = scenario(&text);
     let timelines = Timeline::for_all_processors(&scenario);
     for (index, timeline) in (0_u32..).zip(&timelines) {
-        assert_eq!(timeline, &Timeline::for_processor(&scenario, index));
+        assert_eq!(**timeline, Timeline::for_processor(&scenario, index));
         for ms in (0..700).step_by(5) {
             let at = u64::from(ms) * NS_PER_MS;
             let winner = scenario

@@ -88,7 +88,7 @@ impl Emulator<'_> {
                     .map(|id| (*id).to_owned())
                     .collect()
             });
-        let style = self.scenario.platform.device_id_style;
+        let ids = &self.scenario.platform.device_ids;
         // Other device k goes before processor ⌊(k+1)(n+1)/(m+1)⌋ (after the last when = n).
         let slot_of = |k: usize| (k + 1) * (processors as usize + 1) / (others.len() + 1);
         let mut order: Vec<(String, Option<u32>)> = Vec::new();
@@ -100,13 +100,13 @@ impl Emulator<'_> {
             }
             // Processors hot-added later are not offered at boot.
             if index < processors && self.scenario.initially_present(index) {
-                order.push((style.device_id(index), Some(index)));
+                order.push((ids.device_id(index), Some(index)));
             }
         }
         self.observations.processors = (0..processors)
             .map(|index| ProcessorRecord {
                 index,
-                device_id: style.device_id(index),
+                device_id: ids.device_id(index),
                 handle: None,
                 capabilities: None,
                 counters: None,

@@ -12,7 +12,9 @@
 //! one the complete list of reads gives. A window still open (counters reading zero) is open
 //! past every folded read, which is all the checks ask of it.
 
-use crate::machine::{Activity, Discontinuity, DiscontinuityKind, Machine, NS_PER_MS};
+use std::collections::BTreeSet;
+
+use crate::machine::{Activity, DiscontinuityKind, Machine, NS_PER_MS};
 use crate::scenario::Scenario;
 
 use ppm_engine::counters::PAIR_BOUND_NS;
@@ -153,6 +155,8 @@ const MAX_COUNTERS: usize = 64;
 pub struct ReadDigest {
     /// The latest sample's reads, folded at the next one.
     pending: Vec<ReadRecord>,
+    /// Where this processor's counters jumped, as far as the last fold saw.
+    jumps: Jumps,
     /// Runtime reads issued.
     pub reads: usize,
     /// Runtime reads refused (FALSE).
@@ -172,7 +176,7 @@ pub struct ReadDigest {
     /// Reads served although an MSR read faulted.
     pub faulted_served: Findings,
     /// Every handle with a served read.
-    served_handles: Vec<usize>,
+    served_handles: BTreeSet<usize>,
     /// Per counter index: the measurements over consecutive served reads.
     counters: Vec<CounterDigest>,
     /// Per `sleep` of the scenario, in order.
@@ -281,13 +285,8 @@ struct Facts<'m> {
     /// ARM64: the constant counter's rate (`cntfrq_hz`), which the PEP scales to
     /// `NominalRate`.
     constant_hz: Option<u64>,
-    /// Where the counters jumped: closed clock-time windows, every discontinuity but a
-    /// near-wrap set before the first read.
-    breaks: Vec<Window>,
-    /// Among them, where the counters read zero.
-    zero_windows: Vec<Window>,
-    /// Every discontinuity but a near-wrap, clock ns.
-    jumps: Vec<u64>,
+    /// Where the counters jumped, as the interval checks ask it.
+    jumps: &'m Jumps,
 }
 
 impl Facts<'_> {
@@ -306,37 +305,123 @@ impl Facts<'_> {
     }
 }
 
-/// Where the counters jumped, as closed clock-time ranges — every discontinuity but a
+/// Where a processor's counters jumped, kept up to date as the machine records discontinuities
+/// (its list only grows) and queried in O(log n) per interval — every discontinuity but a
 /// near-wrap set before the first read: an interval touching one may be lost by a correct PEP
 /// (a fixed counter's wrap modulo its width is no discontinuity) — and, among them, the windows
 /// in which the counters read zero (`counters-zero`, open until the counters are exposed):
 /// nothing can be measured then, so there is no expectation for that time, and no counts may
-/// be reported for it.
-fn windows(jumps: &[Discontinuity]) -> (Vec<Window>, Vec<Window>) {
-    let zero_windows: Vec<Window> = jumps
-        .iter()
-        .enumerate()
-        .filter(|(_, jump)| jump.kind == DiscontinuityKind::Zeroed)
-        .map(|(position, jump)| {
-            let exposed = jumps[position..]
-                .iter()
-                .find(|later| later.kind == DiscontinuityKind::Exposed)
-                .map_or(u64::MAX, |later| later.at_ns);
-            (jump.at_ns, exposed)
-        })
-        .collect();
-    let breaks = jumps
-        .iter()
-        .filter(|jump| {
-            !matches!(jump.kind, DiscontinuityKind::NearWrap | DiscontinuityKind::Zeroed)
-        })
-        .map(|jump| match jump.kind {
-            DiscontinuityKind::PmuStopped { until_ns } => (jump.at_ns, until_ns),
-            _ => (jump.at_ns, jump.at_ns),
-        })
-        .chain(zero_windows.iter().copied())
-        .collect();
-    (breaks, zero_windows)
+/// be reported for it. Rebuilding this at every sample made a run cost samples × events.
+#[derive(Clone, Debug, Default)]
+pub struct Jumps {
+    /// How many of the machine's discontinuities are in.
+    known: usize,
+    /// Every discontinuity but a near-wrap, clock ns, sorted.
+    times: Vec<u64>,
+    /// The instantaneous ones (every one but a near-wrap, a zeroing and a PMU stop), sorted.
+    points: Vec<u64>,
+    /// The ones that last: PMU stops `(at, until)` and zero windows `(zeroed, exposed)` (open:
+    /// `u64::MAX`), sorted by start: (window, whether a zero window, the running maximum of
+    /// the ends so far).
+    spans: Vec<(Window, bool, u64)>,
+    /// The zero windows, in order (they do not overlap: the counters are zeroed only while
+    /// exposed).
+    zero: Vec<Window>,
+}
+
+impl Jumps {
+    /// Takes in the discontinuities of processor `index` recorded since the last call.
+    fn update(&mut self, machine: &Machine, index: u32) {
+        let new = machine.discontinuities_since(index, self.known);
+        self.known += new.len();
+        for jump in new {
+            if jump.kind == DiscontinuityKind::NearWrap {
+                continue;
+            }
+            insert_sorted(&mut self.times, jump.at_ns);
+            match jump.kind {
+                DiscontinuityKind::Zeroed => {
+                    self.zero.push((jump.at_ns, u64::MAX));
+                    self.add_span((jump.at_ns, u64::MAX), true);
+                }
+                DiscontinuityKind::PmuStopped { until_ns } => {
+                    self.add_span((jump.at_ns, until_ns), false);
+                }
+                DiscontinuityKind::Exposed => {
+                    insert_sorted(&mut self.points, jump.at_ns);
+                    // The first exposure after a zeroing closes its window: the last one, the
+                    // only one open (the counters are zeroed only while exposed).
+                    if let Some(window) = self.zero.last_mut()
+                        && window.1 == u64::MAX
+                        && window.0 <= jump.at_ns
+                    {
+                        window.1 = jump.at_ns;
+                        let start = window.0;
+                        let first = self.spans.partition_point(|((from, _), _, _)| *from < start);
+                        let open = self.spans[first..].iter().position(|((from, to), zero, _)| {
+                            *zero && *from == start && *to == u64::MAX
+                        });
+                        if let Some(offset) = open {
+                            self.spans[first + offset].0.1 = jump.at_ns;
+                            self.refresh_ends(first + offset);
+                        }
+                    }
+                }
+                _ => insert_sorted(&mut self.points, jump.at_ns),
+            }
+        }
+    }
+
+    fn add_span(&mut self, window: Window, zero: bool) {
+        let position = self.spans.partition_point(|((from, _), _, _)| *from <= window.0);
+        self.spans.insert(position, (window, zero, 0));
+        self.refresh_ends(position);
+    }
+
+    /// Recomputes the running maximum of the ends from span `from` on (usually the last).
+    fn refresh_ends(&mut self, from: usize) {
+        let mut end =
+            from.checked_sub(1).and_then(|last| self.spans.get(last)).map_or(0, |span| span.2);
+        for (window, _, running) in self.spans.iter_mut().skip(from) {
+            end = end.max(window.1);
+            *running = end;
+        }
+    }
+
+    /// Whether a jump lies within the closed window `[from, to]` (an interval touching it).
+    fn touches(&self, from: u64, to: u64) -> bool {
+        let point = self.points.partition_point(|at| *at < from);
+        if self.points.get(point).is_some_and(|at| *at <= to) {
+            return true;
+        }
+        // Spans starting at or before `to` whose end reaches `from`.
+        let started = self.spans.partition_point(|((start, _), _, _)| *start <= to);
+        started
+            .checked_sub(1)
+            .and_then(|last| self.spans.get(last))
+            .is_some_and(|(_, _, end)| *end >= from)
+    }
+
+    /// Whether a jump lies in `(after, until]`.
+    fn jumped(&self, after: u64, until: u64) -> bool {
+        let next = self.times.partition_point(|at| *at <= after);
+        self.times.get(next).is_some_and(|at| *at <= until)
+    }
+
+    /// Whether `[from, to]` lies within one zero window.
+    fn within_zero(&self, from: u64, to: u64) -> bool {
+        let started = self.zero.partition_point(|(start, _)| *start <= from);
+        started
+            .checked_sub(1)
+            .and_then(|last| self.zero.get(last))
+            .is_some_and(|(_, end)| to <= *end)
+    }
+}
+
+/// Inserts `value` into the sorted `list` (at the end when it is the latest, as usual).
+fn insert_sorted(list: &mut Vec<u64>, value: u64) {
+    let position = list.partition_point(|at| *at <= value);
+    list.insert(position, value);
 }
 
 impl ReadDigest {
@@ -384,26 +469,22 @@ impl ReadDigest {
         if self.pending.is_empty() {
             return;
         }
-        let discontinuities = machine.discontinuities(index);
-        let (breaks, zero_windows) = windows(&discontinuities);
+        self.jumps.update(machine, index);
+        // Out of `self` while the reads are folded into it.
+        let jumps = std::mem::take(&mut self.jumps);
         let facts = Facts {
             machine,
             index,
             nominal_mhz: f64::from(machine.nominal_mhz()),
             frequency_rate_mhz: frequency_rate.unwrap_or_else(|| machine.nominal_mhz()),
             constant_hz: machine.cpu().arm.map(|arm| u64::from(arm.cntfrq_hz)),
-            breaks,
-            zero_windows,
-            jumps: discontinuities
-                .iter()
-                .filter(|jump| jump.kind != DiscontinuityKind::NearWrap)
-                .map(|jump| jump.at_ns)
-                .collect(),
+            jumps: &jumps,
         };
         let pending = std::mem::take(&mut self.pending);
         for read in pending {
             self.fold_read(&facts, capabilities, read);
         }
+        self.jumps = jumps;
     }
 
     #[allow(clippy::cast_precision_loss)] // A time in milliseconds, for the trace.
@@ -548,9 +629,7 @@ impl ReadDigest {
                     )
                 }),
             }
-            if !self.served_handles.contains(&read.handle) {
-                self.served_handles.push(read.handle);
-            }
+            self.served_handles.insert(read.handle);
         }
     }
 

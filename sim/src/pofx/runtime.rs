@@ -430,7 +430,7 @@ impl Emulator<'_> {
                 self.run_probes(engine, &inputs);
             }
             Work::Register(number) => {
-                let id = self.scenario.platform.device_id_style.device_id(index);
+                let id = self.scenario.platform.device_ids.device_id(index);
                 let (returned, accepted, trace) = engine.prepare(Some(&id));
                 device.tally.absorb(&trace);
                 let device_number = self.observations.devices.len();

@@ -3,6 +3,7 @@
 use super::{Action, Emulator};
 use crate::machine::NS_PER_MS;
 use crate::scenario::EventKind;
+use crate::scenario::timeline::SleepWindows;
 
 impl Emulator<'_> {
     /// The runtime's actions in time order (at one instant in [`Action`] order): a sample
@@ -13,16 +14,15 @@ impl Emulator<'_> {
         let pofx = self.scenario.pofx;
         let interval = u64::from(pofx.sample_interval_ms) * NS_PER_MS;
         let duration = u64::from(pofx.duration_ms) * NS_PER_MS;
-        let sleeps: Vec<(u64, u64)> = self
-            .scenario
-            .sleeps()
-            .into_iter()
-            .map(|(_, start, resume)| (u64::from(start) * NS_PER_MS, u64::from(resume) * NS_PER_MS))
-            .collect();
+        // One binary search per sample over the sleeps sorted once.
+        let sleeps = SleepWindows::new(self.scenario);
+        // Samples fall on whole milliseconds (the interval is a number of them).
+        let asleep =
+            |at_ns: u64| sleeps.asleep(u32::try_from(at_ns / NS_PER_MS).unwrap_or(u32::MAX));
         let mut schedule: Vec<(u64, Action)> = Vec::new();
         let mut at = 0;
         while at <= duration {
-            if !sleeps.iter().any(|(start, resume)| *start < at && at < *resume) {
+            if !asleep(at) {
                 schedule.push((at, Action::Sample));
             }
             at += interval;

@@ -30,6 +30,7 @@ use ppm_engine::driver::registry::{
 };
 use toml::{Table, Value};
 
+use super::error::shown;
 use super::{ConfigSpec, Reader, ScenarioError, describe};
 
 /// `STATUS_ACCESS_DENIED` (`0xC0000022`).
@@ -436,7 +437,8 @@ fn read_value(field: &str, value: &Value) -> Result<RegistryValue, ScenarioError
 }
 
 fn check_text(field: &str, text: &str) -> Result<(), ScenarioError> {
-    if text.contains('\0') || text.len() > MAX_VALUE_BYTES / 2 {
+    // Stored as UTF-16: the limit counts its code units, not UTF-8 bytes.
+    if text.contains('\0') || text.encode_utf16().count() > MAX_VALUE_BYTES / 2 {
         return Err(ScenarioError::field(
             field.to_owned(),
             format!("expected text without NUL of at most {} characters", MAX_VALUE_BYTES / 2),
@@ -511,8 +513,9 @@ fn read_fault(path: &str, table: &Table, processors: u32) -> Result<BootFault, S
             return Err(reader.error(
                 "step",
                 &format!(
-                    "expected one of {}, found {other:?}",
-                    super::quoted_list(&BootFault::STEPS)
+                    "expected one of {}, found \"{}\"",
+                    super::quoted_list(&BootFault::STEPS),
+                    shown(other)
                 ),
             ));
         }
@@ -572,8 +575,9 @@ fn read_status(reader: &Reader<'_>, default: NTSTATUS) -> Result<NTSTATUS, Scena
                 reader.error(
                     "status",
                     &format!(
-                        "expected an error NTSTATUS number (0x80000000..=0xFFFFFFFF) or one of {}, found {text:?}",
-                        super::quoted_list(&names)
+                        "expected an error NTSTATUS number (0x80000000..=0xFFFFFFFF) or one of {}, found \"{}\"",
+                        super::quoted_list(&names),
+                        shown(text)
                     ),
                 )
             }),

@@ -1,6 +1,6 @@
 //! [`ScenarioError`]: why a scenario could not be used, as one line naming the field.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 /// Why a scenario could not be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,8 +14,37 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+/// The most characters of a name or value an error echoes: a longer one is cut, with its
+/// length said (a 1 MB key must not flood the terminal).
+pub const MAX_ECHOED_CHARS: usize = 64;
+
+/// `text` as an error shows it: control characters escaped (the error stays one line), at most
+/// [`MAX_ECHOED_CHARS`] characters of it, then `…` and its length when it is longer.
+#[must_use]
+pub fn shown(text: &str) -> String {
+    let head: String = text.chars().take(MAX_ECHOED_CHARS).collect();
+    let mut out: String = head
+        .chars()
+        .flat_map(|c| if c.is_control() { c.escape_debug().collect() } else { vec![c] })
+        .collect();
+    let count = text.chars().count();
+    if count > MAX_ECHOED_CHARS {
+        let _ = write!(out, "… ({count} characters)");
+    }
+    out
+}
+
 impl ScenarioError {
-    pub(super) const fn field(field: String, message: String) -> Self {
+    /// An error about `field` (a dotted path): its segments are [`shown`] bounded, since a
+    /// path holds the file's own keys.
+    pub(super) fn field(field: String, message: String) -> Self {
+        let field = if field.chars().count() > 2 * MAX_ECHOED_CHARS
+            || field.chars().any(char::is_control)
+        {
+            field.split('.').map(shown).collect::<Vec<_>>().join(".")
+        } else {
+            field
+        };
         Self { field: Some(field), location: None, message }
     }
 

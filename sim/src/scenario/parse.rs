@@ -10,15 +10,18 @@ use ppm_engine::perf::PerfCapabilities;
 use toml::{Table, Value};
 
 use super::boot;
-use super::error::ScenarioError;
+use super::error::{ScenarioError, shown};
+use super::presence::Presence;
 use super::reader::{Reader, describe, quoted_list};
 use super::spec::Scenario;
 use super::types::{
     ArmSpec, BARE_METAL_MSR_READ_NS, ConfigSpec, CounterSourceKind, CpuKind, DEFAULT_CNTFRQ_HZ,
-    DEFAULT_PMC_WIDTH, DEFAULT_SAMPLE_INTERVAL_MS, DeviceIdStyle, Event, EventKind,
-    HYPERVISOR_MSR_READ_NS, HardwarePerf, INTEL_BUS_MHZ, MAX_DURATION_MS, MAX_FREQUENCY_MHZ,
-    MAX_MSR_READ_NS, MAX_PMC_WIDTH, MAX_PROCESSORS, MAX_READS, MAX_SMI_US, MIN_PMC_WIDTH,
-    MIN_SLEEP_MS, Phase, PlatformSpec, PofxSpec, ProcessorSet, SleepState, ThreadMode,
+    DEFAULT_PMC_WIDTH, DEFAULT_SAMPLE_INTERVAL_MS, DeviceIdStyle, DeviceIds, Event, EventKind,
+    HYPERVISOR_MSR_READ_NS, HardwarePerf, INTEL_BUS_MHZ, MAX_DEVICE_ID_UNITS, MAX_DURATION_MS,
+    MAX_EVENTS, MAX_FREQUENCY_MHZ, MAX_MSR_READ_NS, MAX_NAME_CHARS, MAX_PMC_WIDTH, MAX_PROCESSORS,
+    MAX_READS, MAX_SLEEPS, MAX_SMI_US, MAX_SOCKETS, MIN_PMC_WIDTH, MIN_SLEEP_MS, Phase,
+    PlatformSpec, PofxSpec, ProcessorSet, Radix, SleepState, TemplateNumber, TemplatePart,
+    ThreadMode,
 };
 use super::validation::check_phases_in_perf_range;
 
@@ -56,9 +59,19 @@ impl Scenario {
             ],
         )?;
         let name = top.required_string("name")?;
-        if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+        // Characters, not UTF-8 bytes: 40 "Ä" are 40 characters.
+        if name.is_empty()
+            || name.chars().count() > MAX_NAME_CHARS
+            || name.chars().any(char::is_control)
+        {
             return Err(
-                top.error("name", "expected a non-empty name of at most 64 printable characters")
+                top.error(
+                    "name",
+                    &format!(
+                        "expected a non-empty name of at most {MAX_NAME_CHARS} printable characters, found {} characters",
+                        name.chars().count()
+                    ),
+                )
             );
         }
         let description = top.optional_string("description")?.map(str::to_owned);
@@ -77,10 +90,7 @@ impl Scenario {
                 duration_ms,
             )?);
         }
-        let mut events = Vec::new();
-        for (index, event_table) in top.array_of_tables("event")?.into_iter().enumerate() {
-            events.push(read_event(&format!("event[{index}]"), event_table, processors, pofx)?);
-        }
+        let events = read_events(&top, processors, pofx)?;
 
         let nominal_mhz = platform.nominal_mhz;
         let fastest = phases
@@ -123,6 +133,7 @@ impl Scenario {
         // What the driver will read: `[config]` plus the raw values it accepts.
         let config = boot::effective_config(&boot);
 
+        let presence = Presence::new(processors, &events);
         let scenario = Self {
             name: name.to_owned(),
             description,
@@ -132,14 +143,47 @@ impl Scenario {
             phases,
             events,
             boot,
+            presence,
         };
         scenario.check()?;
         Ok(scenario)
     }
 }
 
+/// The `[[event]]`s: at most [`MAX_EVENTS`], of which at most [`MAX_SLEEPS`] sleeps.
+fn read_events(
+    top: &Reader<'_>,
+    processors: u32,
+    pofx: PofxSpec,
+) -> Result<Vec<Event>, ScenarioError> {
+    let event_tables = top.array_of_tables("event")?;
+    if event_tables.len() > MAX_EVENTS {
+        return Err(top.error(
+            "event",
+            &format!("expected at most {MAX_EVENTS} [[event]]s, found {}", event_tables.len()),
+        ));
+    }
+    let mut events = Vec::new();
+    for (index, event_table) in event_tables.into_iter().enumerate() {
+        events.push(read_event(&format!("event[{index}]"), event_table, processors, pofx)?);
+    }
+    let sleeps = events.iter().filter(|event| matches!(event.kind, EventKind::Sleep { .. }));
+    if let Some((number, _)) = events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| matches!(event.kind, EventKind::Sleep { .. }))
+        .nth(MAX_SLEEPS)
+    {
+        return Err(ScenarioError::field(
+            format!("event[{number}].kind"),
+            format!("expected at most {MAX_SLEEPS} sleep events, found {}", sleeps.count()),
+        ));
+    }
+    Ok(events)
+}
+
 /// The keys of `[platform]`.
-const PLATFORM_KEYS: [&str; 15] = [
+const PLATFORM_KEYS: [&str; 18] = [
     "processors",
     "cpu",
     "counter_source",
@@ -147,6 +191,9 @@ const PLATFORM_KEYS: [&str; 15] = [
     "hypervisor",
     "hwp_enabled",
     "device_id_style",
+    "device_id_template",
+    "device_ids",
+    "sockets",
     "other_devices",
     "perf",
     "pmu",
@@ -207,25 +254,7 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
     if platform.get("hwp_enabled").is_some() && cpu != CpuKind::IntelHwp {
         return Err(platform.error("hwp_enabled", "is only valid with cpu = \"intel-hwp\""));
     }
-    // Without a style: `\_SB.CPU#` where 16 processors or fewer can be so named, else AMD's
-    // `\_SB.C###`, which names every supported count.
-    let default_style = if processors <= DeviceIdStyle::SbCpu.capacity() {
-        DeviceIdStyle::SbCpu
-    } else {
-        DeviceIdStyle::SbC
-    };
-    let device_id_style =
-        platform.choice("device_id_style", &DeviceIdStyle::CHOICES, default_style)?;
-    if processors > device_id_style.capacity() {
-        return Err(platform.error(
-            "device_id_style",
-            &format!(
-                "style \"{}\" names at most {} processors, but platform.processors is {processors}",
-                device_id_style.name(),
-                device_id_style.capacity()
-            ),
-        ));
-    }
+    let device_ids = read_device_ids(&platform, processors)?;
     let other_devices = platform.optional_string_list("other_devices", 0..=256, 1..=256)?;
     let perf = platform.optional_table("perf")?.map(read_hardware_perf).transpose()?;
     let msr_read_ns = read_msr_read_ns(&platform)?;
@@ -236,7 +265,7 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
         nominal_mhz,
         hypervisor,
         hwp_enabled,
-        device_id_style,
+        device_ids,
         other_devices,
         perf: perf
             .unwrap_or_else(|| default_hardware_perf(cpu, nominal_mhz, nominal_mhz, nominal_mhz)),
@@ -246,6 +275,161 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
         arm,
     };
     Ok((spec, perf))
+}
+
+/// The processor device ids: `device_id_style` (default `sb-cpu` up to 16 processors, `sb-c`
+/// above), `device_id_template` or `device_ids` — one of them — and `sockets` for the
+/// socket styles and templates.
+fn read_device_ids(platform: &Reader<'_>, processors: u32) -> Result<DeviceIds, ScenarioError> {
+    let given: Vec<&str> = ["device_id_style", "device_id_template", "device_ids"]
+        .into_iter()
+        .filter(|key| platform.get(key).is_some())
+        .collect();
+    if let [first, second, ..] = given.as_slice() {
+        return Err(platform
+            .error(second, &format!("give the processors' ids one way: {first} is set already")));
+    }
+    let sockets = platform.optional_u32("sockets", 1..=MAX_SOCKETS.min(processors))?;
+    if let Some(ids) = platform.optional_string_list(
+        "device_ids",
+        processors..=processors,
+        1..=MAX_DEVICE_ID_UNITS,
+    )? {
+        if sockets.is_some() {
+            return Err(platform.error(
+                "sockets",
+                "is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template",
+            ));
+        }
+        return Ok(DeviceIds::List(ids));
+    }
+    let per_socket = |sockets: u32| processors.div_ceil(sockets.max(1));
+    if let Some(template) = platform.optional_string("device_id_template")? {
+        let parts = parse_template(template)
+            .map_err(|problem| platform.error("device_id_template", &problem))?;
+        return Ok(DeviceIds::Template { parts, per_socket: per_socket(sockets.unwrap_or(1)) });
+    }
+    // Without a style: `\_SB.CPU#` where 16 processors or fewer can be so named, else AMD's
+    // `\_SB.C###`, which names every supported count.
+    let default_style = if processors <= DeviceIdStyle::SbCpu.capacity() {
+        DeviceIdStyle::SbCpu
+    } else {
+        DeviceIdStyle::SbC
+    };
+    let style = platform.choice("device_id_style", &DeviceIdStyle::CHOICES, default_style)?;
+    if !style.per_socket() {
+        if sockets.is_some() {
+            return Err(platform.error(
+                "sockets",
+                &format!(
+                    "is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template, found style \"{}\"",
+                    style.name()
+                ),
+            ));
+        }
+        if processors > style.capacity() {
+            return Err(platform.error(
+                "device_id_style",
+                &format!(
+                    "style \"{}\" names at most {} processors, but platform.processors is {processors}",
+                    style.name(),
+                    style.capacity()
+                ),
+            ));
+        }
+        return Ok(DeviceIds::Style { style, per_socket: processors });
+    }
+    // Socket styles: by default the fewest sockets that can name every processor.
+    let capacity = style.capacity();
+    let sockets = sockets.unwrap_or_else(|| processors.div_ceil(capacity).max(1));
+    let per_socket = per_socket(sockets);
+    if per_socket > capacity || processors.div_ceil(per_socket) > MAX_SOCKETS {
+        let fewest = processors.div_ceil(capacity);
+        return Err(platform.error(
+            "sockets",
+            &format!(
+                "style \"{}\" names at most {capacity} processors per socket and {MAX_SOCKETS} sockets: {processors} processors in {sockets} socket{} are {per_socket} per socket; expected sockets >= {fewest}",
+                style.name(),
+                if sockets == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    Ok(DeviceIds::Style { style, per_socket })
+}
+
+#[allow(clippy::literal_string_with_formatting_args)] // The placeholders a user writes.
+/// A `device_id_template`: text with `{index}`, `{socket}` or `{socket_index}`, each
+/// optionally `:[0][width](d|x|X)` (decimal by default; `x`/`X` hexadecimal, upper case), and
+/// `{{`/`}}` for a literal brace.
+fn parse_template(template: &str) -> Result<Vec<TemplatePart>, String> {
+    let syntax = "expected text with {index}, {socket} or {socket_index}, each optionally :[0][width](d|x|X) (e.g. \"\\\\_SB.C{index:03X}\"), {{ and }} for braces";
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                text.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                text.push('}');
+            }
+            '}' => return Err(format!("{syntax}; found a lone }}")),
+            '{' => {
+                let mut field = String::new();
+                loop {
+                    match chars.next() {
+                        Some('}') => break,
+                        Some(c) if field.len() < 32 => field.push(c),
+                        _ => return Err(format!("{syntax}; found an unclosed {{")),
+                    }
+                }
+                let (name, spec) = field.split_once(':').unwrap_or((field.as_str(), ""));
+                let what = match name {
+                    "index" => TemplateNumber::Index,
+                    "socket" => TemplateNumber::Socket,
+                    "socket_index" => TemplateNumber::SocketIndex,
+                    _ => return Err(format!("{syntax}; found {{{}}}", shown(&field))),
+                };
+                let (digits, radix) = match spec.chars().last() {
+                    Some('x') => (&spec[..spec.len() - 1], Radix::LowerHex),
+                    Some('X') => (&spec[..spec.len() - 1], Radix::UpperHex),
+                    Some('d') => (&spec[..spec.len() - 1], Radix::Decimal),
+                    _ => (spec, Radix::Decimal),
+                };
+                let width = if digits.is_empty() {
+                    0
+                } else {
+                    digits
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|width| *width <= 8 && digits.starts_with('0'))
+                        .ok_or_else(|| format!("{syntax}; found {{{}}}", shown(&field)))?
+                };
+                if !text.is_empty() {
+                    parts.push(TemplatePart::Text(std::mem::take(&mut text)));
+                }
+                parts.push(TemplatePart::Number { what, width, radix });
+            }
+            c => text.push(c),
+        }
+    }
+    if !text.is_empty() {
+        parts.push(TemplatePart::Text(text));
+    }
+    if !parts.iter().any(|part| {
+        matches!(
+            part,
+            TemplatePart::Number { what: TemplateNumber::Index | TemplateNumber::SocketIndex, .. }
+        )
+    }) {
+        return Err(format!(
+            "{syntax}; found no {{index}} or {{socket_index}}, so every processor would get the same id"
+        ));
+    }
+    Ok(parts)
 }
 
 /// `msr_read_ns`: `"bare-metal"` (the default), `"hypervisor"` or a number of nanoseconds.
@@ -480,10 +664,7 @@ fn read_event(
         "msr-fault" => EventKind::MsrFault {
             duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
         },
-        "smi" => EventKind::Smi {
-            duration_us: reader.required_u32("duration_us", 1..=MAX_SMI_US)?,
-            period_ms: reader.optional_u32("period_ms", 1..=MAX_DURATION_MS)?,
-        },
+        "smi" => read_smi(&reader)?,
         "pmu-reprogrammed" => EventKind::PmuReprogrammed {
             values: reader.counter_values("values")?.unwrap_or([0, 0]),
             duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
@@ -510,6 +691,25 @@ fn read_event(
         }
     };
     Ok(Event { at_ms, processors: set, kind })
+}
+
+/// The fields of an `smi` event: `duration_us` (required) and `period_ms`, each SMI shorter
+/// than its period (a storm whose SMIs last as long never leaves SMM).
+fn read_smi(reader: &Reader<'_>) -> Result<EventKind, ScenarioError> {
+    let duration_us = reader.required_u32("duration_us", 1..=MAX_SMI_US)?;
+    let period_ms = reader.optional_u32("period_ms", 1..=MAX_DURATION_MS)?;
+    if let Some(period_ms) = period_ms
+        && u64::from(duration_us) >= u64::from(period_ms) * 1000
+    {
+        return Err(reader.error(
+            "duration_us",
+            &format!(
+                "smi: expected each SMI shorter than its period ({period_ms} ms = {} µs), found {duration_us} µs",
+                u64::from(period_ms) * 1000
+            ),
+        ));
+    }
+    Ok(EventKind::Smi { duration_us, period_ms })
 }
 
 /// The fields of a `sleep` event: `state` (required), `duration_ms` (required; the system

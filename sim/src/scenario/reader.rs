@@ -1,18 +1,17 @@
 //! [`Reader`]: typed access to one TOML table, with one-line errors that name the field
 //! (`platform.processors`, `phase[2].busy_percent`).
 
-use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 
 use toml::{Table, Value};
 
-use super::error::ScenarioError;
+use super::error::{ScenarioError, shown};
 use super::types::ProcessorSet;
 
 /// How a TOML value is named in an error message.
 pub(super) fn describe(value: &Value) -> String {
     match value {
-        Value::String(text) => format!("the string {text:?}"),
+        Value::String(text) => format!("the string \"{}\"", shown(text)),
         Value::Integer(number) => number.to_string(),
         Value::Float(number) => format!("the float {number}"),
         Value::Boolean(flag) => format!("the boolean {flag}"),
@@ -269,7 +268,8 @@ impl<'a> Reader<'a> {
             None => Err(self.error(key, &format!("missing; {expected}"))),
             Some(Value::String(text)) if text == "all" => Ok(ProcessorSet::All),
             Some(Value::Array(items)) if !items.is_empty() => {
-                let mut seen = BTreeSet::new();
+                // Which indexes were listed: one flag per processor (a list may name 2048).
+                let mut seen = vec![false; usize::try_from(processors).unwrap_or(0)];
                 let mut list = Vec::with_capacity(items.len());
                 for (index, item) in items.iter().enumerate() {
                     let field = format!("{}[{index}]", self.path_of(key));
@@ -288,7 +288,8 @@ impl<'a> Reader<'a> {
                             ),
                         )
                     })?;
-                    if !seen.insert(number) {
+                    let listed = usize::try_from(number).ok().and_then(|i| seen.get_mut(i));
+                    if listed.is_some_and(|listed| std::mem::replace(listed, true)) {
                         return Err(ScenarioError::field(
                             field,
                             format!("processor {number} is listed twice"),

@@ -2,6 +2,7 @@
 //! `DriverEntry` boots ([`super::boot`]).
 
 use super::boot::BootSpec;
+use super::presence::Presence;
 use super::types::{ConfigSpec, Event, Phase, PlatformSpec, PofxSpec};
 
 /// A validated scenario.
@@ -23,4 +24,7 @@ pub struct Scenario {
     pub events: Vec<Event>,
     /// `[registry]` (with `[config]`'s values) and `[[fault]]`: how `DriverEntry` boots.
     pub boot: BootSpec,
+    /// Which processors are present when (from `events`), indexed once when the scenario is
+    /// read: the presence questions the checks and the runtime ask cost a binary search.
+    pub(super) presence: Presence,
 }

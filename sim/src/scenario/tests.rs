@@ -238,10 +238,11 @@ fn other_errors() {
 
 #[test]
 fn device_id_styles() {
-    assert_eq!(DeviceIdStyle::SbCpu.device_id(10), "\\_SB.CPUA");
-    assert_eq!(DeviceIdStyle::SbPr.device_id(10), "\\_SB.PR0A");
-    assert_eq!(DeviceIdStyle::SbC.device_id(2047), "\\_SB.C7FF");
-    assert_eq!(DeviceIdStyle::SbSocket.device_id(65), "\\_SB.SCK1.CP01");
+    assert_eq!(DeviceIdStyle::SbCpu.device_id(10, 16), "\\_SB.CPUA");
+    assert_eq!(DeviceIdStyle::SbPr.device_id(10, 256), "\\_SB.PR0A");
+    assert_eq!(DeviceIdStyle::SbC.device_id(2047, 2048), "\\_SB.C7FF");
+    assert_eq!(DeviceIdStyle::SbSocket.device_id(65, 64), "\\_SB.SCK1.CP01");
+    assert_eq!(DeviceIdStyle::SbSocketC.device_id(130, 120), "\\_SB.SCK1.C00A");
     let text = MINIMAL.replace("processors = 4", "processors = 300\ndevice_id_style = \"sb-pr\"");
     assert!(
         error_of(&text)
@@ -250,18 +251,143 @@ fn device_id_styles() {
     // ACPI NameSegs have four characters: `\_SB.CPUF` is the last `CPU#` name.
     let seventeen = MINIMAL.replace("processors = 4", "processors = 17");
     let scenario = Scenario::from_toml_str(&seventeen).expect("valid");
-    assert_eq!(scenario.platform.device_id_style, DeviceIdStyle::SbC);
-    assert_eq!(scenario.platform.device_id_style.device_id(16), "\\_SB.C010");
+    assert_eq!(scenario.platform.device_ids.kind(), "sb-c");
+    assert_eq!(scenario.platform.device_ids.device_id(16), "\\_SB.C010");
     let sixteen = MINIMAL.replace("processors = 4", "processors = 16");
     let scenario = Scenario::from_toml_str(&sixteen).expect("valid");
-    assert_eq!(scenario.platform.device_id_style.device_id(15), "\\_SB.CPUF");
+    assert_eq!(scenario.platform.device_ids.device_id(15), "\\_SB.CPUF");
     let explicit =
         seventeen.replace("processors = 17", "processors = 17\ndevice_id_style = \"sb-cpu\"");
     assert!(error_of(&explicit).contains("style \"sb-cpu\" names at most 16 processors"));
-    let sockets =
-        MINIMAL.replace("processors = 4", "processors = 1025\ndevice_id_style = \"sb-sck\"");
-    assert!(error_of(&sockets).contains("names at most 1024 processors"));
 }
+
+fn platform_with(processors: u32, lines: &str) -> String {
+    MINIMAL.replace("processors = 4", &format!("processors = {processors}\n{lines}"))
+}
+
+/// `sb-sck` is not tied to processor groups and does not end at 1024 processors: by default
+/// it takes the fewest sockets of 256 (`CP00` … `CPFF`), `sockets` spreads the processors
+/// evenly; `sb-sck-c` is `\_SB.SCK0.C000` (current Intel servers).
+#[test]
+fn socket_styles_number_processors_within_sockets() {
+    let ids = |text: &str| {
+        let scenario = Scenario::from_toml_str(text).expect("valid");
+        (0..scenario.platform.processors)
+            .map(|index| scenario.platform.device_ids.device_id(index))
+            .collect::<Vec<_>>()
+    };
+    let big = ids(&platform_with(2048, "device_id_style = \"sb-sck\""));
+    assert_eq!(big[255], "\\_SB.SCK0.CPFF");
+    assert_eq!(big[256], "\\_SB.SCK1.CP00");
+    assert_eq!(big[2047], "\\_SB.SCK7.CPFF");
+    let two = ids(&platform_with(130, "device_id_style = \"sb-sck\"\nsockets = 2"));
+    assert_eq!((two[64].as_str(), two[65].as_str()), ("\\_SB.SCK0.CP40", "\\_SB.SCK1.CP00"));
+    let intel = ids(&platform_with(224, "device_id_style = \"sb-sck-c\"\nsockets = 2"));
+    assert_eq!((intel[111].as_str(), intel[112].as_str()), ("\\_SB.SCK0.C06F", "\\_SB.SCK1.C000"));
+    assert_eq!(
+        ids(&platform_with(2048, "device_id_style = \"sb-sck-c\""))[2047],
+        "\\_SB.SCK0.C7FF"
+    );
+    assert_eq!(
+        error_of(&platform_with(2048, "device_id_style = \"sb-sck\"\nsockets = 4")),
+        "field `platform.sockets`: style \"sb-sck\" names at most 256 processors per socket and 16 sockets: 2048 processors in 4 sockets are 512 per socket; expected sockets >= 8"
+    );
+    assert_eq!(
+        error_of(&platform_with(64, "device_id_style = \"sb-c\"\nsockets = 2")),
+        "field `platform.sockets`: is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template, found style \"sb-c\""
+    );
+    assert!(
+        error_of(&platform_with(4, "device_id_style = \"sb-sck\"\nsockets = 5"))
+            .starts_with("field `platform.sockets`: expected an integer in 1..=4, found 5")
+    );
+}
+
+/// A scenario may give its own ids: a list (one per processor) or a template with the index
+/// in decimal or hexadecimal; both distinct, refused with a one-line error otherwise.
+#[test]
+#[allow(clippy::literal_string_with_formatting_args)] // Templates and their errors.
+fn scenarios_give_their_own_device_ids() {
+    let scenario = Scenario::from_toml_str(&platform_with(
+        3,
+        "device_ids = [\"\\\\_SB.NOD0.CPU0\", \"\\\\_SB.NOD0.CPU1\", \"\\\\_SB.NOD1.CPU0\"]",
+    ))
+    .expect("valid");
+    assert_eq!(scenario.platform.device_ids.device_id(2), "\\_SB.NOD1.CPU0");
+    let template = |processors: u32, template: &str, extra: &str| {
+        let text =
+            platform_with(processors, &format!("device_id_template = {template:?}\n{extra}"));
+        Scenario::from_toml_str(&text).map(|scenario| {
+            (0..processors)
+                .map(|index| scenario.platform.device_ids.device_id(index))
+                .collect::<Vec<_>>()
+        })
+    };
+    let hex = template(300, "\\_SB.C{index:03X}", "").expect("valid");
+    assert_eq!((hex[10].as_str(), hex[299].as_str()), ("\\_SB.C00A", "\\_SB.C12B"));
+    let decimal = template(300, "\\_SB.P{index:03}", "").expect("valid");
+    assert_eq!(decimal[299], "\\_SB.P299");
+    let lower = template(17, "CPU{index:x}", "").expect("valid");
+    assert_eq!(lower[15], "CPUf");
+    let sockets =
+        template(8, "\\_SB.S{socket}.C{socket_index:02d}{{x}}", "sockets = 2").expect("valid");
+    assert_eq!(sockets[5], "\\_SB.S1.C01{x}");
+    for (text, expected) in [
+        (
+            platform_with(2, "device_ids = [\"\\\\_SB.CPU0\"]"),
+            "field `platform.device_ids`: expected 2..=2 strings, found 1",
+        ),
+        (
+            platform_with(2, "device_ids = [\"\\\\_SB.CPU0\", \"\\\\_SB.CPU0\"]"),
+            "field `platform.device_ids[1]`: processors 0 and 1 both get the id \"\\_SB.CPU0\"; expected one id per processor",
+        ),
+        (
+            platform_with(2, "device_id_template = \"\\\\_SB.CPU\""),
+            "field `platform.device_id_template`: expected text with {index}, {socket} or {socket_index}, each optionally :[0][width](d|x|X) (e.g. \"\\\\_SB.C{index:03X}\"), {{ and }} for braces; found no {index} or {socket_index}, so every processor would get the same id",
+        ),
+        (
+            platform_with(2, "device_id_template = \"\\\\_SB.C{cpu}\""),
+            "field `platform.device_id_template`: expected text with {index}, {socket} or {socket_index}, each optionally :[0][width](d|x|X) (e.g. \"\\\\_SB.C{index:03X}\"), {{ and }} for braces; found {cpu}",
+        ),
+        (
+            platform_with(2, "device_id_style = \"sb-c\"\ndevice_ids = [\"a\", \"b\"]"),
+            "field `platform.device_ids`: give the processors' ids one way: device_id_style is set already",
+        ),
+        (
+            platform_with(2, "device_ids = [\"a\", \"b\"]\nsockets = 2"),
+            "field `platform.sockets`: is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template",
+        ),
+    ] {
+        assert_eq!(error_of(&text), expected);
+    }
+}
+
+/// `other_devices` lists devices that are not processors: one that the PEP's patterns take
+/// for a processor, or that repeats a processor's id, is refused, naming it and the pattern.
+#[test]
+fn other_devices_are_not_processors() {
+    assert_eq!(
+        error_of(&platform_with(4, "other_devices = [\"\\\\_SB.PCI0\", \"\\\\_SB.CPU5\"]")),
+        "field `platform.other_devices[1]`: \"\\_SB.CPU5\" matches the PEP's processor pattern \"\\_SB.CPU#\" (config.device_id_patterns or the defaults), so the PEP would take it for a processor; list only devices that are not processors"
+    );
+    assert_eq!(
+        error_of(&platform_with(
+            4,
+            "device_ids = [\"A\", \"B\", \"C\", \"D\"]\nother_devices = [\"C\"]"
+        )),
+        "field `platform.other_devices[0]`: \"C\" is processor 2's id"
+    );
+    let custom = format!(
+        "{}[config]\ndevice_id_patterns = [\"\\\\_SB.NODE.*\"]\n",
+        platform_with(4, r#"other_devices = ["\\_SB.PCI0", "\\_SB.NODE.X"]"#)
+    );
+    assert!(error_of(&custom).starts_with(
+        "field `platform.other_devices[1]`: \"\\_SB.NODE.X\" matches the PEP's processor pattern \"\\_SB.NODE.*\""
+    ));
+    assert!(
+        Scenario::from_toml_str(&platform_with(4, "other_devices = [\"\\\\_SB.PCI0\"]")).is_ok()
+    );
+}
+
 /// Every style × sizes around every capacity: accepted ones name each processor with
 /// 4-character segments, distinctly, all matched by the engine's default patterns; the
 /// others are refused at parse time, naming the style and its capacity.
@@ -274,16 +400,17 @@ fn every_device_id_style_names_what_the_default_patterns_accept() {
                 "processors = 4",
                 &format!("processors = {count}\ndevice_id_style = \"{name}\""),
             );
-            if count > style.capacity() {
+            if !style.per_socket() && count > style.capacity() {
                 let error = error_of(&text);
                 let wanted = format!("style \"{name}\" names at most {}", style.capacity());
                 assert!(error.contains(&wanted), "{name} × {count}: {error}");
                 continue;
             }
-            assert!(Scenario::from_toml_str(&text).is_ok(), "{name} × {count} refused");
+            let scenario = Scenario::from_toml_str(&text)
+                .unwrap_or_else(|error| panic!("{name} × {count} refused: {error}"));
             let mut seen = std::collections::BTreeSet::new();
             for index in 0..count {
-                let id = style.device_id(index);
+                let id = scenario.platform.device_ids.device_id(index);
                 assert!(
                     id.split('.').skip(1).all(|segment| segment.len() == 4),
                     "{name}: {id} has a segment that is not 4 characters"

@@ -5,10 +5,11 @@
 //! of a machine, not the simulation: `crate::machine` builds on it, never the other way.
 //!
 //! From the `hot-add`/`hot-remove` and `sleep` events: which processors are present when
-//! ([`Scenario::initially_present`], [`Scenario::present_at`]) and when the system sleeps
-//! ([`Scenario::sleeps`]).
+//! ([`Scenario::initially_present`], [`Scenario::present_at`], indexed once when the scenario
+//! is read) and when the system sleeps ([`Scenario::sleeps`], [`SleepWindows`]).
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
 
 use super::spec::Scenario;
 use super::types::{EventKind, Phase, ProcessorSet};
@@ -80,32 +81,81 @@ impl Timeline {
     }
 
     /// Every processor's timeline; one pass over the phases' processor sets, then a sweep per
-    /// processor: O(phases × log phases) per processor.
+    /// distinct set of phases: processors that the same phases cover share one timeline
+    /// (a phase on `"all"` costs one sweep, not one per processor). O(phases · log phases)
+    /// per distinct set.
     #[must_use]
-    pub fn for_all_processors(scenario: &Scenario) -> Vec<Self> {
+    pub fn for_all_processors(scenario: &Scenario) -> Vec<Arc<Self>> {
+        let processors: Vec<u32> = (0..scenario.platform.processors).collect();
+        let shared = Self::shared(scenario, &processors);
+        processors.iter().filter_map(|index| shared.get(index).cloned()).collect()
+    }
+
+    /// The timelines of `processors`, one per distinct set of covering phases, shared.
+    fn shared(scenario: &Scenario, processors: &[u32]) -> HashMap<u32, Arc<Self>> {
         let count = usize::try_from(scenario.platform.processors).unwrap_or(0);
-        let mut per_processor: Vec<Vec<(usize, &Phase)>> = vec![Vec::new(); count];
+        let mut wanted = vec![false; count];
+        for &index in processors {
+            if let Some(slot) = usize::try_from(index).ok().and_then(|i| wanted.get_mut(i)) {
+                *slot = true;
+            }
+        }
+        // Per wanted processor: the file indexes of the listed phases that cover it.
+        let mut listed: Vec<Vec<usize>> = vec![Vec::new(); count];
         let mut all: Vec<(usize, &Phase)> = Vec::new();
         for (file_index, phase) in scenario.phases.iter().enumerate() {
             match &phase.processors {
                 ProcessorSet::All => all.push((file_index, phase)),
                 ProcessorSet::List(list) => {
                     for &processor in list {
-                        if let Some(phases) =
-                            usize::try_from(processor).ok().and_then(|i| per_processor.get_mut(i))
+                        let slot = usize::try_from(processor).ok();
+                        if slot.and_then(|i| wanted.get(i)).is_some_and(|wanted| *wanted)
+                            && let Some(phases) = slot.and_then(|i| listed.get_mut(i))
                         {
-                            phases.push((file_index, phase));
+                            phases.push(file_index);
                         }
                     }
                 }
             }
         }
-        per_processor
-            .into_iter()
-            .map(|mut phases| {
-                phases.extend(all.iter().copied());
-                phases.sort_unstable_by_key(|(file_index, _)| *file_index);
-                Self::from_phases(scenario.platform.nominal_mhz, &phases)
+        let mut by_set: HashMap<&[usize], Arc<Self>> = HashMap::new();
+        let mut timelines = HashMap::with_capacity(processors.len());
+        for &index in processors {
+            let Some(own) = usize::try_from(index).ok().and_then(|i| listed.get(i)) else {
+                continue;
+            };
+            let timeline = by_set
+                .entry(own.as_slice())
+                .or_insert_with(|| {
+                    let mut phases: Vec<(usize, &Phase)> = all.clone();
+                    phases.extend(
+                        own.iter().map(|&file_index| (file_index, &scenario.phases[file_index])),
+                    );
+                    phases.sort_unstable_by_key(|(file_index, _)| *file_index);
+                    Arc::new(Self::from_phases(scenario.platform.nominal_mhz, &phases))
+                })
+                .clone();
+            timelines.insert(index, timeline);
+        }
+        timelines
+    }
+
+    /// When each of `processors` first runs in C0 (runtime ns; `None`: never), from the
+    /// timelines built once per distinct set of covering phases.
+    #[must_use]
+    pub fn first_c0_times(scenario: &Scenario, processors: &[u32]) -> Vec<(u32, Option<u64>)> {
+        let shared = Self::shared(scenario, processors);
+        processors
+            .iter()
+            .map(|index| {
+                let first = shared.get(index).and_then(|timeline| {
+                    timeline
+                        .segments
+                        .iter()
+                        .find(|segment| segment.load.busy_percent > 0)
+                        .map(|segment| segment.start_ns)
+                });
+                (*index, first)
             })
             .collect()
     }
@@ -279,44 +329,72 @@ impl Iterator for Spans<'_> {
     }
 }
 
-impl Scenario {
-    /// The `hot-add` and `hot-remove` events concerning processor `index`, in the order they
-    /// happen (time, then file order): (event number, `at_ms`, added).
-    pub(super) fn hotplug_events(&self, index: u32) -> Vec<(usize, u32, bool)> {
-        let mut list: Vec<(usize, u32, bool)> = self
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(_, event)| event.processors.contains(index))
-            .filter_map(|(number, event)| match event.kind {
-                EventKind::HotAdd => Some((number, event.at_ms, true)),
-                EventKind::HotRemove => Some((number, event.at_ms, false)),
-                _ => None,
-            })
-            .collect();
-        list.sort_by_key(|(number, at_ms, _)| (*at_ms, *number));
-        list
+/// The system's sleeps as windows, sorted by start: when the OS takes no samples.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SleepWindows {
+    /// (start ms, resume ms), sorted by start; disjoint once the scenario is validated.
+    windows: Vec<(u32, u32)>,
+}
+
+impl SleepWindows {
+    /// The sleeps of a scenario.
+    #[must_use]
+    pub fn new(scenario: &Scenario) -> Self {
+        let mut windows: Vec<(u32, u32)> =
+            scenario.sleeps().into_iter().map(|(_, start, resume)| (start, resume)).collect();
+        windows.sort_unstable();
+        Self { windows }
     }
 
+    /// The window whose inside (start < `at_ms` < resume) holds `at_ms`, if any: one binary
+    /// search, the windows being disjoint.
+    #[must_use]
+    pub fn containing(&self, at_ms: u32) -> Option<(u32, u32)> {
+        let after = self.windows.partition_point(|(start, _)| *start < at_ms);
+        after
+            .checked_sub(1)
+            .and_then(|last| self.windows.get(last))
+            .copied()
+            .filter(|(_, resume)| at_ms < *resume)
+    }
+
+    /// Whether the system sleeps at `at_ms` (strictly between a sleep's start and resume).
+    #[must_use]
+    pub fn asleep(&self, at_ms: u32) -> bool {
+        self.containing(at_ms).is_some()
+    }
+
+    /// The first sample time (a multiple of `interval_ms`) at or after `from_ms` at which the
+    /// system is awake: each step leaves one sleep behind, so at most one step per sleep.
+    #[must_use]
+    pub fn first_awake_sample(&self, from_ms: u32, interval_ms: u32) -> u64 {
+        let interval = u64::from(interval_ms.max(1));
+        let mut sample = u64::from(from_ms).div_ceil(interval) * interval;
+        while let Some((_, resume)) =
+            u32::try_from(sample).ok().and_then(|sample| self.containing(sample))
+        {
+            sample = u64::from(resume).div_ceil(interval) * interval;
+        }
+        sample
+    }
+}
+
+impl Scenario {
     /// Whether processor `index` is offered to the PEP at boot (its first `hot-add`/`hot-remove`
     /// event, if any, is not a `hot-add`).
     #[must_use]
     pub fn initially_present(&self, index: u32) -> bool {
-        self.hotplug_events(index).first().is_none_or(|(_, _, added)| !added)
+        self.presence.initially_present(index)
     }
 
     /// Whether processor `index` is registered with the PEP when event `number` (at `at_ms`)
     /// happens: after every `hot-add`/`hot-remove` that comes before it (time, then file order).
     #[must_use]
     pub fn present_at(&self, index: u32, at_ms: u32, number: usize) -> bool {
-        self.hotplug_events(index)
-            .into_iter()
-            .rev()
-            .find(|(other, other_ms, _)| (*other_ms, *other) < (at_ms, number))
-            .map_or_else(|| self.initially_present(index), |(_, _, added)| added)
+        self.presence.present_at(index, at_ms, number)
     }
 
-    /// The `sleep` events as (event number, start ms, resume ms).
+    /// The `sleep` events as (event number, start ms, resume ms), in file order.
     #[must_use]
     pub fn sleeps(&self) -> Vec<(usize, u32, u32)> {
         self.events

@@ -3,12 +3,16 @@
 //!
 //! The bottom layer: nothing here reads TOML, checks across tables or simulates anything.
 
+use std::fmt::Write as _;
+
 use ppm_engine::abi::{PowerSystemHibernate, PowerSystemSleeping3, SYSTEM_POWER_STATE};
 use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
 use ppm_engine::device_id::DeviceIdPatterns;
 use ppm_engine::perf::PerfCapabilities;
 use ppm_engine::pmc::ReservationPolicy;
 
+/// The longest `name`, in characters (not bytes).
+pub const MAX_NAME_CHARS: usize = 64;
 /// The most processors a scenario may simulate (32 groups of 64).
 pub const MAX_PROCESSORS: u32 = 2048;
 /// Processors per processor group (`group = index / 64`, `number = index % 64`).
@@ -20,6 +24,14 @@ pub const MAX_DURATION_MS: u32 = 3_600_000;
 /// The most counter reads a run may make (processors × samples), to bound its time (memory no
 /// longer grows with reads: they are digested as they are made).
 pub const MAX_READS: u64 = 50_000_000;
+/// The most `[[event]]`s a scenario may have.
+///
+/// Each event acts on up to every processor (2048 items each, and a counter discontinuity per
+/// processor for the kinds that make counters jump): this bound keeps the largest runs to
+/// seconds.
+pub const MAX_EVENTS: usize = 512;
+/// The most `sleep` events (each read is compared with every resume).
+pub const MAX_SLEEPS: usize = 64;
 /// The longest `smi`, in microseconds (real ones take tens to hundreds).
 pub const MAX_SMI_US: u32 = 100_000;
 /// The longest `[platform] msr_read_ns`: 20 µs.
@@ -155,23 +167,35 @@ pub enum DeviceIdStyle {
     PrP,
     /// `\_SB.C000`, … (AMD style, three hexadecimal digits).
     SbC,
-    /// `\_SB.SCK0.CP00`, … (socket = processor group of 64, one hexadecimal socket digit: at
-    /// most 16 sockets, 1024 processors).
+    /// `\_SB.SCK0.CP00`, … (per socket, `[platform] sockets` of them: one hexadecimal socket
+    /// digit, two for the processor within its socket: at most 16 sockets of 256).
     SbSocket,
+    /// `\_SB.SCK0.C000`, … (current Intel servers: per socket, three hexadecimal digits for
+    /// the processor within its socket).
+    SbSocketC,
     /// `\_SB.PLTF.C000`, … (AMD's platform container, three hexadecimal digits).
     SbPltf,
     /// `\_SB.CPUS.C000`, … (QEMU's processor container, three hexadecimal digits).
     SbCpus,
 }
 
+/// The longest device id, in UTF-16 code units (PoFx hands the PEP a counted UTF-16 string;
+/// ACPI paths are far shorter).
+pub const MAX_DEVICE_ID_UNITS: u32 = 200;
+
+/// The most sockets a socket style or a `device_id_template` may number (one hexadecimal
+/// digit in `\_SB.SCK#`).
+pub const MAX_SOCKETS: u32 = 16;
+
 impl DeviceIdStyle {
-    pub(super) const CHOICES: [(&'static str, Self); 9] = [
+    pub(super) const CHOICES: [(&'static str, Self); 10] = [
         ("sb-cpu", Self::SbCpu),
         ("pr-cpu", Self::PrCpu),
         ("sb-pr", Self::SbPr),
         ("sb-p", Self::SbP),
         ("sb-c", Self::SbC),
         ("sb-sck", Self::SbSocket),
+        ("sb-sck-c", Self::SbSocketC),
         ("pr-p", Self::PrP),
         ("sb-pltf", Self::SbPltf),
         ("sb-cpus", Self::SbCpus),
@@ -183,20 +207,28 @@ impl DeviceIdStyle {
         Self::CHOICES.iter().find(|(_, style)| *style == self).map_or("?", |(name, _)| name)
     }
 
-    /// The most processors the style can name.
+    /// Whether the style numbers processors within sockets.
+    #[must_use]
+    pub const fn per_socket(self) -> bool {
+        matches!(self, Self::SbSocket | Self::SbSocketC)
+    }
+
+    /// The most processors the style can name (per socket for the socket styles).
     #[must_use]
     pub const fn capacity(self) -> u32 {
         match self {
             Self::SbCpu | Self::PrCpu => 16,
-            Self::SbPr => 256,
-            Self::SbSocket => 16 * PROCESSORS_PER_GROUP,
+            Self::SbPr | Self::SbSocket => 256,
             Self::SbP | Self::PrP | Self::SbC | Self::SbPltf | Self::SbCpus => MAX_PROCESSORS,
+            Self::SbSocketC => 4096,
         }
     }
 
-    /// The device id of processor `index`.
+    /// The device id of processor `index`, the socket styles with `per_socket` processors in
+    /// each socket.
     #[must_use]
-    pub fn device_id(self, index: u32) -> String {
+    pub fn device_id(self, index: u32, per_socket: u32) -> String {
+        let (socket, local) = (index / per_socket.max(1), index % per_socket.max(1));
         match self {
             Self::SbCpu => format!("\\_SB.CPU{index:X}"),
             Self::PrCpu => format!("\\_PR.CPU{index:X}"),
@@ -206,11 +238,112 @@ impl DeviceIdStyle {
             Self::PrP => format!("\\_PR.P{index:03X}"),
             Self::SbPltf => format!("\\_SB.PLTF.C{index:03X}"),
             Self::SbCpus => format!("\\_SB.CPUS.C{index:03X}"),
-            Self::SbSocket => format!(
-                "\\_SB.SCK{:X}.CP{:02X}",
-                index / PROCESSORS_PER_GROUP,
-                index % PROCESSORS_PER_GROUP
-            ),
+            Self::SbSocket => format!("\\_SB.SCK{socket:X}.CP{local:02X}"),
+            Self::SbSocketC => format!("\\_SB.SCK{socket:X}.C{local:03X}"),
+        }
+    }
+}
+
+/// One piece of a `device_id_template`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TemplatePart {
+    /// Text copied as it is.
+    Text(String),
+    /// A number: which one, how wide (zero-padded) and in which base.
+    Number {
+        /// `index`, `socket` or `socket_index`.
+        what: TemplateNumber,
+        /// The minimum number of digits (zero-padded).
+        width: usize,
+        /// How the digits are written.
+        radix: Radix,
+    },
+}
+
+/// How a `device_id_template` number is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Radix {
+    /// `d` (the default): decimal.
+    Decimal,
+    /// `x`: hexadecimal, lower case.
+    LowerHex,
+    /// `X`: hexadecimal, upper case (as ACPI names are).
+    UpperHex,
+}
+
+/// The numbers a `device_id_template` can spell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateNumber {
+    /// `{index}`: the processor's global index.
+    Index,
+    /// `{socket}`: its socket.
+    Socket,
+    /// `{socket_index}`: its index within its socket.
+    SocketIndex,
+}
+
+/// The processor device ids a scenario offers: a style, a template or a list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceIds {
+    /// `device_id_style` (with `sockets` for the socket styles).
+    Style {
+        /// The style.
+        style: DeviceIdStyle,
+        /// Processors per socket.
+        per_socket: u32,
+    },
+    /// `device_id_template`.
+    Template {
+        /// The template, parsed.
+        parts: Vec<TemplatePart>,
+        /// Processors per socket.
+        per_socket: u32,
+    },
+    /// `device_ids`: one per processor.
+    List(Vec<String>),
+}
+
+impl DeviceIds {
+    /// The device id of processor `index`.
+    #[must_use]
+    pub fn device_id(&self, index: u32) -> String {
+        match self {
+            Self::Style { style, per_socket } => style.device_id(index, *per_socket),
+            Self::Template { parts, per_socket } => {
+                let per_socket = (*per_socket).max(1);
+                let mut id = String::new();
+                for part in parts {
+                    match part {
+                        TemplatePart::Text(text) => id.push_str(text),
+                        TemplatePart::Number { what, width, radix } => {
+                            let number = match what {
+                                TemplateNumber::Index => index,
+                                TemplateNumber::Socket => index / per_socket,
+                                TemplateNumber::SocketIndex => index % per_socket,
+                            };
+                            let _ = match radix {
+                                Radix::Decimal => write!(id, "{number:0width$}"),
+                                Radix::LowerHex => write!(id, "{number:0width$x}"),
+                                Radix::UpperHex => write!(id, "{number:0width$X}"),
+                            };
+                        }
+                    }
+                }
+                id
+            }
+            Self::List(ids) => {
+                usize::try_from(index).ok().and_then(|i| ids.get(i)).cloned().unwrap_or_default()
+            }
+        }
+    }
+
+    /// How the ids are given, for the report: the style's name, `template` or `list`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Style { style, .. } => style.name(),
+            Self::Template { .. } => "template",
+            Self::List(_) => "list",
         }
     }
 }
@@ -243,8 +376,8 @@ pub struct PlatformSpec {
     pub hypervisor: bool,
     /// `hwp_enabled`: `IA32_PM_ENABLE` bit 0 (intel-hwp only).
     pub hwp_enabled: bool,
-    /// `device_id_style`.
-    pub device_id_style: DeviceIdStyle,
+    /// `device_id_style`, `device_id_template` or `device_ids` (with `sockets`).
+    pub device_ids: DeviceIds,
     /// `other_devices`: the non-processor device ids, replacing the flavour's defaults.
     pub other_devices: Option<Vec<String>>,
     /// `[platform.perf]`, or derived from the nominal rate and the fastest phase.

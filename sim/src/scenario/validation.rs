@@ -1,20 +1,26 @@
 //! Cross-field checks of a scenario: what no single field can say (events against the
 //! hot-plug state, sleeps, the fixed counters' width, phases against the perf levels).
 
+use std::collections::HashMap;
+
 use super::boot::BootFault;
-use super::error::ScenarioError;
+use super::error::{ScenarioError, shown};
 use super::spec::Scenario;
-use super::timeline::{NS_PER_MS, Timeline};
-use super::types::{CounterSourceKind, CpuKind, Event, EventKind, HardwarePerf, Phase};
+use super::timeline::{NS_PER_MS, SleepWindows, Timeline};
+use super::types::{
+    CounterSourceKind, CpuKind, DeviceIds, Event, EventKind, HardwarePerf, MAX_DEVICE_ID_UNITS,
+    Phase,
+};
 
 impl Scenario {
     /// Runs every cross-field check, in order; the first failure is the scenario's error.
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
         self.check_events()?;
         self.check_pmu()?;
+        self.check_sleeps()?;
         self.check_hotplug()?;
         self.check_boot_faults()?;
-        self.check_sleeps()?;
+        self.check_device_ids()?;
         self.check_counters_zero()
     }
 
@@ -32,6 +38,63 @@ impl Scenario {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// The device ids: each processor's distinct and without NUL; `other_devices` (the devices
+    /// that are not processors) repeat none of them, and none matches a processor pattern of
+    /// the PEP's configuration (the run would blame the PEP for accepting it).
+    fn check_device_ids(&self) -> Result<(), ScenarioError> {
+        let ids = &self.platform.device_ids;
+        let field = |index: u32| match ids {
+            DeviceIds::List(_) => format!("platform.device_ids[{index}]"),
+            DeviceIds::Template { .. } => "platform.device_id_template".to_owned(),
+            DeviceIds::Style { .. } => "platform.device_id_style".to_owned(),
+        };
+        let mut seen: HashMap<String, u32> = HashMap::new();
+        for index in 0..self.platform.processors {
+            let id = ids.device_id(index);
+            let units = id.encode_utf16().count();
+            if id.contains('\0') || units > MAX_DEVICE_ID_UNITS as usize {
+                return Err(ScenarioError::field(
+                    field(index),
+                    format!(
+                        "processor {index}'s id \"{}\": expected 1..={MAX_DEVICE_ID_UNITS} characters without NUL",
+                        shown(&id)
+                    ),
+                ));
+            }
+            if let Some(first) = seen.insert(id.clone(), index) {
+                return Err(ScenarioError::field(
+                    field(index),
+                    format!(
+                        "processors {first} and {index} both get the id \"{}\"; expected one id per processor",
+                        shown(&id)
+                    ),
+                ));
+            }
+        }
+        let Some(others) = &self.platform.other_devices else { return Ok(()) };
+        let patterns = self.config.to_engine_config().device_id_patterns;
+        for (number, id) in others.iter().enumerate() {
+            if let Some(processor) = seen.get(id) {
+                return Err(ScenarioError::field(
+                    format!("platform.other_devices[{number}]"),
+                    format!("\"{}\" is processor {processor}'s id", shown(id)),
+                ));
+            }
+            let units: Vec<u16> = id.encode_utf16().collect();
+            if let Some(pattern) = patterns.iter().find(|pattern| pattern.matches(&units)) {
+                return Err(ScenarioError::field(
+                    format!("platform.other_devices[{number}]"),
+                    format!(
+                        "\"{}\" matches the PEP's processor pattern \"{}\" (config.device_id_patterns or the defaults), so the PEP would take it for a processor; list only devices that are not processors",
+                        shown(id),
+                        String::from_utf16_lossy(pattern.as_units())
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// An `enable-fixed-counters` fault names a processor present at boot (the driver enables
@@ -54,18 +117,19 @@ impl Scenario {
     }
 
     /// Checks the `hot-add`/`hot-remove` events: a processor is hot-added only while absent
-    /// and hot-removed only while present, some processor is present at boot, and an explicit
-    /// `on_processor` is present when its `wrong-processor-read` happens.
+    /// and hot-removed only while present, some processor is present at boot and after every
+    /// `hot-remove`, and an explicit `on_processor` is present when its `wrong-processor-read`
+    /// happens. One walk over each processor's changes, then one over all of them in time
+    /// order: O(Σ listed processors · log).
     fn check_hotplug(&self) -> Result<(), ScenarioError> {
         let processors = self.platform.processors;
         let interval = self.pofx.sample_interval_ms;
-        let sleeps = self.sleeps();
-        let asleep = |at: u32| sleeps.iter().any(|(_, start, resume)| *start < at && at < *resume);
+        let sleeps = SleepWindows::new(self);
         let mut first_add: Option<usize> = None;
         for index in 0..processors {
             let mut present = self.initially_present(index);
-            let events = self.hotplug_events(index);
-            for (position, &(number, at_ms, added)) in events.iter().enumerate() {
+            let events = self.presence.changes(index);
+            for (position, &(at_ms, number, added)) in events.iter().enumerate() {
                 if added == present {
                     let (kind, state) =
                         if added { ("hot-add", "already") } else { ("hot-remove", "not") };
@@ -79,12 +143,9 @@ impl Scenario {
                     // removal (samples come before the events of their instant).
                     let end = events
                         .get(position + 1)
-                        .map_or(self.pofx.duration_ms, |(_, removed_ms, _)| *removed_ms);
-                    let mut sample = (at_ms / interval).saturating_add(1).saturating_mul(interval);
-                    while sample <= end && asleep(sample) {
-                        sample = sample.saturating_add(interval);
-                    }
-                    if sample > end {
+                        .map_or(self.pofx.duration_ms, |(removed_ms, _, _)| *removed_ms);
+                    let sample = sleeps.first_awake_sample(at_ms.saturating_add(1), interval);
+                    if sample > u64::from(end) {
                         return Err(ScenarioError::field(
                             format!("event[{number}].at_ms"),
                             format!(
@@ -92,30 +153,41 @@ impl Scenario {
                             ),
                         ));
                     }
-                }
-                if added && !self.initially_present(index) {
-                    first_add = Some(first_add.map_or(number, |first| first.min(number)));
-                }
-                if !added && (0..processors).all(|other| !self.present_at(other, at_ms, number + 1))
-                {
-                    return Err(ScenarioError::field(
-                        format!("event[{number}].processors"),
-                        format!(
-                            "hot-remove: no processor would be left at {at_ms} ms (the OS runs on one)"
-                        ),
-                    ));
+                    if !self.initially_present(index) {
+                        first_add = Some(first_add.map_or(number, |first| first.min(number)));
+                    }
                 }
                 present = added;
             }
         }
+        let at_boot = (0..processors).filter(|&index| self.initially_present(index)).count();
         if let Some(number) = first_add
-            && (0..processors).all(|index| !self.initially_present(index))
+            && at_boot == 0
         {
             return Err(ScenarioError::field(
                 format!("event[{number}].processors"),
                 "hot-add: every processor is hot-added, but at least one must be present at boot"
                     .to_owned(),
             ));
+        }
+        // Every change in time order (then file order): how many are present after each
+        // event's changes.
+        let mut changes: Vec<(u32, usize, bool)> = (0..processors)
+            .flat_map(|index| self.presence.changes(index).iter().copied())
+            .collect();
+        changes.sort_unstable();
+        let mut present = at_boot;
+        for (position, &(at_ms, number, added)) in changes.iter().enumerate() {
+            present = if added { present + 1 } else { present.saturating_sub(1) };
+            let last_of_event = changes.get(position + 1).is_none_or(|next| next.1 != number);
+            if !added && last_of_event && present == 0 {
+                return Err(ScenarioError::field(
+                    format!("event[{number}].processors"),
+                    format!(
+                        "hot-remove: no processor would be left at {at_ms} ms (the OS runs on one)"
+                    ),
+                ));
+            }
         }
         for (number, event) in self.events.iter().enumerate() {
             if let EventKind::WrongProcessorRead { on_processor: Some(on) } = event.kind
@@ -135,21 +207,36 @@ impl Scenario {
 
     /// Checks the `sleep` events: nothing happens while the system sleeps (no other event
     /// after the sleep's start — at its `at_ms` only earlier in the file — and before its
-    /// resume), and `counter-near-wrap` overflows come no later than the first sleep.
+    /// resume), and `counter-near-wrap` overflows come no later than the first sleep. The
+    /// sleeps sorted once, each event looks up the last sleep starting before it:
+    /// O(events · log sleeps).
     fn check_sleeps(&self) -> Result<(), ScenarioError> {
-        for (sleep, start, resume) in self.sleeps() {
+        // (start, event number, resume), in the order the sleeps begin.
+        let mut sleeps: Vec<(u32, usize, u32)> = self
+            .sleeps()
+            .into_iter()
+            .map(|(number, start, resume)| (start, number, resume))
+            .collect();
+        sleeps.sort_unstable();
+        for (number, event) in self.events.iter().enumerate() {
+            // The last sleep that began before this event (time, then file order).
+            let before = sleeps
+                .partition_point(|(start, sleep, _)| (*start, *sleep) < (event.at_ms, number));
+            if let Some(&(start, sleep, resume)) =
+                before.checked_sub(1).and_then(|last| sleeps.get(last))
+                && event.at_ms < resume
+            {
+                return Err(ScenarioError::field(
+                    format!("event[{number}].at_ms"),
+                    format!(
+                        "{}: happens while the system sleeps (event[{sleep}] sleeps from {start} ms to {resume} ms)",
+                        event.kind.name()
+                    ),
+                ));
+            }
+        }
+        if let Some(&(start, sleep, _)) = sleeps.first() {
             for (number, event) in self.events.iter().enumerate() {
-                let during = (event.at_ms > start || (event.at_ms == start && number > sleep))
-                    && event.at_ms < resume;
-                if number != sleep && during {
-                    return Err(ScenarioError::field(
-                        format!("event[{number}].at_ms"),
-                        format!(
-                            "{}: happens while the system sleeps (event[{sleep}] sleeps from {start} ms to {resume} ms)",
-                            event.kind.name()
-                        ),
-                    ));
-                }
                 if event.kind == EventKind::CounterNearWrap && event.at_ms > start {
                     return Err(ScenarioError::field(
                         format!("event[{number}].at_ms"),
@@ -164,24 +251,55 @@ impl Scenario {
         Ok(())
     }
 
-    /// Checks what needs the whole scenario: a `counter-near-wrap` processor must run in C0
-    /// before the overflow time, or its APERF cannot overflow then.
+    /// Checks what needs the whole scenario: a processor takes part in at most one
+    /// `counter-near-wrap` (its counters start the runtime just below the wrap once), and it
+    /// must run in C0 before the overflow time, or its APERF cannot overflow then. The
+    /// timelines are built once per distinct set of phases among those processors.
     fn check_events(&self) -> Result<(), ScenarioError> {
+        let processors = usize::try_from(self.platform.processors).unwrap_or(0);
+        // Per processor: the near-wrap event it takes part in.
+        let mut wrap_of: Vec<Option<usize>> = vec![None; processors];
         for (number, event) in self.events.iter().enumerate() {
             if event.kind != EventKind::CounterNearWrap {
                 continue;
             }
             for index in event.processors.indexes(self.platform.processors) {
-                let timeline = Timeline::for_processor(self, index);
-                if timeline.activity(0, u64::from(event.at_ms) * NS_PER_MS).c0 == 0 {
+                let Some(slot) = usize::try_from(index).ok().and_then(|i| wrap_of.get_mut(i))
+                else {
+                    continue;
+                };
+                if let Some(earlier) = slot.replace(number) {
                     return Err(ScenarioError::field(
                         format!("event[{number}].processors"),
                         format!(
-                            "counter-near-wrap: processor {index} does not run in C0 before at_ms ({} ms), so its APERF cannot overflow then",
-                            event.at_ms
+                            "counter-near-wrap: processor {index} is already in event[{earlier}]; its counters start the run just below the wrap once, so at most one counter-near-wrap per processor"
                         ),
                     ));
                 }
+            }
+        }
+        let wrapping: Vec<u32> = (0..self.platform.processors)
+            .filter(|&index| {
+                usize::try_from(index)
+                    .ok()
+                    .and_then(|i| wrap_of.get(i))
+                    .is_some_and(Option::is_some)
+            })
+            .collect();
+        for (index, first_c0_ns) in Timeline::first_c0_times(self, &wrapping) {
+            let Some(number) =
+                usize::try_from(index).ok().and_then(|i| wrap_of.get(i)).copied().flatten()
+            else {
+                continue;
+            };
+            let at_ms = self.events[number].at_ms;
+            if first_c0_ns.is_none_or(|first| first >= u64::from(at_ms) * NS_PER_MS) {
+                return Err(ScenarioError::field(
+                    format!("event[{number}].processors"),
+                    format!(
+                        "counter-near-wrap: processor {index} does not run in C0 before at_ms ({at_ms} ms), so its APERF cannot overflow then"
+                    ),
+                ));
             }
         }
         Ok(())

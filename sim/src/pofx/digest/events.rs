@@ -142,8 +142,7 @@ impl HandleExactness {
             self.stopped = true;
             return;
         }
-        let jumped =
-            facts.jumps.iter().any(|at| previous.raw.at_ns < *at && *at <= current.raw.at_ns);
+        let jumped = facts.jumps.jumped(previous.raw.at_ns, current.raw.at_ns);
         if jumped {
             self.base = Some(current);
             return;

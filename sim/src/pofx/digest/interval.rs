@@ -14,7 +14,7 @@ pub(super) struct Interval<'r> {
     delta_nominal: i128,
     /// `ΔActualCount`.
     delta_actual: i128,
-    /// The counters jumped within it (see [`Facts::breaks`]).
+    /// The counters jumped within it (see [`Jumps::touches`](super::Jumps)).
     across_break: bool,
     /// The processor's true activity over it.
     activity: Activity,
@@ -35,10 +35,7 @@ impl<'r> Interval<'r> {
             after,
             delta_nominal: i128::from(after.nominal) - i128::from(before.nominal),
             delta_actual: i128::from(after.actual) - i128::from(before.actual),
-            across_break: facts
-                .breaks
-                .iter()
-                .any(|(from, to)| *from <= after.at_ns && before.at_ns <= *to),
+            across_break: facts.jumps.touches(before.at_ns, after.at_ns),
             activity,
             range,
         }
@@ -75,10 +72,7 @@ pub(super) fn interval(facts: &Facts<'_>, metrics: &mut CounterMetrics, pair: &I
     }
     if let Some(spike) = spike(facts, after, range, delta_nominal, delta_actual) {
         metrics.spikes.push(spike);
-    } else if facts
-        .zero_windows
-        .iter()
-        .any(|(from, to)| *from <= before.at_ns && after.at_ns <= *to)
+    } else if facts.jumps.within_zero(before.at_ns, after.at_ns)
         && (delta_nominal, delta_actual) != (0, 0)
     {
         metrics.spikes.push_with(|| {
@@ -142,9 +136,19 @@ pub(super) fn interval_accuracy(
     let rounding = 2.0 / delta_nominal as f64 + 2.0 / delta_actual.max(1) as f64;
     let allowed = ACCURACY_TOLERANCE + skew_cycles as f64 / activity.cycles as f64 + rounding;
     let ppm = |value: f64| (value * 1e6).round() as u64;
+    // The closest to its tolerance so far (the largest error / allowed; on a tie, the
+    // tightest tolerance); the first interval sets it.
+    let (error_ppm, allowed_ppm) = (ppm(error), ppm(allowed).max(1));
     let (worst_error, worst_allowed) = metrics.worst_interval_ppm;
-    if error * (worst_allowed as f64) >= (worst_error as f64) * allowed {
-        metrics.worst_interval_ppm = (ppm(error), ppm(allowed).max(1));
+    let (this, that) = (
+        u128::from(error_ppm) * u128::from(worst_allowed),
+        u128::from(worst_error) * u128::from(allowed_ppm),
+    );
+    if metrics.intervals_checked == 1
+        || this > that
+        || (this == that && allowed_ppm < worst_allowed)
+    {
+        metrics.worst_interval_ppm = (error_ppm, allowed_ppm);
     }
     if error > allowed {
         metrics.interval_errors.push_with(|| {
