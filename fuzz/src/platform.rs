@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use arbitrary::Arbitrary;
 use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
+use ppm_engine::pmc;
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{CpuidResult, MsrFault, Platform};
 
@@ -435,8 +436,22 @@ impl Platform for FuzzPlatform {
         });
     }
 
+    /// A write must be one the engine declares (`pmc::DECLARED_WRITES`: the fixed counters'
+    /// controls, their bits only, under the reservation); it then succeeds unless the input
+    /// makes that MSR fault. The MSR's value before is what a read returns (the input's).
     fn write_msr(&self, number: u32, value: u64) -> Result<(), MsrFault> {
-        panic!("engine wrote MSR {number:#x} = {value:#x}: the engine never writes MSRs");
+        let previous = match number {
+            msr::IA32_FIXED_CTR_CTRL => self.msrs.fixed_ctr_ctrl,
+            msr::IA32_PERF_GLOBAL_CTRL => self.msrs.perf_global_ctrl,
+            _ => None,
+        };
+        let reserved = self.counters.fixed_reserved;
+        if let Err(violation) = pmc::check_write(number, previous, value, reserved) {
+            panic!(
+                "engine wrote MSR {number:#x} = {value:#x} (before {previous:x?}, reserved {reserved}): {violation:?}, not a write pmc::DECLARED_WRITES allows"
+            );
+        }
+        previous.map(|_| ()).ok_or(MsrFault)
     }
 
     fn read_timestamp(&self) -> Option<u64> {
