@@ -500,8 +500,9 @@ unsafe extern "C" fn scribble_on_refusal(
     data: PVOID,
 ) -> BOOLEAN {
     if notification == PEP_NOTIFY_PPM_CST_STATES && !data.is_null() {
+        let byte = data.cast::<u8>().wrapping_add(4);
         // SAFETY: the emulator's buffer is at least 8 bytes.
-        unsafe { data.cast::<u8>().add(4).write(0) };
+        unsafe { byte.write(0) };
     }
     // SAFETY: the emulator's arguments, passed on.
     unsafe { real_ppm(handle, notification, data) }

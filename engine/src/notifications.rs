@@ -1,8 +1,10 @@
-//! Every notification PoFx can send this PEP — each DPM and PPM id of `pepfx.h` (and the
-//! `pep_x.h`-only ids the documentation lists) — with what Microsoft's documentation says about
-//! it, what the PEP answers, and why: the one table the engine's answers, `docs/notifications.md`
-//! (generated from it, checked by `engine/tests/notifications.rs`) and the emulator's
-//! `notifications.documented_answers` check follow.
+//! Every notification PoFx can send this PEP, what the documentation says, what the PEP answers.
+//!
+//! Each DPM and PPM id of `pepfx.h` (and the `pep_x.h`-only ids the documentation lists), with
+//! what Microsoft's documentation says about it, what the PEP answers, and why: the one table
+//! the engine's answers, `docs/notifications.md` (generated from it, checked by
+//! `engine/tests/notifications.rs`) and the emulator's `notifications.documented_answers` check
+//! follow.
 //!
 //! The rule: where the documentation says a PEP must handle a notification, it is handled as
 //! documented; where it documents how to decline (an output field), the PEP declines that way;

@@ -183,9 +183,10 @@ pub enum WriteViolation {
     OtherBits(u64),
 }
 
-/// Whether writing `value` to `msr`, whose value before was `previous` (`None`: unknown, only
-/// the MSR and the reservation are checked), with the PMU reserved or not, is a write
-/// [`DECLARED_WRITES`] allows. Pure.
+/// Whether a write is one [`DECLARED_WRITES`] allows. Pure.
+///
+/// `value` written to `msr`, whose value before was `previous` (`None`: unknown, only the MSR
+/// and the reservation are checked), with the PMU `reserved` or not.
 ///
 /// # Errors
 /// The [`WriteViolation`].

@@ -34,9 +34,11 @@ impl Platform for Recording {
     }
 
     fn read_msr(&self, number: u32) -> Result<u64, MsrFault> {
-        let mut first_reads = self.first_reads.lock().unwrap();
-        if first_reads.iter().all(|(known, _)| *known != number) {
-            first_reads.push((number, self.masked.load(Ordering::Relaxed) > 0));
+        {
+            let mut first_reads = self.first_reads.lock().unwrap();
+            if first_reads.iter().all(|(known, _)| *known != number) {
+                first_reads.push((number, self.masked.load(Ordering::Relaxed) > 0));
+            }
         }
         if self.faulting == Some(number) {
             return Err(MsrFault);

@@ -74,7 +74,7 @@ impl Buffer {
         buffer
     }
 
-    fn pointer(&mut self) -> *mut core::ffi::c_void {
+    const fn pointer(&mut self) -> *mut core::ffi::c_void {
         self.0.as_mut_ptr().cast()
     }
 
@@ -89,13 +89,12 @@ fn send(row: &Notification, handle: PEPHANDLE) -> (bool, Buffer, Buffer) {
     let mut buffer = Buffer::with_handle(handle);
     let before = Buffer::with_handle(handle);
     let pointer = buffer.pointer();
-    // SAFETY: a 256-byte, 16-aligned buffer, larger than the structure of any notification sent
-    // here, valid for the call.
-    let returned = unsafe {
-        match row.callback {
-            Callback::Dpm => ppm_caller::dpm::<NoCounters>(row.id, pointer),
-            Callback::Ppm => ppm_caller::ppm::<NoCounters>(handle, row.id, pointer),
-        }
+    let returned = match row.callback {
+        // SAFETY: a 256-byte, 16-aligned buffer, larger than the structure of any notification
+        // sent here, valid for the call.
+        Callback::Dpm => unsafe { ppm_caller::dpm::<NoCounters>(row.id, pointer) },
+        // SAFETY: as above.
+        Callback::Ppm => unsafe { ppm_caller::ppm::<NoCounters>(handle, row.id, pointer) },
     };
     (returned, before, buffer)
 }

@@ -39,9 +39,10 @@ pub const PERFORMANCE_COUNTER_HZ: u64 = 10_000_000;
 const COUNT_SCALE: u128 = 100_000_000_000;
 /// 2^64: the counters' modulus.
 const COUNTER_MODULUS: u128 = 1 << 64;
-/// The least C0 time a processor runs right after its counters restart at zero (a power-on
-/// after a system sleep, a `counter-reset`), ns: the resume path, or the code that wrote the
-/// counters, runs on that processor itself. Software on a processor reads that processor's
+/// The least C0 time a processor runs right after its counters restart at zero, ns.
+///
+/// After a power-on from a system sleep or a `counter-reset`, the resume path, or the code
+/// that wrote the counters, runs on that processor itself. Software on a processor reads that processor's
 /// counters while it runs in C0, so they never read 0/0 after a restart (only a
 /// `counters-zero` event, a hypervisor hiding them, does that).
 pub const RESTART_C0_NS: u64 = 10_000;

@@ -529,7 +529,7 @@ impl Emulator<'_> {
         // A read of a processor's handle made on another processor (a `wrong-processor-read`
         // event) counts among that processor's reads as --trace, --plot and the report show
         // them: refused, its counts not the PEP's (0).
-        foreign_reads.sort_by(|a, b| a.0.cmp(&b.0));
+        foreign_reads.sort_by_key(|read| read.0);
         for (_, target, time_ms, _, returned) in foreign_reads {
             if let Some(record) = records.iter_mut().find(|record| record.index == target) {
                 record.digest.note_foreign_read(target, time_ms, returned);
