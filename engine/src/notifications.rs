@@ -92,7 +92,7 @@ impl Requirement {
 /// What the PEP answers (for a live handle of its own, where the notification has one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
-    /// TRUE, with the structure's outputs filled in.
+    /// TRUE, handled: the structure's outputs filled in, or the state it reports updated.
     Handled,
     /// TRUE, nothing written (the notification only informs).
     Acknowledged,
@@ -113,7 +113,7 @@ impl Answer {
     #[must_use]
     pub const fn label(self) -> &'static str {
         match self {
-            Self::Handled => "TRUE, filled in",
+            Self::Handled => "TRUE, handled",
             Self::Acknowledged => "TRUE, nothing written",
             Self::DeclinedInOutputs => "TRUE, declined in its outputs",
             Self::Refused => "FALSE",
