@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use ppm_engine::abi::{
-    BOOLEAN, FALSE, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_INFORMATION,
+    BOOLEAN, FALSE, PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE, PEP_DPM_PREPARE_DEVICE,
+    PEP_DPM_REGISTER_DEVICE, PEP_DPM_WORK, PEP_INFORMATION, PEP_NOTIFY_PPM_CST_STATES,
     PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
     PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
     PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS, PEP_PPM_FEEDBACK_READ,
@@ -457,4 +458,68 @@ fn every_check_has_a_failing_test_here() {
     for id in ppm_sim::CHECK_IDS {
         assert!(source.contains(&format!("\"{id}\"")), "no test makes {id} fail");
     }
+}
+
+/// The engine before `docs/notifications.md`: FALSE for `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE`,
+/// which the documentation says a PEP must handle.
+unsafe extern "C" fn refuse_component_idle_state(notification: ULONG, data: PVOID) -> BOOLEAN {
+    if notification == PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE {
+        return FALSE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_dpm(notification, data) }
+}
+
+#[test]
+fn refusing_a_notification_the_docs_require_fails_documented_answers() {
+    let report = assert_fails(
+        &base(),
+        &with_dpm(refuse_component_idle_state),
+        &["notifications.documented_answers"],
+    );
+    let check = check_of(&report, "notifications.documented_answers");
+    assert!(check.detail.contains("PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE"), "{}", check.detail);
+    let failed: Vec<&str> = report.failures().map(|check| check.id.as_str()).collect();
+    assert_eq!(failed, ["notifications.documented_answers"]);
+}
+
+/// Declines `PEP_DPM_WORK` by FALSE, leaving `NeedWork` and `WorkInformation` unwritten,
+/// rather than in its outputs as documented.
+unsafe extern "C" fn decline_work_by_false(notification: ULONG, data: PVOID) -> BOOLEAN {
+    if notification == PEP_DPM_WORK {
+        return FALSE;
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_dpm(notification, data) }
+}
+
+/// Writes into the structure of a PPM notification it refuses (`CST_STATES`).
+unsafe extern "C" fn scribble_on_refusal(
+    handle: PEPHANDLE,
+    notification: ULONG,
+    data: PVOID,
+) -> BOOLEAN {
+    if notification == PEP_NOTIFY_PPM_CST_STATES && !data.is_null() {
+        let byte = data.cast::<u8>().wrapping_add(4);
+        // SAFETY: the emulator's buffer is at least 8 bytes.
+        unsafe { byte.write(0) };
+    }
+    // SAFETY: the emulator's arguments, passed on.
+    unsafe { real_ppm(handle, notification, data) }
+}
+
+#[test]
+fn a_decline_not_in_the_documented_outputs_or_a_written_refusal_fails_documented_answers() {
+    let report = assert_fails(
+        &base(),
+        &with_dpm(decline_work_by_false),
+        &["notifications.documented_answers"],
+    );
+    assert_detail(&report, "notifications.documented_answers", "PEP_DPM_WORK");
+    let report = assert_fails(
+        &base(),
+        &with_ppm(scribble_on_refusal),
+        &["notifications.documented_answers"],
+    );
+    assert_detail(&report, "notifications.documented_answers", "PEP_NOTIFY_PPM_CST_STATES");
 }

@@ -91,6 +91,7 @@ fn the_built_in_suite_covers_the_required_situations() {
         "hot-add",
         "resume-s3",
         "resume-s4",
+        "resume-idle",
         "nested-reads",
         "threaded",
     ] {
@@ -254,4 +255,39 @@ fn a_failing_check_exits_1() {
     let (code, out, err) = ppm_sim(&["run", path.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("feedback.accuracy"), "{out}");
+}
+
+/// A `wrong-processor-read` event's read is one of the target processor's reads wherever a
+/// user looks (issue 22): the report's `refused` column, `--trace` and `--plot` (both fed by
+/// the read observer) show it, refused, at the event's time.
+#[test]
+fn a_wrong_processor_read_shows_in_the_report_the_trace_and_the_plot() {
+    use std::sync::{Arc, Mutex};
+
+    use ppm_sim::pofx::ReadObserver;
+
+    let seen: Arc<Mutex<Vec<(f64, u32, bool)>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let observer = ReadObserver(Arc::new(move |read: &ppm_sim::pofx::TracedRead| {
+        sink.lock().unwrap().push((read.time_ms, read.processor, read.served));
+    }));
+    let options = ppm_sim::RunOptions { read_observer: Some(observer), ..Default::default() };
+    let report = ppm_sim::run_with(&builtin::get("wrong-processor").unwrap(), &options);
+    assert!(report.passed);
+    // Events at 250 ms (processors 0 and 1) and 600 ms (all four), each refused.
+    let refused: Vec<usize> = report.processors.iter().map(|p| p.refused_reads).collect();
+    assert_eq!(refused, [2, 2, 1, 1]);
+    let mut rows: Vec<(f64, u32)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, _, served)| !served)
+        .map(|(time_ms, processor, _)| (*time_ms, *processor))
+        .collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let expected = [(250.0, 0), (250.0, 1), (600.0, 0), (600.0, 1), (600.0, 2), (600.0, 3)];
+    assert_eq!(rows.len(), expected.len(), "{rows:?}");
+    for ((time_ms, processor), (at, target)) in rows.iter().zip(expected) {
+        assert!((time_ms - at).abs() < 1.0 && *processor == target, "{rows:?}");
+    }
 }

@@ -4,7 +4,14 @@
 //! device id matches a processor pattern (see [`crate::device_id`]) while the processor table
 //! has a free slot, and declines all others. `PEP_DPM_REGISTER_DEVICE` hands out the PEP's own
 //! handle, `PEP_DPM_DEVICE_STARTED`, `PEP_DPM_UNREGISTER_DEVICE` and `PEP_DPM_ABANDON_DEVICE`
-//! move the slot through its lifecycle. Every other notification returns FALSE.
+//! move the slot through its lifecycle. The notifications the documentation says a PEP must
+//! handle, or whose decline it documents through output fields, are answered that way:
+//! `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE` (completed at once: the PEP manages no clock or power
+//! resource of a processor), `PEP_DPM_DEVICE_POWER_STATE` (acknowledged, nothing written),
+//! `PEP_DPM_POWER_CONTROL_REQUEST` (`Status` = `STATUS_NOT_SUPPORTED`: the PEP defines no
+//! control code) and `PEP_DPM_WORK` (`NeedWork` FALSE, `WorkInformation` NULL: it never requests
+//! work). Every other notification returns FALSE. [`crate::notifications`] is the table of
+//! every id with the documentation each answer follows.
 //!
 //! IRQL: `PASSIVE_LEVEL` (prepare, register, unregister, abandon), `<= DISPATCH_LEVEL` (device
 //! started). Nothing allocates or waits; every transition is a compare-exchange, so concurrent
@@ -20,10 +27,13 @@
 use core::sync::atomic::Ordering;
 
 use crate::abi::{
-    FALSE, PCUNICODE_STRING, PEP_ABANDON_DEVICE, PEP_DEVICE_STARTED, PEP_DPM_ABANDON_DEVICE,
-    PEP_DPM_DEVICE_STARTED, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
-    PEP_DPM_UNREGISTER_DEVICE, PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE,
-    PEPHANDLE, PepDeviceAccepted, PepDeviceNotAccepted, TRUE,
+    FALSE, PCUNICODE_STRING, PEP_ABANDON_DEVICE, PEP_DEVICE_POWER_STATE, PEP_DEVICE_STARTED,
+    PEP_DPM_ABANDON_DEVICE, PEP_DPM_DEVICE_POWER_STATE, PEP_DPM_DEVICE_STARTED,
+    PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE, PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_PREPARE_DEVICE,
+    PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEP_DPM_WORK,
+    PEP_NOTIFY_COMPONENT_IDLE_STATE, PEP_POWER_CONTROL_REQUEST, PEP_PREPARE_DEVICE,
+    PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEP_WORK, PEPHANDLE, PepDeviceAccepted,
+    PepDeviceNotAccepted, STATUS_NOT_SUPPORTED, TRUE,
 };
 use crate::payload::{Data, Dpm};
 use crate::pep::Pep;
@@ -38,8 +48,54 @@ pub(crate) fn dispatch<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
         PEP_DPM_DEVICE_STARTED => device_started(pep, data),
         PEP_DPM_UNREGISTER_DEVICE => unregister_device(pep, data),
         PEP_DPM_ABANDON_DEVICE => abandon_device(pep, data),
+        PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE => component_idle_state(data),
+        PEP_DPM_DEVICE_POWER_STATE => device_power_state(pep, data),
+        PEP_DPM_POWER_CONTROL_REQUEST => power_control_request(pep, data),
+        PEP_DPM_WORK => work(data),
         _ => false,
     }
+}
+
+/// `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE`: IRQL <= `DISPATCH_LEVEL`. "The PEP must handle this
+/// notification" (`dpm-notifications.md`): `Completed` = TRUE, for any device handle — the PEP
+/// manages no clock or power resource, so its preparations for any F-state of any component
+/// are complete. Only a NULL or misaligned structure is refused (nothing can be written).
+fn component_idle_state(data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_NOTIFY_COMPONENT_IDLE_STATE>() else { return false };
+    data.Completed = TRUE;
+    true
+}
+
+/// `PEP_DPM_DEVICE_POWER_STATE`: `PASSIVE_LEVEL`. Informational: "The PEP does not write to
+/// this structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle,
+/// nothing written; refused for any other handle.
+fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_DEVICE_POWER_STATE>() else { return false };
+    pep.slot_for_handle(data.DeviceHandle).is_some()
+}
+
+/// `PEP_DPM_POWER_CONTROL_REQUEST`: IRQL <= `DISPATCH_LEVEL`. The PEP defines no power control
+/// code, so for a live processor handle the request fails the documented way: `Status` =
+/// `STATUS_NOT_SUPPORTED`, `BytesReturned` = 0, nothing written to the driver's buffers.
+/// Refused (untouched) for any other handle.
+fn power_control_request<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_POWER_CONTROL_REQUEST>() else { return false };
+    if pep.slot_for_handle(data.DeviceHandle).is_none() {
+        return false;
+    }
+    data.BytesReturned = 0;
+    data.Status = STATUS_NOT_SUPPORTED;
+    true
+}
+
+/// `PEP_DPM_WORK`: `PASSIVE_LEVEL`. PoFx sends it after the PEP calls `RequestWorker`, which
+/// this PEP never does; should it arrive, the PEP has no work, said the documented way:
+/// `NeedWork` = FALSE and `WorkInformation` = NULL.
+fn work(data: Data<'_, Dpm>) -> bool {
+    let Some(data) = data.get::<PEP_WORK>() else { return false };
+    data.WorkInformation = core::ptr::null_mut();
+    data.NeedWork = FALSE;
+    true
 }
 
 /// The UTF-16 units of a device id, or `None` when the string is malformed (NULL, misaligned,

@@ -140,6 +140,76 @@ pub const FIXED_CTR_CTRL_FIELDS: u64 = 0xFF0;
 /// `IA32_PERF_GLOBAL_CTRL` bits that enable fixed counters 1 and 2 (bits 33 and 34).
 pub const PERF_GLOBAL_CTRL_ENABLE: u64 = (1 << 33) | (1 << 34);
 
+/// One MSR the engine may write, and the only bits of it the engine may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeclaredWrite {
+    /// The MSR.
+    pub msr: u32,
+    /// Its name.
+    pub name: &'static str,
+    /// The bits a write may change; every other bit is written back as it was read.
+    pub bits: u64,
+}
+
+/// Every MSR write the engine makes — the one place that says what it may write.
+///
+/// Only these MSRs, only these bits, only while the host holds the PMU reservation
+/// ([`Platform::fixed_counters_reserved`]), and only from the driver's setup in `DriverEntry`
+/// (`PASSIVE_LEVEL`, [`enable_fixed_counters`] / [`restore_fixed_counters`]) and from
+/// `RESUME_FROM_SYSTEM_STATE` (`DISPATCH_LEVEL`, [`enable_fixed_counters`]). Never on the read
+/// path. The platforms that check the engine (the fuzz harness, the emulator's access trace)
+/// assert every write against this declaration with [`check_write`].
+pub const DECLARED_WRITES: [DeclaredWrite; 2] = [
+    DeclaredWrite {
+        msr: msr::IA32_FIXED_CTR_CTRL,
+        name: "IA32_FIXED_CTR_CTRL",
+        bits: FIXED_CTR_CTRL_FIELDS,
+    },
+    DeclaredWrite {
+        msr: msr::IA32_PERF_GLOBAL_CTRL,
+        name: "IA32_PERF_GLOBAL_CTRL",
+        bits: PERF_GLOBAL_CTRL_ENABLE,
+    },
+];
+
+/// Why a write is not one [`DECLARED_WRITES`] allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteViolation {
+    /// The MSR is not declared.
+    Undeclared,
+    /// Written without the PMU reservation.
+    Unreserved,
+    /// These bits outside the declared ones changed.
+    OtherBits(u64),
+}
+
+/// Whether a write is one [`DECLARED_WRITES`] allows. Pure.
+///
+/// `value` written to `msr`, whose value before was `previous` (`None`: unknown, only the MSR
+/// and the reservation are checked), with the PMU `reserved` or not.
+///
+/// # Errors
+/// The [`WriteViolation`].
+pub fn check_write(
+    msr: u32,
+    previous: Option<u64>,
+    value: u64,
+    reserved: bool,
+) -> Result<(), WriteViolation> {
+    let declared = DECLARED_WRITES
+        .iter()
+        .find(|declared| declared.msr == msr)
+        .ok_or(WriteViolation::Undeclared)?;
+    if !reserved {
+        return Err(WriteViolation::Unreserved);
+    }
+    let other = previous.map_or(0, |previous| (previous ^ value) & !declared.bits);
+    if other != 0 {
+        return Err(WriteViolation::OtherBits(other));
+    }
+    Ok(())
+}
+
 /// The PMU control values found before [`enable_fixed_counters`] changed them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SavedPmuControl {

@@ -5,7 +5,8 @@
 //! `RESUME_FROM_SYSTEM_STATE`, `PERF_CHECK_COMPLETE`, and the boot queries whose documented
 //! "nothing to report" is an answer: `QUERY_PLATFORM_STATES` (0 platform idle states),
 //! `QUERY_VETO_REASONS` (0 veto reasons) and `ENUMERATE_BOOT_VETOES` (no payload, no boot veto).
-//! Every other notification returns FALSE; idle states stay with the OS (`IdleStateCount = 0`,
+//! Every other notification returns FALSE ([`crate::notifications`] has every id, the
+//! documentation each answer follows and why); idle states stay with the OS (`IdleStateCount = 0`,
 //! so no idle-state or coordinated-state query follows) and perf control with ACPI
 //! (`PerformanceStatesSupported = FALSE`).
 //!
@@ -119,10 +120,12 @@ fn bind(slot: &ProcessorSlot, bound: u32, current: u32) -> bool {
             .is_ok()
 }
 
-/// `PEP_NOTIFY_PPM_QUERY_CAPABILITIES`: `PASSIVE_LEVEL`, once per processor.
+/// `PEP_NOTIFY_PPM_QUERY_CAPABILITIES`: `PASSIVE_LEVEL`, once per processor. Answered for a
+/// live handle and for NULL ("the notification does not target a specific processor"): the
+/// capabilities are the same for every processor.
 fn query_capabilities<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
     let Some(data) = data.get::<PEP_PPM_QUERY_CAPABILITIES>() else { return false };
-    if pep.slot_for_handle(handle).is_none() {
+    if !handle_acceptable(pep, handle) {
         return false;
     }
     let answer = PEP_PPM_QUERY_CAPABILITIES {

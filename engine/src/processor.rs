@@ -31,6 +31,10 @@ pub(crate) const UNBOUND: u32 = u32::MAX;
 
 /// `last_*` value that makes the next read a baseline (contributes no delta).
 pub(crate) const REBASELINE: u64 = u64::MAX;
+/// `last_nominal` after a read that returned zero for both counters when no baseline was due
+/// (with `last_actual` at [`REBASELINE`]): the next non-zero read is a baseline, but further
+/// zeros are no reading rather than a due baseline (see `counters::read`).
+pub(crate) const NO_READING: u64 = u64::MAX - 1;
 
 /// The per-processor state: 128 bytes, aligned to 128.
 ///

@@ -4,8 +4,9 @@
 //!   one or both counters, wraps, arbitrary jumps, repeated reads — the first read reports 0/0;
 //!   reported values never decrease; between resets each reported delta equals the hardware
 //!   delta exactly; an interval whose raw values went backwards contributes exactly zero; the
-//!   engine counts exactly those intervals as resets; a reading of zero for both counters is no
-//!   reading and makes the next reading a baseline; a resume re-baselines without counting one.
+//!   engine counts exactly those intervals as resets; a reading of zero for both counters is the
+//!   baseline when one is due (the first read, the first after a resume) and otherwise no
+//!   reading that makes the next reading a baseline; a resume re-baselines without counting one.
 //! - the device-id glob matcher (`*`, `?`, `#`, `%`, ASCII case folding) against a simple
 //!   recursive reference, directly and through `PEP_DPM_PREPARE_DEVICE`.
 #![cfg(not(loom))]
@@ -146,9 +147,10 @@ proptest! {
 
         let first = ppm_caller::read::<Scripted>(handle, 0);
         prop_assert_eq!(first, Some((0, 0)), "the first read is the baseline");
-        // The baseline the next delta is taken from; None after a zero reading (or a zero
-        // start): the next real reading is a new baseline.
-        let mut baseline = (start != (0, 0)).then_some(start);
+        // The baseline the next delta is taken from; None after a zero reading that was not a
+        // due baseline: the next real reading is a new baseline. The first read is due, so a
+        // zero start is a baseline of zero.
+        let mut baseline = Some(start);
         let mut reported = (0u64, 0u64);
         // The true sums (nominal, actual), to know when the 64-bit totals may wrap.
         let mut sums = (0u128, 0u128);
@@ -211,8 +213,9 @@ proptest! {
         prop_assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some(reported));
         apply(platform, &Step::Advance(after.0, after.1));
         let (actual, nominal) = platform.get();
-        // A zero reading across the resume is no reading: the one after it is the baseline.
-        let forward = across != (0, 0) && actual >= across.0 && nominal >= across.1;
+        // A zero reading across the resume is the due baseline (counters restarted by the
+        // sleep): the read after it counts from zero.
+        let forward = actual >= across.0 && nominal >= across.1;
         let expected = if forward {
             (reported.0 + (nominal - across.1), reported.1 + (actual - across.0))
         } else {
@@ -221,9 +224,37 @@ proptest! {
         prop_assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some(expected));
         prop_assert_eq!(
             slot.resets(),
-            u32::from(!forward && across != (0, 0) && across.0 != u64::MAX)
+            u32::from(!forward && across.0 != u64::MAX)
         );
     }
+}
+
+/// Counters the sleep restarted and that still read 0/0 at the first read after the resume
+/// (a processor that stayed idle, a hypervisor that shows zeros) are that read's baseline:
+/// the read after it counts from zero, so the interval is not lost (issue 22). Zeros when no
+/// baseline is due stay no reading, however many follow.
+#[test]
+fn zeros_at_a_due_baseline_are_the_baseline() {
+    let (pep, _) = engine(&Config::new());
+    let platform = pep.platform();
+    let handle = ppm_caller::add_processor::<Scripted>("\\_SB.CPU0");
+    platform.set(1_000, 1_000);
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((0, 0)));
+    platform.set(3_000, 2_000);
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((1_000, 2_000)));
+    assert!(ppm_caller::resume::<Scripted>(handle));
+    platform.set(0, 0);
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((1_000, 2_000)));
+    platform.set(500, 400);
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((1_400, 2_500)));
+    // Not due: zeros are no reading, the next real value a baseline, even after two zeros.
+    platform.set(0, 0);
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((1_400, 2_500)));
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((1_400, 2_500)));
+    platform.set(900_000, 800_000);
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((1_400, 2_500)));
+    platform.set(900_100, 800_050);
+    assert_eq!(ppm_caller::read::<Scripted>(handle, 0), Some((1_450, 2_600)));
 }
 
 // ---- the device-id glob matcher --------------------------------------------------------------

@@ -168,6 +168,9 @@ struct Live {
     bound: Bound,
     /// Raw values of the last read; `None` = the next read is a baseline.
     last: Option<(u64, u64)>,
+    /// A baseline is due (the handle's first read, or the first after a resume): a reading of
+    /// zero for both counters is then that baseline, not "no reading".
+    due: bool,
     /// Exact sums of hardware deltas (actual, nominal).
     totals: (u128, u128),
     /// What the last handled read reported (nominal, actual).
@@ -282,9 +285,10 @@ fn read(engine: &Engine, model: &mut Model, reference: HandleRef, processor: u8,
     let reported = (data.u64_at(8).unwrap_or(0), data.u64_at(16).unwrap_or(0));
     let (actual, nominal) = platform.counters(processor);
     if (actual, nominal) == (0, 0) {
-        // Zero for both counters is no reading (a hypervisor hiding them): the totals stay and
-        // the next real reading is a new baseline.
-        live.last = None;
+        // Zero for both counters is the baseline when one is due (counters restarted by a
+        // sleep); otherwise no reading (a hypervisor hiding them): the totals stay and the next
+        // real reading is a new baseline.
+        live.last = live.due.then_some((0, 0));
     } else {
         match live.last {
             Some((last_actual, last_nominal))
@@ -297,6 +301,7 @@ fn read(engine: &Engine, model: &mut Model, reference: HandleRef, processor: u8,
         }
         live.last = Some((actual, nominal));
     }
+    live.due = false;
     match live.reported {
         None => assert_eq!(reported, (0, 0), "the first read of a handle reports 0/0"),
         Some(previous) => {
@@ -349,8 +354,14 @@ fn system_state(
     }
     if handled && resume {
         match live {
-            Some(index) => model.live[index].last = None,
-            None => model.live.iter_mut().for_each(|live| live.last = None),
+            Some(index) => {
+                model.live[index].last = None;
+                model.live[index].due = true;
+            }
+            None => model.live.iter_mut().for_each(|live| {
+                live.last = None;
+                live.due = true;
+            }),
         }
     }
 }
@@ -431,6 +442,7 @@ fn step(engine: &Engine, model: &mut Model, op: Op) {
                     device: index,
                     bound: Bound::No,
                     last: None,
+                    due: true,
                     totals: (0, 0),
                     reported: None,
                 });

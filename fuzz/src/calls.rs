@@ -10,14 +10,15 @@ use std::ffi::c_void;
 use std::ops::Range;
 
 use ppm_engine::abi::{
-    PEP_DPM_ABANDON_DEVICE, PEP_DPM_DEVICE_POWER_STATE, PEP_DPM_PREPARE_DEVICE,
-    PEP_DPM_REGISTER_DEVICE, PEP_DPM_WORK, PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE,
-    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
-    PEP_NOTIFY_PPM_PERF_CONSTRAINTS, PEP_NOTIFY_PPM_PERF_SET, PEP_NOTIFY_PPM_PERF_SET_STATE,
-    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES,
-    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
-    PEP_NOTIFY_PPM_QUERY_VETO_REASONS, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEPHANDLE,
+    PEP_DPM_ABANDON_DEVICE, PEP_DPM_DEVICE_POWER_STATE, PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE,
+    PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_WORK,
+    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
+    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_PERF_CONSTRAINTS, PEP_NOTIFY_PPM_PERF_SET,
+    PEP_NOTIFY_PPM_PERF_SET_STATE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
+    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
+    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
+    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEPHANDLE,
 };
 
 use crate::input::Fill;
@@ -210,14 +211,21 @@ pub fn dpm_call(notification: u32, fill: &Fill, parts: DpmParts<'_>) -> Call {
             call.string = Some(parts.string);
             call.seal()
         }
-        PEP_DPM_WORK => {
-            let mut data = buffer(fill, 16);
-            if let Some(data) = data.as_mut() {
-                data.put(0, &0usize.to_le_bytes());
-            }
-            Call::new(data, 8..9).seal()
-        }
+        // The engine declines in the outputs: WorkInformation NULL, NeedWork FALSE.
+        PEP_DPM_WORK => Call::new(buffer(fill, 16), 0..9).seal(),
         PEP_DPM_DEVICE_POWER_STATE => handle_first(fill, 16, parts.handle),
+        // `Completed` (+17) is the output (docs/notifications.md).
+        PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE => {
+            let mut call = handle_first(fill, 24, parts.handle);
+            call.output = 17..18;
+            call.seal()
+        }
+        // `BytesReturned` (+48) and `Status` (+56) are the outputs.
+        PEP_DPM_POWER_CONTROL_REQUEST => {
+            let mut call = handle_first(fill, 64, parts.handle);
+            call.output = 48..60;
+            call.seal()
+        }
         _ if crate::input::dpm_documented(notification) => handle_first(fill, 8, parts.handle),
         _ => Call::new(buffer(fill, 0), 0..0).seal(),
     }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use arbitrary::Arbitrary;
 use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
+use ppm_engine::pmc;
 use ppm_engine::x86::{cpuid, msr};
 use ppm_engine::{CpuidResult, MsrFault, Platform};
 
@@ -160,6 +161,20 @@ pub struct FuzzPlatform {
     masked: AtomicU32,
     /// The MSR read last in the current masked section (0: none yet).
     last_masked_read: AtomicU32,
+    /// The counter MSRs read so far (bits by [`counter_bit`]).
+    counters_read: AtomicU32,
+}
+
+/// A counter MSR's bit in [`FuzzPlatform::counters_read`].
+const fn counter_bit(number: u32) -> u32 {
+    match number {
+        msr::IA32_APERF => 1,
+        msr::IA32_MPERF => 1 << 1,
+        msr::AMD_APERF_READ_ONLY => 1 << 2,
+        msr::AMD_MPERF_READ_ONLY => 1 << 3,
+        msr::IA32_FIXED_CTR1 => 1 << 4,
+        _ => 1 << 5,
+    }
 }
 
 const fn bit(value: u32, index: u32) -> bool {
@@ -179,6 +194,7 @@ impl FuzzPlatform {
             cores: Default::default(),
             masked: AtomicU32::new(0),
             last_masked_read: AtomicU32::new(0),
+            counters_read: AtomicU32::new(0),
         };
         for core in &platform.cores {
             core.actual.store(counters.start_actual, Ordering::Relaxed);
@@ -326,12 +342,17 @@ impl FuzzPlatform {
         if (1..64).contains(&width) { (1u64 << width) - 1 } else { u64::MAX }
     }
 
-    /// Checks the masked-section rules for a read of counter MSR `number`.
+    /// Checks the masked-section rules for a read of counter MSR `number`: its first read is
+    /// the probe, with interrupts enabled (on Windows x64 the SEH probe, which must not fault
+    /// in a masked section); every later read is masked, the actual counter first.
     fn check_counter_read(&self, number: u32, actual: bool) {
-        assert!(
-            self.masked.load(Ordering::Relaxed) > 0,
-            "counter MSR {number:#x} read with interrupts enabled"
-        );
+        let seen = self.counters_read.fetch_or(counter_bit(number), Ordering::Relaxed);
+        let first = seen & counter_bit(number) == 0;
+        if self.masked.load(Ordering::Relaxed) == 0 {
+            assert!(first, "counter MSR {number:#x} read with interrupts enabled after its probe");
+            return;
+        }
+        assert!(!first, "counter MSR {number:#x} first read with interrupts masked (not probed)");
         let previous = self.last_masked_read.swap(number, Ordering::Relaxed);
         if actual {
             assert_eq!(previous, 0, "actual counter {number:#x} read after MSR {previous:#x}");
@@ -435,8 +456,22 @@ impl Platform for FuzzPlatform {
         });
     }
 
+    /// A write must be one the engine declares (`pmc::DECLARED_WRITES`: the fixed counters'
+    /// controls, their bits only, under the reservation); it then succeeds unless the input
+    /// makes that MSR fault. The MSR's value before is what a read returns (the input's).
     fn write_msr(&self, number: u32, value: u64) -> Result<(), MsrFault> {
-        panic!("engine wrote MSR {number:#x} = {value:#x}: the engine never writes MSRs");
+        let previous = match number {
+            msr::IA32_FIXED_CTR_CTRL => self.msrs.fixed_ctr_ctrl,
+            msr::IA32_PERF_GLOBAL_CTRL => self.msrs.perf_global_ctrl,
+            _ => None,
+        };
+        let reserved = self.counters.fixed_reserved;
+        if let Err(violation) = pmc::check_write(number, previous, value, reserved) {
+            panic!(
+                "engine wrote MSR {number:#x} = {value:#x} (before {previous:x?}, reserved {reserved}): {violation:?}, not a write pmc::DECLARED_WRITES allows"
+            );
+        }
+        previous.map(|_| ()).ok_or(MsrFault)
     }
 
     fn read_timestamp(&self) -> Option<u64> {

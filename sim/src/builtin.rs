@@ -7,7 +7,7 @@ use crate::scenario::Scenario;
 pub const DEFAULT: &str = "default";
 
 /// Every built-in scenario: (name, TOML source), in suite order.
-pub const SOURCES: [(&str, &str); 53] = [
+pub const SOURCES: [(&str, &str); 54] = [
     ("default", include_str!("../scenarios/default.toml")),
     ("single", include_str!("../scenarios/single.toml")),
     ("steady-8", include_str!("../scenarios/steady-8.toml")),
@@ -28,6 +28,7 @@ pub const SOURCES: [(&str, &str); 53] = [
     ("hot-add", include_str!("../scenarios/hot-add.toml")),
     ("resume-s3", include_str!("../scenarios/resume-s3.toml")),
     ("resume-s4", include_str!("../scenarios/resume-s4.toml")),
+    ("resume-idle", include_str!("../scenarios/resume-idle.toml")),
     ("nested-reads", include_str!("../scenarios/nested-reads.toml")),
     ("threaded", include_str!("../scenarios/threaded.toml")),
     ("amd-cppc", include_str!("../scenarios/amd-cppc.toml")),

@@ -30,8 +30,8 @@ mod pmc;
 pub use crate::pofx::{ACCURACY_TOLERANCE, CounterMetrics, SPIKE_TOLERANCE};
 
 /// The checks, in report order: the boot checks, then the runtime checks (`RUNTIME_CHECKS`).
-pub const CHECK_IDS: [&str; 35] = {
-    let mut ids = [""; 35];
+pub const CHECK_IDS: [&str; 36] = {
+    let mut ids = [""; 36];
     let mut index = 0;
     while index < BOOT_CHECK_IDS.len() {
         ids[index] = BOOT_CHECK_IDS[index];
@@ -220,7 +220,7 @@ pub fn evaluate(
 /// The checks of a registered PEP's runtime, in report order after the five boot checks:
 /// `CHECK_IDS` is built from this table, so a check is listed once.
 type RuntimeCheck = fn(&Context<'_>) -> CheckResult;
-const RUNTIME_CHECKS: [(&str, RuntimeCheck); 30] = [
+const RUNTIME_CHECKS: [(&str, RuntimeCheck); 31] = [
     ("dpm.processors_accepted", |context| context.processors_accepted()),
     ("dpm.others_declined", |context| context.others_declined()),
     ("dpm.handles_unique_nonnull", |context| context.handles_unique_nonnull()),
@@ -254,6 +254,7 @@ const RUNTIME_CHECKS: [(&str, RuntimeCheck); 30] = [
             "forged-handle calls",
         )
     }),
+    ("notifications.documented_answers", |context| context.documented_answers()),
     ("ppm.system_state", |context| context.system_state()),
     ("ppm.boot_queries", |context| context.boot_queries()),
     ("capabilities.consistent", |context| context.capabilities_consistent()),

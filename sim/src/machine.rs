@@ -39,6 +39,13 @@ pub const PERFORMANCE_COUNTER_HZ: u64 = 10_000_000;
 const COUNT_SCALE: u128 = 100_000_000_000;
 /// 2^64: the counters' modulus.
 const COUNTER_MODULUS: u128 = 1 << 64;
+/// The least C0 time a processor runs right after its counters restart at zero, ns.
+///
+/// After a power-on from a system sleep or a `counter-reset`, the resume path, or the code
+/// that wrote the counters, runs on that processor itself. Software on a processor reads that processor's
+/// counters while it runs in C0, so they never read 0/0 after a restart (only a
+/// `counters-zero` event, a hypervisor hiding them, does that).
+pub const RESTART_C0_NS: u64 = 10_000;
 
 /// Why a processor's counters jumped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +122,13 @@ struct ProcessorState {
 }
 
 impl ProcessorState {
+    /// The C0 time the processor runs right after its counters restart at zero
+    /// ([`RESTART_C0_NS`] at `frequency_mhz`), without moving its clock.
+    fn run_restart_code(&mut self, at_ns: u64, frequency_mhz: u32, nominal_hz: u64) {
+        let load = Load { frequency_mhz, busy_percent: 100 };
+        self.run(at_ns, RESTART_C0_NS, load, nominal_hz);
+    }
+
     /// Runs `dt` ns of `load` from clock time `at_ns`, handling overflow.
     fn run(&mut self, at_ns: u64, dt: u64, load: Load, nominal_hz: u64) {
         let busy = u128::from(load.busy_percent);
@@ -501,9 +515,14 @@ impl Machine {
     /// Powers processor `index` on again after a system sleep: a processor reset, so both
     /// counters restart at zero and count from now on, and the PMU's controls are at their
     /// reset values (the fixed counters disabled until software enables them again).
+    ///
+    /// The counters then count [`RESTART_C0_NS`] of C0 at the processor's current frequency:
+    /// the resume path that runs on it before the OS sends `RESUME_FROM_SYSTEM_STATE`
+    /// (modelled as the sleep's last moments, so no clock moves).
     pub fn power_on(&self, index: u32) {
         let now = self.processor_now_ns(index);
         let width = self.fixed_counter_width();
+        let frequency_mhz = self.frequency_at(index, now);
         self.with_state(index, |state| {
             if let Some(width) = width {
                 state.reset_pmu(width);
@@ -515,7 +534,14 @@ impl Machine {
             state
                 .discontinuities
                 .push(Discontinuity { at_ns: now, kind: DiscontinuityKind::PowerOn });
+            state.run_restart_code(now, frequency_mhz, self.nominal_hz);
         });
+    }
+
+    /// Processor `index`'s C0 frequency at clock time `at_ns` (its timeline's, busy or not).
+    fn frequency_at(&self, index: u32, at_ns: u64) -> u32 {
+        usize::try_from(index)
+            .map_or(self.nominal_mhz, |slot| self.load_at(slot, at_ns).0.frequency_mhz)
     }
 
     /// Whether processor `index`'s MSR reads fault now (an `msr-fault` window is open).
@@ -532,9 +558,11 @@ impl Machine {
         });
     }
 
-    /// Sets processor `index`'s counters to zero (a `counter-reset` event).
+    /// Sets processor `index`'s counters to zero (a `counter-reset` event); they then count
+    /// [`RESTART_C0_NS`] of C0, the code that wrote them on that processor.
     pub fn reset_counters(&self, index: u32) {
         let now = self.processor_now_ns(index);
+        let frequency_mhz = self.frequency_at(index, now);
         self.with_state(index, |state| {
             state.counters = CounterPair::default();
             state.aperf_remainder = 0;
@@ -542,6 +570,7 @@ impl Machine {
             state
                 .discontinuities
                 .push(Discontinuity { at_ns: now, kind: DiscontinuityKind::Reset });
+            state.run_restart_code(now, frequency_mhz, self.nominal_hz);
         });
     }
 

@@ -130,6 +130,7 @@ impl<'a> Emulator<'a> {
             devices: Vec::new(),
             processors: Vec::new(),
             probes: Vec::new(),
+            documented_answers: Vec::new(),
             boot_queries: Vec::new(),
             unregistered: None,
             msr_reads: 0,

@@ -1,7 +1,7 @@
 //! Device (DPM) notifications.
 
 use super::types::{
-    BOOLEAN, FALSE, GUID, PCUNICODE_STRING, PEPHANDLE, POHANDLE, PVOID, ULONG, ULONGLONG,
+    BOOLEAN, FALSE, GUID, NTSTATUS, PCUNICODE_STRING, PEPHANDLE, POHANDLE, PVOID, ULONG, ULONGLONG,
 };
 
 // Items that only the documentation links name.
@@ -16,11 +16,14 @@ pub const PEP_DPM_ABANDON_DEVICE: ULONG = 0x02;
 pub const PEP_DPM_REGISTER_DEVICE: ULONG = 0x03;
 /// `PEP_DPM_UNREGISTER_DEVICE` (0x04): [`PEP_UNREGISTER_DEVICE`]; `PASSIVE_LEVEL`.
 pub const PEP_DPM_UNREGISTER_DEVICE: ULONG = 0x04;
-/// `PEP_DPM_DEVICE_POWER_STATE` (0x05): `PEP_DEVICE_POWER_STATE`.
+/// `PEP_DPM_DEVICE_POWER_STATE` (0x05): [`PEP_DEVICE_POWER_STATE`]; `PASSIVE_LEVEL`.
 pub const PEP_DPM_DEVICE_POWER_STATE: ULONG = 0x05;
+/// `PEP_DPM_COMPONENT_ACTIVE` (0x07): `PEP_COMPONENT_ACTIVE` (`pep_x.h` only).
+pub const PEP_DPM_COMPONENT_ACTIVE: ULONG = 0x07;
 /// `PEP_DPM_WORK` (0x0D): [`PEP_WORK`]; sent after `RequestWorker`.
 pub const PEP_DPM_WORK: ULONG = 0x0D;
-/// `PEP_DPM_POWER_CONTROL_REQUEST` (0x0E): `PEP_POWER_CONTROL_REQUEST`.
+/// `PEP_DPM_POWER_CONTROL_REQUEST` (0x0E): [`PEP_POWER_CONTROL_REQUEST`]; IRQL <=
+/// `DISPATCH_LEVEL`.
 pub const PEP_DPM_POWER_CONTROL_REQUEST: ULONG = 0x0E;
 /// `PEP_DPM_POWER_CONTROL_COMPLETE` (0x0F): `PEP_POWER_CONTROL_COMPLETE`.
 pub const PEP_DPM_POWER_CONTROL_COMPLETE: ULONG = 0x0F;
@@ -28,10 +31,13 @@ pub const PEP_DPM_POWER_CONTROL_COMPLETE: ULONG = 0x0F;
 pub const PEP_DPM_SYSTEM_LATENCY_UPDATE: ULONG = 0x10;
 /// `PEP_DPM_DEVICE_STARTED` (0x12): [`PEP_DEVICE_STARTED`]; IRQL <= `DISPATCH_LEVEL`.
 pub const PEP_DPM_DEVICE_STARTED: ULONG = 0x12;
-/// `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE` (0x13): `PEP_NOTIFY_COMPONENT_IDLE_STATE`.
+/// `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE` (0x13): [`PEP_NOTIFY_COMPONENT_IDLE_STATE`];
+/// IRQL <= `DISPATCH_LEVEL`.
 pub const PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE: ULONG = 0x13;
 /// `PEP_DPM_REGISTER_DEBUGGER` (0x15): `PEP_REGISTER_DEBUGGER`.
 pub const PEP_DPM_REGISTER_DEBUGGER: ULONG = 0x15;
+/// `PEP_DPM_LOW_POWER_EPOCH` (0x18): `PEP_LOW_POWER_EPOCH` (deprecated).
+pub const PEP_DPM_LOW_POWER_EPOCH: ULONG = 0x18;
 /// `PEP_DPM_REGISTER_CRASHDUMP_DEVICE` (0x19): [`PEP_REGISTER_CRASHDUMP_DEVICE`].
 pub const PEP_DPM_REGISTER_CRASHDUMP_DEVICE: ULONG = 0x19;
 /// `PEP_DPM_DEVICE_IDLE_CONSTRAINTS` (0x1A): `PEP_DEVICE_PLATFORM_CONSTRAINTS`.
@@ -106,6 +112,96 @@ zeroed_default!(PEP_PREPARE_DEVICE { DeviceId: core::ptr::null(), DeviceAccepted
 
 /// Pointer to a [`PEP_PREPARE_DEVICE`].
 pub type PPEP_PREPARE_DEVICE = *mut PEP_PREPARE_DEVICE;
+
+/// `PEP_DEVICE_POWER_STATE`: payload of [`PEP_DPM_DEVICE_POWER_STATE`]. Every member is an
+/// input; "the PEP does not write to this structure" (its reference page).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PEP_DEVICE_POWER_STATE {
+    /// In: the PEP's handle for the device.
+    pub DeviceHandle: PEPHANDLE,
+    /// In: the new `DEVICE_POWER_STATE` (a 4-byte C enum).
+    pub PowerState: i32,
+    /// In: [`TRUE`] when the transition completed, [`FALSE`] when it was initiated.
+    pub Complete: BOOLEAN,
+    /// In: always [`FALSE`].
+    pub SystemTransition: BOOLEAN,
+}
+assert_layout!(
+    PEP_DEVICE_POWER_STATE, size 16, align 8,
+    DeviceHandle @ 0, PowerState @ 8, Complete @ 12, SystemTransition @ 13,
+);
+zeroed_default!(PEP_DEVICE_POWER_STATE {
+    DeviceHandle: core::ptr::null_mut(),
+    PowerState: 0,
+    Complete: FALSE,
+    SystemTransition: FALSE,
+});
+
+/// `PEP_NOTIFY_COMPONENT_IDLE_STATE`: payload of [`PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PEP_NOTIFY_COMPONENT_IDLE_STATE {
+    /// In: the PEP's handle for the device.
+    pub DeviceHandle: PEPHANDLE,
+    /// In: the component's index.
+    pub Component: ULONG,
+    /// In: the F-state it moves to (0 = F0).
+    pub IdleState: ULONG,
+    /// In: [`TRUE`] after the driver was notified (a post-notification).
+    pub DriverNotified: BOOLEAN,
+    /// Out: [`TRUE`] when the PEP completed its preparations synchronously.
+    pub Completed: BOOLEAN,
+}
+assert_layout!(
+    PEP_NOTIFY_COMPONENT_IDLE_STATE, size 24, align 8,
+    DeviceHandle @ 0, Component @ 8, IdleState @ 12, DriverNotified @ 16, Completed @ 17,
+);
+zeroed_default!(PEP_NOTIFY_COMPONENT_IDLE_STATE {
+    DeviceHandle: core::ptr::null_mut(),
+    Component: 0,
+    IdleState: 0,
+    DriverNotified: FALSE,
+    Completed: FALSE,
+});
+
+/// `PEP_POWER_CONTROL_REQUEST`: payload of [`PEP_DPM_POWER_CONTROL_REQUEST`]. The first six
+/// members are inputs; the PEP writes `BytesReturned` and `Status`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PEP_POWER_CONTROL_REQUEST {
+    /// In: the PEP's handle for the device.
+    pub DeviceHandle: PEPHANDLE,
+    /// In: the control code (`LPCGUID`).
+    pub PowerControlCode: *const GUID,
+    /// In: the driver's input buffer.
+    pub InBuffer: PVOID,
+    /// In: its size in bytes (`SIZE_T`).
+    pub InBufferSize: usize,
+    /// In: the driver's output buffer.
+    pub OutBuffer: PVOID,
+    /// In: its size in bytes.
+    pub OutBufferSize: usize,
+    /// Out: bytes the PEP wrote to `OutBuffer`.
+    pub BytesReturned: usize,
+    /// Out: the operation's status.
+    pub Status: NTSTATUS,
+}
+assert_layout!(
+    PEP_POWER_CONTROL_REQUEST, size 64, align 8,
+    DeviceHandle @ 0, PowerControlCode @ 8, InBuffer @ 16, InBufferSize @ 24, OutBuffer @ 32,
+    OutBufferSize @ 40, BytesReturned @ 48, Status @ 56,
+);
+zeroed_default!(PEP_POWER_CONTROL_REQUEST {
+    DeviceHandle: core::ptr::null_mut(),
+    PowerControlCode: core::ptr::null(),
+    InBuffer: core::ptr::null_mut(),
+    InBufferSize: 0,
+    OutBuffer: core::ptr::null_mut(),
+    OutBufferSize: 0,
+    BytesReturned: 0,
+    Status: 0,
+});
 
 /// `PEP_ABANDON_DEVICE`: payload of [`PEP_DPM_ABANDON_DEVICE`].
 #[repr(C)]
@@ -283,9 +379,9 @@ pub type PPEP_WORK_INFORMATION = PVOID;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_WORK {
-    /// In: the work-information buffer the PEP fills when it has work.
+    /// Out: a PEP-allocated work description when `NeedWork` is [`TRUE`], else NULL.
     pub WorkInformation: PPEP_WORK_INFORMATION,
-    /// Out: [`TRUE`] if the PEP filled `WorkInformation`.
+    /// Out: [`TRUE`] if the PEP has a work request.
     pub NeedWork: BOOLEAN,
 }
 assert_layout!(PEP_WORK, size 16, align 8, WorkInformation @ 0, NeedWork @ 8);

@@ -45,6 +45,22 @@ fn read_amu_pair<P: Platform>(
     Ok((actual, constant))
 }
 
+/// The first read of each counter MSR, at `PASSIVE_LEVEL` (`passive`) with interrupts enabled,
+/// before any masked section reads it: on Windows x64 the first read of an MSR is the one made
+/// under SEH (`src/msr_guard.rs`), and an MSR that faults must fault here — where the shim's
+/// `__except` can catch the #GP — not with interrupts masked. A fault means no counters.
+fn probe_unmasked<P: Platform>(
+    _passive: &Passive,
+    platform: &P,
+    actual_msr: u32,
+    nominal_msr: u32,
+) -> Result<(), NoCountersReason> {
+    for number in [actual_msr, nominal_msr] {
+        platform.read_msr(number).map_err(|MsrFault| NoCountersReason::ReadFaulted)?;
+    }
+    Ok(())
+}
+
 /// MSRs `actual_msr` then `nominal_msr`, back to back in one masked section (`masked`).
 fn read_msr_pair<P: Platform>(
     _masked: &InterruptsMasked,
@@ -100,6 +116,7 @@ pub(super) fn calibrate<P: Platform>(
     nominal_msr: u32,
     mask: u64,
 ) -> Result<u32, NoCountersReason> {
+    probe_unmasked(passive, platform, actual_msr, nominal_msr)?;
     let read = || {
         platform.with_interrupts_masked(|masked| {
             read_msr_pair(masked, platform, actual_msr, nominal_msr)

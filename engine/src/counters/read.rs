@@ -7,7 +7,7 @@ use super::setup::{FeedbackSetup, PairKind};
 use crate::arm64::SystemRegister;
 use crate::perf::PerfCapabilities;
 use crate::platform::{InterruptsMasked, MsrFault, Platform};
-use crate::processor::{ProcessorSlot, REBASELINE};
+use crate::processor::{NO_READING, ProcessorSlot, REBASELINE};
 
 // Items that only the documentation links name.
 #[cfg(doc)]
@@ -146,7 +146,7 @@ fn accumulate(
 ) -> Accumulated {
     {
         if actual | nominal == 0 {
-            return unchanged(slot);
+            return zero_reading(slot);
         }
         let last_actual = slot.last_actual.load(Ordering::Relaxed);
         let last_nominal = slot.last_nominal.load(Ordering::Relaxed);
@@ -202,15 +202,33 @@ fn read_and_accumulate_amu<P: Platform>(
     Ok(Accumulated { actual: totals.actual, nominal: setup.constant_scale.apply(totals.nominal) })
 }
 
-/// The answer to a read that returned zero for both counters: a hypervisor that stopped
-/// exposing them (or counters that were just cleared). It is no reading, and the next real
-/// reading becomes the new baseline: the hidden period's counts are dropped rather than
-/// credited to the one interval in which the counters reappear (which would report more
-/// reference cycles than that interval's wall time holds).
+/// A read of the plain or Activity Monitor pair that returned zero for both counters.
+///
+/// When a baseline is due (the handle's first read, or the first after a resume) the zeros
+/// are that baseline: counters restarted by the sleep read zero until their processor runs in
+/// C0, and the next read counts from zero, so no interval after the resume is lost. Otherwise
+/// the zeros are no reading ([`unchanged`]).
+#[cold]
+#[inline(never)]
+fn zero_reading(slot: &ProcessorSlot) -> Accumulated {
+    let due = slot.last_actual.load(Ordering::Relaxed) == REBASELINE
+        && slot.last_nominal.load(Ordering::Relaxed) == REBASELINE;
+    if due { zero_baseline(slot, None) } else { unchanged(slot) }
+}
+
+/// The answer to a read that returned zero for both counters when no baseline was due: a
+/// hypervisor that stopped exposing them (or counters that were just cleared). It is no
+/// reading, and the next real reading becomes the new baseline: the hidden period's counts are
+/// dropped rather than credited to the one interval in which the counters reappear (which
+/// would report more reference cycles than that interval's wall time holds). The slot is
+/// marked [`NO_READING`] rather than [`REBASELINE`], so that further zeros are not taken for a
+/// due baseline.
 #[cold]
 #[inline(never)]
 fn unchanged(slot: &ProcessorSlot) -> Accumulated {
-    slot.request_rebaseline();
+    slot.last_actual.store(REBASELINE, Ordering::Relaxed);
+    slot.last_nominal.store(NO_READING, Ordering::Relaxed);
+    slot.last_timestamp.store(REBASELINE, Ordering::Relaxed);
     Accumulated {
         actual: slot.total_actual.load(Ordering::Relaxed),
         nominal: slot.total_nominal.load(Ordering::Relaxed),
@@ -218,13 +236,14 @@ fn unchanged(slot: &ProcessorSlot) -> Accumulated {
 }
 
 /// A due baseline taken from counters that read zero: the totals stay, the next read counts
-/// from zero.
+/// from zero. `timestamp`: the time stamp after the pair (the modular sources bound the next
+/// delta by it).
 #[cold]
 #[inline(never)]
-fn zero_baseline(slot: &ProcessorSlot, timestamp: u64) -> Accumulated {
+fn zero_baseline(slot: &ProcessorSlot, timestamp: Option<u64>) -> Accumulated {
     slot.last_actual.store(0, Ordering::Relaxed);
     slot.last_nominal.store(0, Ordering::Relaxed);
-    slot.last_timestamp.store(timestamp, Ordering::Relaxed);
+    slot.last_timestamp.store(timestamp.unwrap_or(REBASELINE), Ordering::Relaxed);
     Accumulated {
         actual: slot.total_actual.load(Ordering::Relaxed),
         nominal: slot.total_nominal.load(Ordering::Relaxed),
@@ -280,7 +299,7 @@ fn read_and_accumulate_modular<P: Platform>(
             // due (after resume the driver restarts them from zero). Otherwise zeros are no
             // reading. A later implausible jump from this baseline fails the timestamp bound.
             return Ok(match (last_actual, last_nominal, timestamp) {
-                (REBASELINE, REBASELINE, Some(now)) => zero_baseline(slot, now),
+                (REBASELINE, REBASELINE, Some(now)) => zero_baseline(slot, Some(now)),
                 _ => unchanged(slot),
             });
         }

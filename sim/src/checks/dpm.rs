@@ -165,6 +165,31 @@ impl Context<'_> {
             .collect()
     }
 
+    /// `notifications.documented_answers`: every notification of the engine's table with a
+    /// fixed answer got it — the documented return value, and exactly the documented output
+    /// bytes written (none for a refusal or an acknowledgement).
+    pub(super) fn documented_answers(&self) -> CheckResult {
+        let id = "notifications.documented_answers";
+        let answers = &self.observations.documented_answers;
+        if answers.is_empty() {
+            return CheckResult::not_applicable(id, "no processor registered to send them with");
+        }
+        let failures: Vec<String> = answers
+            .iter()
+            .filter_map(|(what, problem)| {
+                problem.as_ref().map(|problem| format!("{what}: {problem}"))
+            })
+            .collect();
+        CheckResult::from_failures(
+            id,
+            &failures,
+            format!(
+                "{} notifications answered as docs/notifications.md says (refused, acknowledged or declined in their outputs)",
+                answers.len()
+            ),
+        )
+    }
+
     pub(super) fn probes(&self, id: &str, kinds: &[ProbeKind], what: &str) -> CheckResult {
         let count =
             self.observations.probes.iter().filter(|probe| kinds.contains(&probe.kind)).count();

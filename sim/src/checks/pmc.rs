@@ -3,8 +3,9 @@
 use std::fmt::Write as _;
 
 use ppm_engine::abi::STATUS_SUCCESS;
+use ppm_engine::pmc::{self, WriteViolation};
 
-use crate::cpu::{is_pmu_msr, msr};
+use crate::cpu::is_pmu_msr;
 use crate::machine::pmu::{AccessContext, MsrAccess};
 
 use super::{CheckResult, Context};
@@ -19,9 +20,9 @@ const fn context_name(context: AccessContext) -> &'static str {
 }
 
 /// What is wrong with an MSR write, if anything: only the driver's setup and a PEP enabling its
-/// counters again on resume, holding the PMU reservation, may write, and only the fields of
-/// fixed counters 1 and 2 in `IA32_FIXED_CTR_CTRL` and their enable bits in
-/// `IA32_PERF_GLOBAL_CTRL`.
+/// counters again on resume, holding the PMU reservation, may write, and only what the engine
+/// declares in `pmc::DECLARED_WRITES` (the fields of fixed counters 1 and 2 in
+/// `IA32_FIXED_CTR_CTRL` and their enable bits in `IA32_PERF_GLOBAL_CTRL`).
 fn write_problem(write: &MsrAccess) -> Option<String> {
     let value = write.written.unwrap_or(0);
     let what = format!(
@@ -30,24 +31,22 @@ fn write_problem(write: &MsrAccess) -> Option<String> {
         write.processor,
         context_name(write.context)
     );
-    let own_bits = match write.msr {
-        msr::IA32_FIXED_CTR_CTRL => Some(0xFF0_u64),
-        msr::IA32_PERF_GLOBAL_CTRL => Some(0b110 << 32),
-        _ => None,
-    };
     let problem = if !write.reserved {
         "without a PMU reservation".to_owned()
     } else if !matches!(write.context, AccessContext::DriverSetup | AccessContext::Resume) {
         "outside the driver's setup and RESUME_FROM_SYSTEM_STATE: a PEP writes no other MSR"
             .to_owned()
-    } else if let Some(own) = own_bits {
-        let changed = write.previous.map_or(0, |previous| (previous ^ value) & !own);
-        if changed == 0 {
-            return None;
-        }
-        format!("changed bits {changed:#x} of other counters' configuration")
     } else {
-        "not a control register of fixed counters 1 and 2".to_owned()
+        // What the engine declares it may write (pmc::DECLARED_WRITES) is the rule.
+        match pmc::check_write(write.msr, write.previous, value, write.reserved) {
+            Ok(()) => return None,
+            Err(WriteViolation::OtherBits(changed)) => {
+                format!("changed bits {changed:#x} of other counters' configuration")
+            }
+            Err(WriteViolation::Undeclared | WriteViolation::Unreserved) => {
+                "not a control register of fixed counters 1 and 2 (pmc::DECLARED_WRITES)".to_owned()
+            }
+        }
     };
     Some(format!("{what} {problem}"))
 }

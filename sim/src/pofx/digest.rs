@@ -425,6 +425,27 @@ fn insert_sorted(list: &mut Vec<u64>, value: u64) {
 }
 
 impl ReadDigest {
+    /// A read of this processor's handle made on another processor (a `wrong-processor-read`
+    /// event) at `time_ms` runtime ms, which the PEP `returned`: counted among the reads (and
+    /// the refused ones when refused) and passed to the observer as a read of counter 0 with
+    /// counts 0, no interval. The digest's served intervals are not affected.
+    pub fn note_foreign_read(&mut self, processor: u32, time_ms: f64, returned: bool) {
+        self.reads += 1;
+        self.refused += usize::from(!returned);
+        if let Some(observer) = &self.observer {
+            (observer.0)(&TracedRead {
+                time_ms,
+                processor,
+                counter_index: 0,
+                nominal: 0,
+                actual: 0,
+                served: returned,
+                faulted: false,
+                interval: None,
+            });
+        }
+    }
+
     /// An empty digest for a processor of `scenario`.
     #[must_use]
     pub fn new(scenario: &Scenario, observer: Option<ReadObserver>) -> Self {

@@ -73,6 +73,9 @@ pub struct Observations {
     pub processors: Vec<ProcessorRecord>,
     /// The conformance probes.
     pub probes: Vec<Probe>,
+    /// Every notification of the engine's table with a fixed answer, sent with a live handle:
+    /// what was sent and how the answer differed from the table (`None`: as documented).
+    pub documented_answers: Vec<(String, Option<String>)>,
     /// `PEP_DPM_UNREGISTER_DEVICE` at the end: processor, return value.
     pub unregistered: Option<(u32, bool)>,
     /// MSR reads in all.

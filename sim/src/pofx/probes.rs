@@ -10,6 +10,9 @@ use ppm_engine::abi::{
     PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, ULONG,
 };
 
+use ppm_engine::abi::PVOID;
+use ppm_engine::notifications::{self, Callback, Notification};
+
 use super::Emulator;
 use super::engine::Engine;
 use super::observations::ProcessorRecord;
@@ -80,8 +83,36 @@ impl Emulator<'_> {
     pub(super) fn run_probes(&mut self, engine: &Engine, inputs: &ProbeInputs) {
         self.dpm_probes(engine);
         self.ppm_probes(engine, inputs.live.first().copied(), inputs.first_described);
+        self.table_probes(engine, inputs.live.first().copied());
         self.forged_handle_probes(engine, &inputs.issued);
         self.counter_probes(engine, &inputs.live);
+    }
+
+    /// Every notification of the engine's table whose answer is fixed
+    /// ([`Notification::fixed`]), sent on the first live processor with its handle (at offset 0
+    /// of the structure, where every such DPM structure keeps its `DeviceHandle`) and a filled
+    /// buffer: the PEP must return what the table says and write exactly the bytes of its
+    /// `outputs` — nothing when it refuses or acknowledges, the documented fields when it
+    /// declines in its outputs or completes `NOTIFY_COMPONENT_IDLE_STATE`.
+    fn table_probes(&mut self, engine: &Engine, first: Option<(u32, usize, usize)>) {
+        let Some((index, handle_value, _)) = first else { return };
+        for row in notifications::DPM.iter().chain(&notifications::PPM).filter(|row| row.fixed()) {
+            let mut buffer = [TABLE_FILL; TABLE_BUFFER_WORDS];
+            buffer[0] = handle_value as u64;
+            let before = buffer;
+            let data: PVOID = buffer.as_mut_ptr().cast();
+            let (returned, trace) = engine.returned(index, |callbacks| match row.callback {
+                // SAFETY: a 256-byte, 8-aligned buffer, larger than the structure of any
+                // notification sent here, valid for the call.
+                Callback::Dpm => unsafe { callbacks.dpm_raw(row.id, data) },
+                // SAFETY: as above.
+                Callback::Ppm => unsafe { callbacks.ppm_raw(handle(handle_value), row.id, data) },
+            });
+            self.observations.absorb(&trace);
+            let problem = table_problem(row, returned, &before, &buffer);
+            let what = format!("{} ({:#04x}) with a live handle", row.name, row.id);
+            self.observations.documented_answers.push((what, problem));
+        }
     }
 
     /// Undefined DPM notifications and NULL DPM data.
@@ -363,4 +394,45 @@ pub(super) fn stale_handle_probes(
         trace,
     ));
     probes
+}
+
+/// The filler of [`Emulator::table_probes`]' buffers.
+const TABLE_FILL: u64 = 0xA5A5_A5A5_A5A5_A5A5;
+/// Their size in 8-byte words (256 bytes).
+const TABLE_BUFFER_WORDS: usize = 32;
+
+/// How an answer to `row` (returned, the buffer `before` and `after` the call) differs from
+/// the table, or `None`.
+fn table_problem(
+    row: &Notification,
+    returned: bool,
+    before: &[u64; TABLE_BUFFER_WORDS],
+    after: &[u64; TABLE_BUFFER_WORDS],
+) -> Option<String> {
+    let bytes = |words: &[u64; TABLE_BUFFER_WORDS]| -> Vec<u8> {
+        words.iter().flat_map(|word| word.to_le_bytes()).collect()
+    };
+    let mut expected = bytes(before);
+    for output in row.outputs {
+        if let Some(range) = expected.get_mut(output.offset..output.offset + output.bytes.len()) {
+            range.copy_from_slice(output.bytes);
+        }
+    }
+    let got = bytes(after);
+    let differing: Vec<usize> = (0..got.len()).filter(|&at| got[at] != expected[at]).collect();
+    let expected_return = row.answer.returns();
+    match (returned == expected_return, differing.first(), differing.last()) {
+        (true, None, _) | (true, Some(_), None) => None,
+        (false, _, _) => Some(format!(
+            "returned {}, the table says {} ({})",
+            if returned { "TRUE" } else { "FALSE" },
+            if expected_return { "TRUE" } else { "FALSE" },
+            row.answer.label()
+        )),
+        (true, Some(first), Some(last)) => Some(format!(
+            "bytes {first}..={last} are not what the table says ({}: {})",
+            row.answer.label(),
+            row.detail
+        )),
+    }
 }

@@ -124,6 +124,9 @@ struct Worker<'r> {
     records: Vec<ProcessorRecord>,
     tally: Tally,
     probes: Vec<(Key, Probe)>,
+    /// `wrong-processor-read` events' reads: (key, the processor whose handle was read, when
+    /// in runtime ms, on which processor, returned).
+    foreign_reads: Vec<(Key, u32, f64, u32, bool)>,
     /// (sleep event, processor, resume, returned).
     system_states: Vec<(usize, u32, bool, bool)>,
 }
@@ -210,6 +213,10 @@ impl Worker<'_> {
                         ),
                     );
                     self.tally.absorb(&trace);
+                    #[allow(clippy::cast_precision_loss, reason = "runtime ms for the trace")]
+                    let time_ms =
+                        run.machine.runtime_ns(run.machine.processor_now_ns(index)) as f64 / 1e6;
+                    self.foreign_reads.push((item.key, target, time_ms, index, probe.returned));
                     self.probes.push((item.key, probe));
                 }
             }
@@ -366,6 +373,7 @@ impl Emulator<'_> {
                 records: Vec::new(),
                 tally: Tally::default(),
                 probes: Vec::new(),
+                foreign_reads: Vec::new(),
                 system_states: Vec::new(),
             })
             .collect();
@@ -507,15 +515,26 @@ impl Emulator<'_> {
     fn merge(&mut self, owners: Vec<Worker<'_>>, device: DeviceSide) {
         let mut records = Vec::new();
         let mut probes = Vec::new();
+        let mut foreign_reads = Vec::new();
         let mut system_states = Vec::new();
         let mut tally = device.tally;
         for owner in owners {
             records.extend(owner.records);
             probes.extend(owner.probes);
+            foreign_reads.extend(owner.foreign_reads);
             system_states.extend(owner.system_states);
             tally.merge(owner.tally);
         }
         records.sort_by_key(|record| record.index);
+        // A read of a processor's handle made on another processor (a `wrong-processor-read`
+        // event) counts among that processor's reads as --trace, --plot and the report show
+        // them: refused, its counts not the PEP's (0).
+        foreign_reads.sort_by_key(|read| read.0);
+        for (_, target, time_ms, _, returned) in foreign_reads {
+            if let Some(record) = records.iter_mut().find(|record| record.index == target) {
+                record.digest.note_foreign_read(target, time_ms, returned);
+            }
+        }
         self.observations.processors = records;
         probes.sort_by_key(|(key, _)| *key);
         self.observations.probes.extend(probes.into_iter().map(|(_, probe)| probe));
