@@ -64,6 +64,12 @@ impl PepHost for KernelHost {
     fn instance() -> Option<&'static Pep<KernelPlatform>> {
         instance()
     }
+
+    /// Each `PEP_DPM_PREPARE_DEVICE` decision as an ETW event (`DevicePrepared`).
+    /// `PASSIVE_LEVEL`.
+    fn device_prepared(device_id: &[u16], accepted: bool) {
+        crate::trace::device_prepared(device_id, accepted);
+    }
 }
 
 /// Moves `pep` into the static cell and returns a reference to it. `PASSIVE_LEVEL`.

@@ -4,10 +4,11 @@
 //!
 //! Microsoft's `tracelogging` crate with its `kernel_mode` feature: `EtwRegister`,
 //! `EtwWriteTransfer` and `EtwUnregister` from `ntoskrnl`. Every event is written from
-//! `DriverEntry`, the device-add callback or the unload callback, all at `PASSIVE_LEVEL`;
-//! nothing here is reachable from a `PoFx` notification (the engine's callbacks never call into
-//! this module), so the `FEEDBACK_READ` path writes no event. Each write formats into a 512-byte
-//! stack buffer (no allocation) and is skipped inside `write_event!` when no session listens.
+//! `DriverEntry`, the device-add callback, the unload callback or `PEP_DPM_PREPARE_DEVICE`
+//! (through [`crate::storage::KernelHost`]'s `device_prepared`), all at `PASSIVE_LEVEL`; no
+//! processor (PPM) notification reaches this module, so the `FEEDBACK_READ` path writes no
+//! event. A message formats into a 512-byte stack buffer (no allocation); every write is
+//! skipped inside `write_event!` when no session listens.
 //!
 //! Lifetime: [`register`] first thing in `DriverEntry`; [`unregister`] before `DriverEntry`
 //! returns a failure (the image is then unloaded without `EvtDriverUnload`) and in
@@ -29,7 +30,7 @@ const MESSAGE_BYTES: usize = 512;
 
 /// Keyword of the `DriverEntry` sequence's events (every decision and failure).
 const KEYWORD_DRIVER_ENTRY: u64 = 0x1;
-/// Keyword of the `PnP` events (device add, unload).
+/// Keyword of the `PnP` events (device add, each device `PoFx` offers, unload).
 const KEYWORD_PNP: u64 = 0x2;
 
 /// Registers the provider. `PASSIVE_LEVEL`, once, first thing in `DriverEntry`. A failure
@@ -119,6 +120,21 @@ pub fn device_added(status: NTSTATUS, not_disableable: bool) {
         keyword(KEYWORD_PNP),
         u32_hex("Status", &status),
         bool8("NotDisableable", &not_disableable),
+    );
+}
+
+/// PoFx offered the device `device_id` in `PEP_DPM_PREPARE_DEVICE` and the PEP `accepted` it as
+/// a processor or declined it. Event `DevicePrepared`, fields `DeviceId` (UTF-16, as PoFx
+/// passed it) and `Accepted`. `PASSIVE_LEVEL` (PREPARE's documented IRQL); a DPM notification,
+/// never the processor read path.
+pub fn device_prepared(device_id: &[u16], accepted: bool) {
+    let _ = write_event!(
+        PROVIDER,
+        "DevicePrepared",
+        level(Informational),
+        keyword(KEYWORD_PNP),
+        str16("DeviceId", device_id),
+        bool8("Accepted", &accepted),
     );
 }
 

@@ -51,7 +51,7 @@ pub unsafe extern "C" fn accept_device_notification<H: PepHost>(
     let Some(pep) = H::instance() else { return FALSE };
     // SAFETY: the caller's contract for `data` is the view's.
     let data = unsafe { Data::<Dpm>::new(notification, data) };
-    boolean(dpm::dispatch(pep, data))
+    boolean(dpm::dispatch(pep, data, H::device_prepared))
 }
 
 /// `PEPCALLBACKNOTIFYPPM`: PoFx's processor power management notifications.

@@ -40,10 +40,20 @@ use crate::pep::Pep;
 use crate::platform::Platform;
 use crate::processor::{ProcessorSlot, encode_handle, generation_of, lifecycle, state, state_of};
 
-/// Routes one device notification. Returns whether it was handled.
-pub(crate) fn dispatch<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+/// What the host is told of each `PEP_DPM_PREPARE_DEVICE` decision: the device id as PoFx passed
+/// it (UTF-16 units) and whether the PEP accepted it. Called at `PASSIVE_LEVEL`, after the
+/// decision is recorded and before the notification returns.
+pub(crate) type PreparedDevice = fn(&[u16], bool);
+
+/// Routes one device notification. Returns whether it was handled. `prepared` hears of every
+/// `PREPARE_DEVICE` decision.
+pub(crate) fn dispatch<P: Platform>(
+    pep: &Pep<P>,
+    data: Data<'_, Dpm>,
+    prepared: PreparedDevice,
+) -> bool {
     match data.id() {
-        PEP_DPM_PREPARE_DEVICE => prepare_device(pep, data),
+        PEP_DPM_PREPARE_DEVICE => prepare_device(pep, data, prepared),
         PEP_DPM_REGISTER_DEVICE => register_device(pep, data),
         PEP_DPM_DEVICE_STARTED => device_started(pep, data),
         PEP_DPM_UNREGISTER_DEVICE => unregister_device(pep, data),
@@ -135,12 +145,17 @@ fn hash_device_id(id: &[u16]) -> u64 {
 }
 
 /// `PEP_DPM_PREPARE_DEVICE`: accepts a processor while a slot is free; declines anything else.
-fn prepare_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+fn prepare_device<P: Platform>(
+    pep: &Pep<P>,
+    data: Data<'_, Dpm>,
+    prepared: PreparedDevice,
+) -> bool {
     let Some(data) = data.get::<PEP_PREPARE_DEVICE>() else { return false };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
     let Some(id) = (unsafe { device_id(data.DeviceId) }) else { return false };
     let accepted = pep.patterns.matches(id) && claim_slot(pep, claim_key(id));
     pep.device_log.record(id, accepted);
+    prepared(id, accepted);
     data.DeviceAccepted = if accepted { TRUE } else { FALSE };
     true
 }

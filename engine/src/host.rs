@@ -19,4 +19,13 @@ pub trait PepHost: 'static {
     /// Any IRQL, interrupts possibly disabled: no allocation, no blocking, no logging, no
     /// panic. It runs on every notification, the read path included, so keep it to a load.
     fn instance() -> Option<&'static Pep<Self::Platform>>;
+
+    /// PoFx offered the device `device_id` (UTF-16 units, as PoFx passed it) in
+    /// `PEP_DPM_PREPARE_DEVICE` and the PEP accepted it or not. `PASSIVE_LEVEL`, the documented
+    /// IRQL of PREPARE (a DPM notification, never the processor read path): the driver writes
+    /// an ETW event; the default does nothing. The engine keeps the last 16 decisions itself
+    /// ([`Pep::device_log`]).
+    fn device_prepared(device_id: &[u16], accepted: bool) {
+        let _ = (device_id, accepted);
+    }
 }

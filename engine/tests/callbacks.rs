@@ -763,3 +763,67 @@ fn a_reused_table_starts_free() {
     assert_eq!(harness.read(old, 0), None, "an old handle is refused");
     assert!(harness.prepare("\\_SB.CPU1"), "the slot is free for a new device");
 }
+
+/// A host that records what the engine tells it of each `PREPARE_DEVICE` decision, as the
+/// driver's host turns each into an ETW event.
+struct RecordingHost;
+
+std::thread_local! {
+    static RECORDING_PEP: Cell<Option<&'static Pep<Scripted>>> = const { Cell::new(None) };
+    static PREPARED: std::cell::RefCell<Vec<(String, bool)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl ppm_engine::PepHost for RecordingHost {
+    type Platform = Scripted;
+
+    fn instance() -> Option<&'static Pep<Scripted>> {
+        RECORDING_PEP.with(Cell::get)
+    }
+
+    fn device_prepared(device_id: &[u16], accepted: bool) {
+        let id = String::from_utf16(device_id).unwrap_or_default();
+        PREPARED.with(|prepared| prepared.borrow_mut().push((id, accepted)));
+    }
+}
+
+/// Offers `id` through the C callback of [`RecordingHost`]; returns (returned, accepted).
+fn prepare_through_recording_host(id: Option<&str>) -> (bool, bool) {
+    let mut units: Vec<u16> = id.unwrap_or_default().encode_utf16().collect();
+    let mut string = ppm_caller::payload::unicode_string(&mut units);
+    let mut request = PEP_PREPARE_DEVICE::zeroed();
+    if id.is_some() {
+        request.DeviceId = &raw mut string;
+    }
+    // SAFETY: `request` is a PEP_PREPARE_DEVICE whose DeviceId is NULL or points to `string`,
+    // whose buffer `units` outlives the call.
+    let returned = unsafe {
+        ppm_engine::callbacks::accept_device_notification::<RecordingHost>(
+            PEP_DPM_PREPARE_DEVICE,
+            (&raw mut request).cast(),
+        )
+    };
+    (returned == TRUE, request.DeviceAccepted == TRUE)
+}
+
+#[test]
+fn the_host_hears_every_prepare_decision_with_the_device_id() {
+    let harness = Harness::new(&Config::new(), true, 1);
+    RECORDING_PEP.with(|pep| pep.set(Some(harness.pep)));
+    assert_eq!(prepare_through_recording_host(Some("\\_SB.PCI0")), (true, false));
+    assert_eq!(prepare_through_recording_host(Some("\\_SB.CPU0")), (true, true));
+    // The table holds one processor: the second is declined, and the host is told so.
+    assert_eq!(prepare_through_recording_host(Some("\\_SB.CPU1")), (true, false));
+    // A NULL device id is refused before any decision: the host hears nothing of it.
+    assert_eq!(prepare_through_recording_host(None), (false, false));
+    let prepared = PREPARED.with(std::cell::RefCell::take);
+    assert_eq!(
+        prepared,
+        [
+            ("\\_SB.PCI0".to_owned(), false),
+            ("\\_SB.CPU0".to_owned(), true),
+            ("\\_SB.CPU1".to_owned(), false),
+        ]
+    );
+    RECORDING_PEP.with(|pep| pep.set(None));
+}
