@@ -12,7 +12,7 @@
 //! - [`registry`]: the pure rules for the `Parameters` values and the `State` names.
 //! - [`processor_table`]: the non-paged processor table.
 //! - [`pmu_reservation`]: the HAL's PMU reservation and the fixed counters' enabling.
-//! - [`line`]: the fixed-size, panic-free text line the driver formats its log and ETW events
+//! - [`line`](mod@line): the fixed-size, panic-free text line the driver formats its log and ETW events
 //!   into.
 
 pub mod entry;
