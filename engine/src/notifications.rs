@@ -171,18 +171,19 @@ impl Notification {
 const DPM_DOC: &str = "windows-driver-docs kernel/dpm-notifications.md";
 const PPM_DOC: &str = "windows-driver-docs kernel/ppm-notifications.md";
 
-/// One row: `row!(Dpm | Ppm, id, name, requirement, documented, answer, detail, why, source)`.
+/// One row: `row!(Dpm | Ppm, id, requirement, documented, answer, detail, why, source)`; the
+/// name is the id constant's own (`stringify!`), so the two cannot disagree.
 macro_rules! row {
-    ($callback:ident, $id:expr, $name:expr, $requirement:ident, $documented:expr, $answer:ident,
+    ($callback:ident, $id:ident, $requirement:ident, $documented:expr, $answer:ident,
      $detail:expr, $why:expr, $source:expr $(,)?) => {
-        row!($callback, $id, $name, $requirement, $documented, $answer, $detail, $why, $source, [])
+        row!($callback, $id, $requirement, $documented, $answer, $detail, $why, $source, [])
     };
-    ($callback:ident, $id:expr, $name:expr, $requirement:ident, $documented:expr, $answer:ident,
+    ($callback:ident, $id:ident, $requirement:ident, $documented:expr, $answer:ident,
      $detail:expr, $why:expr, $source:expr, [$($offset:literal => $bytes:expr),* $(,)?] $(,)?) => {
         Notification {
             callback: Callback::$callback,
             id: $id,
-            name: $name,
+            name: stringify!($id),
             requirement: Requirement::$requirement,
             documented: $documented,
             answer: Answer::$answer,
@@ -199,7 +200,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_PREPARE_DEVICE,
-        "PEP_DPM_PREPARE_DEVICE",
         Optional,
         "\"The PEP should set the DeviceAccepted member ... to FALSE for all devices that the PEP does not own.\"",
         Handled,
@@ -210,7 +210,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_ABANDON_DEVICE,
-        "PEP_DPM_ABANDON_DEVICE",
         Optional,
         "DeviceAccepted TRUE to claim ownership, FALSE otherwise.",
         Handled,
@@ -221,7 +220,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_REGISTER_DEVICE,
-        "PEP_DPM_REGISTER_DEVICE",
         Optional,
         "DeviceAccepted TRUE to claim ownership, FALSE otherwise.",
         Handled,
@@ -232,7 +230,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_UNREGISTER_DEVICE,
-        "PEP_DPM_UNREGISTER_DEVICE",
         Silent,
         "\"the PEP can clean up any internal state used for power management of this device.\"",
         Handled,
@@ -243,7 +240,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_DEVICE_POWER_STATE,
-        "PEP_DPM_DEVICE_POWER_STATE",
         Silent,
         "\"All four members of the structure contain input values that are supplied by PoFx. The PEP does not write to this structure.\" (The conceptual page's decline text names WorkInformation and NeedWork, members of PEP_WORK, not of this structure.)",
         Acknowledged,
@@ -254,7 +250,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_COMPONENT_ACTIVE,
-        "PEP_DPM_COMPONENT_ACTIVE",
         Deprecated,
         "Listed with a pep_x.h structure (PEP_COMPONENT_ACTIVE); pepfx.h has no such id.",
         Refused,
@@ -265,7 +260,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_WORK,
-        "PEP_DPM_WORK",
         Optional,
         "\"If NeedWork is FALSE, WorkInformation must be NULL.\"; sent after the PEP calls RequestWorker.",
         DeclinedInOutputs,
@@ -277,7 +271,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_POWER_CONTROL_REQUEST,
-        "PEP_DPM_POWER_CONTROL_REQUEST",
         Silent,
         "Status [out]: \"If the operation is successful, the PEP sets this member to STATUS_SUCCESS. Otherwise, the PEP sets this member to an appropriate error status code.\"",
         DeclinedInOutputs,
@@ -289,7 +282,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_POWER_CONTROL_COMPLETE,
-        "PEP_DPM_POWER_CONTROL_COMPLETE",
         Optional,
         "\"The PEP can ignore this notification if it does not issue any power control requests.\"",
         Refused,
@@ -300,7 +292,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_SYSTEM_LATENCY_UPDATE,
-        "PEP_DPM_SYSTEM_LATENCY_UPDATE",
         Optional,
         "\"this notification is no longer useful ... the PEP should ignore it.\"",
         Refused,
@@ -311,7 +302,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_DEVICE_STARTED,
-        "PEP_DPM_DEVICE_STARTED",
         Optional,
         "\"The PEP can ignore this notification if it does not issue any power control requests.\"",
         Handled,
@@ -322,7 +312,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE,
-        "PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE",
         Must,
         "\"The PEP must handle this notification.\" Completed TRUE completes it synchronously.",
         Handled,
@@ -334,7 +323,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_REGISTER_DEBUGGER,
-        "PEP_DPM_REGISTER_DEBUGGER",
         Silent,
         "Informs the PEP that a registered device may be used as a debug port.",
         Refused,
@@ -345,7 +333,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_LOW_POWER_EPOCH,
-        "PEP_DPM_LOW_POWER_EPOCH",
         Deprecated,
         "\"This notification is deprecated.\"",
         Refused,
@@ -356,7 +343,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_REGISTER_CRASHDUMP_DEVICE,
-        "PEP_DPM_REGISTER_CRASHDUMP_DEVICE",
         Optional,
         "\"If the PEP cannot power on the device under these constraints, it should either not handle the notification or not supply a callback routine.\"",
         Refused,
@@ -367,7 +353,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_DEVICE_IDLE_CONSTRAINTS,
-        "PEP_DPM_DEVICE_IDLE_CONSTRAINTS",
         Optional,
         "\"If no platform idle states depend on this device being in a particular D-state, this notification can be ignored.\"",
         Refused,
@@ -378,7 +363,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_COMPONENT_IDLE_CONSTRAINTS,
-        "PEP_DPM_COMPONENT_IDLE_CONSTRAINTS",
         Optional,
         "\"If no platform idle states depend on this component being in a particular F-state, this notification can be ignored.\"",
         Refused,
@@ -389,7 +373,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_COMPONENT_PERF_CAPABILITIES,
-        "PEP_DPM_QUERY_COMPONENT_PERF_CAPABILITIES",
         Silent,
         "Queries the number of P-state sets of a component.",
         Refused,
@@ -400,7 +383,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_COMPONENT_PERF_SET,
-        "PEP_DPM_QUERY_COMPONENT_PERF_SET",
         Silent,
         "Queries a component's P-state set.",
         Refused,
@@ -411,7 +393,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_COMPONENT_PERF_SET_NAME,
-        "PEP_DPM_QUERY_COMPONENT_PERF_SET_NAME",
         Silent,
         "Queries a P-state set's name.",
         Refused,
@@ -422,7 +403,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_COMPONENT_PERF_STATES,
-        "PEP_DPM_QUERY_COMPONENT_PERF_STATES",
         Silent,
         "Queries a P-state set's discrete values.",
         Refused,
@@ -433,7 +413,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_REGISTER_COMPONENT_PERF_STATES,
-        "PEP_DPM_REGISTER_COMPONENT_PERF_STATES",
         Silent,
         "Informs the PEP of a component's P-states.",
         Refused,
@@ -444,7 +423,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_REQUEST_COMPONENT_PERF_STATE,
-        "PEP_DPM_REQUEST_COMPONENT_PERF_STATE",
         Silent,
         "P-state changes requested by PoFx.",
         Refused,
@@ -455,7 +433,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_CURRENT_COMPONENT_PERF_STATE,
-        "PEP_DPM_QUERY_CURRENT_COMPONENT_PERF_STATE",
         Silent,
         "Queries the current P-state of a set.",
         Refused,
@@ -466,7 +443,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_DEBUGGER_TRANSITION_REQUIREMENTS,
-        "PEP_DPM_QUERY_DEBUGGER_TRANSITION_REQUIREMENTS",
         Optional,
         "\"If this notification is accepted, the OS will perform all debugger power transitions for the PEP\"; sent after the PEP accepted QUERY_PLATFORM_STATE or QUERY_COORDINATED_STATES.",
         Refused,
@@ -477,7 +453,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_SOC_SUBSYSTEM_COUNT,
-        "PEP_DPM_QUERY_SOC_SUBSYSTEM_COUNT",
         Optional,
         "\"A PEP that does not implement SoC subsystem accounting ... returns FALSE\"; \"The PEP can ignore this notification\".",
         Refused,
@@ -488,7 +463,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_SOC_SUBSYSTEM,
-        "PEP_DPM_QUERY_SOC_SUBSYSTEM",
         MustOnceOptedIn,
         "\"The PEP cannot ignore this notification. The PEP is receiving this notification because it responded to the PEP_DPM_QUERY_SOC_SUBSYSTEM_COUNT notification ... with a non-zero SubsystemCount.\" Also: \"A PEP that does not implement SoC subsystem accounting ... returns FALSE.\"",
         Refused,
@@ -499,7 +473,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_RESET_SOC_SUBSYSTEM_ACCOUNTING,
-        "PEP_DPM_RESET_SOC_SUBSYSTEM_ACCOUNTING",
         Silent,
         "A SoC subsystem diagnostic notification (after a non-zero SubsystemCount).",
         Refused,
@@ -510,7 +483,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_SOC_SUBSYSTEM_BLOCKING_TIME,
-        "PEP_DPM_QUERY_SOC_SUBSYSTEM_BLOCKING_TIME",
         MustOnceOptedIn,
         "\"The PEP cannot ignore this notification. The PEP is receiving this notification because it responded to the PEP_DPM_QUERY_SOC_SUBSYSTEM_COUNT notification ... with a non-zero SubsystemCount.\"",
         Refused,
@@ -521,7 +493,6 @@ pub const DPM: [Notification; 30] = [
     row!(
         Dpm,
         PEP_DPM_QUERY_SOC_SUBSYSTEM_METADATA,
-        "PEP_DPM_QUERY_SOC_SUBSYSTEM_METADATA",
         Optional,
         "\"Sent to the PEP to collect optional metadata\" after a blocking-time query.",
         Refused,
@@ -536,7 +507,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-        "PEP_NOTIFY_PPM_QUERY_CAPABILITIES",
         Silent,
         "Sent for each processor at initialisation; \"Platforms with x86/AMD64 processors must use ACPI interfaces for processor performance control.\"",
         Handled,
@@ -547,7 +517,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_IDLE_STATES,
-        "PEP_NOTIFY_PPM_QUERY_IDLE_STATES",
         Deprecated,
         "pep_x.h only (superseded by QUERY_IDLE_STATES_V2).",
         Refused,
@@ -558,7 +527,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_IDLE_SELECT,
-        "PEP_NOTIFY_PPM_IDLE_SELECT",
         Deprecated,
         "pep_x.h only.",
         Refused,
@@ -569,7 +537,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_IDLE_CANCEL,
-        "PEP_NOTIFY_PPM_IDLE_CANCEL",
         Deprecated,
         "pep_x.h only.",
         Refused,
@@ -580,7 +547,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_IDLE_EXECUTE,
-        "PEP_NOTIFY_PPM_IDLE_EXECUTE",
         Silent,
         "\"If the PEP is unable to execute the processor (and platform) idle state, then it must return back an error status.\"",
         Refused,
@@ -591,7 +557,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_IDLE_COMPLETE,
-        "PEP_NOTIFY_PPM_IDLE_COMPLETE",
         Silent,
         "Follows an idle transition the PEP executed.",
         Refused,
@@ -602,7 +567,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_IS_PROCESSOR_HALTED,
-        "PEP_NOTIFY_PPM_IS_PROCESSOR_HALTED",
         Silent,
         "Between IDLE_SELECT and IDLE_COMPLETE of a platform idle transition.",
         Refused,
@@ -613,7 +577,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_INITIATE_WAKE,
-        "PEP_NOTIFY_PPM_INITIATE_WAKE",
         Silent,
         "Wakes a processor from a non-interruptible idle state the PEP entered.",
         Refused,
@@ -624,7 +587,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-        "PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS",
         Silent,
         "Queries the feedback counters at processor initialisation.",
         Handled,
@@ -635,7 +597,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_FEEDBACK_READ,
-        "PEP_NOTIFY_PPM_FEEDBACK_READ",
         Silent,
         "\"If the counter's Affinitized field is set, this notification is executed on the target processor.\" The callback \"must return TRUE if it handles the notification, or FALSE if it does not.\"",
         Handled,
@@ -646,7 +607,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-        "PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES",
         Silent,
         "\"Each processor is a member of exactly one performance state domain.\"",
         Handled,
@@ -657,7 +617,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_PERF_CONSTRAINTS,
-        "PEP_NOTIFY_PPM_PERF_CONSTRAINTS",
         Silent,
         "Queries the processor's operating constraints.",
         Refused,
@@ -668,7 +627,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_PERF_SET,
-        "PEP_NOTIFY_PPM_PERF_SET",
         Silent,
         "Changes the processor's operating performance.",
         Refused,
@@ -679,7 +637,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_PARK_SELECTION,
-        "PEP_NOTIFY_PPM_PARK_SELECTION",
         Silent,
         "Asks the PEP for a preferred set of cores to park.",
         Refused,
@@ -690,7 +647,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_CST_STATES,
-        "PEP_NOTIFY_PPM_CST_STATES",
         Silent,
         "Indicates the processor's ACPI C-states, before the first QUERY_IDLE_STATES_V2.",
         Refused,
@@ -701,7 +657,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
-        "PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES",
         Silent,
         "\"After returning a non-zero number of platform states, the PEP can then begin to select platform idle states\".",
         Handled,
@@ -712,7 +667,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_LP_SETTINGS,
-        "PEP_NOTIFY_PPM_QUERY_LP_SETTINGS",
         Deprecated,
         "pep_x.h only.",
         Refused,
@@ -723,7 +677,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_IDLE_STATES_V2,
-        "PEP_NOTIFY_PPM_QUERY_IDLE_STATES_V2",
         Silent,
         "\"The processor driver will query for the number of idle states with PEP_NOTIFY_PPM_QUERY_CAPABILITIES before sending this notification.\"",
         Refused,
@@ -734,7 +687,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_PLATFORM_STATE,
-        "PEP_NOTIFY_PPM_QUERY_PLATFORM_STATE",
         Silent,
         "One per platform idle state the PEP reported.",
         Refused,
@@ -745,7 +697,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_TEST_IDLE_STATE,
-        "PEP_NOTIFY_PPM_TEST_IDLE_STATE",
         Silent,
         "Tests whether an idle state the PEP reported can be entered.",
         Refused,
@@ -756,7 +707,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_IDLE_PRE_EXECUTE,
-        "PEP_NOTIFY_PPM_IDLE_PRE_EXECUTE",
         Silent,
         "\"If the PEP is unable to prepare the system to enter the processor (and platform) idle state, then it must return back an error status.\"",
         Refused,
@@ -767,7 +717,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_UPDATE_PLATFORM_STATE,
-        "PEP_NOTIFY_PPM_UPDATE_PLATFORM_STATE",
         Optional,
         "\"If the PEP does not accept the notification (i.e. returns FALSE ...), then the prior definition of the platform idle state ... is preserved.\"",
         Refused,
@@ -778,7 +727,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_PLATFORM_STATE_RESIDENCIES,
-        "PEP_NOTIFY_PPM_QUERY_PLATFORM_STATE_RESIDENCIES",
         Silent,
         "\"only applicable to platforms where the underlying hardware may autonomously decide to enter a platform idle state\".",
         Refused,
@@ -789,7 +737,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
-        "PEP_NOTIFY_PPM_QUERY_VETO_REASONS",
         Optional,
         "\"This notification is optional, and may be ignored by the PEP.\"",
         Handled,
@@ -800,7 +747,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_VETO_REASON,
-        "PEP_NOTIFY_PPM_QUERY_VETO_REASON",
         Silent,
         "\"sent twice for each veto reason\".",
         Refused,
@@ -811,7 +757,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
-        "PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES",
         Silent,
         "\"This notification has no associated Data parameter.\" The PEP \"may enumerate any boot-time vetoes\".",
         Acknowledged,
@@ -822,7 +767,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_COORDINATED_STATE_NAME,
-        "PEP_NOTIFY_PPM_QUERY_COORDINATED_STATE_NAME",
         Silent,
         "Names a coordinated or platform idle state.",
         Refused,
@@ -833,7 +777,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_PROCESSOR_STATE_NAME,
-        "PEP_NOTIFY_PPM_QUERY_PROCESSOR_STATE_NAME",
         Silent,
         "Names a processor idle state.",
         Refused,
@@ -844,7 +787,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_COORDINATED_STATES,
-        "PEP_NOTIFY_PPM_QUERY_COORDINATED_STATES",
         Optional,
         "\"If not accepted, the PEP is using the platform idle state interface\".",
         Refused,
@@ -855,7 +797,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_COORDINATED_DEPENDENCY,
-        "PEP_NOTIFY_PPM_QUERY_COORDINATED_DEPENDENCY",
         Silent,
         "Dependencies of each coordinated idle state.",
         Refused,
@@ -866,7 +807,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_PARK_SELECTION_V2,
-        "PEP_NOTIFY_PPM_PARK_SELECTION_V2",
         Optional,
         "\"If this notification is not accepted, the OS will fall back to sending the PEP_NOTIFY_PPM_PARK_SELECTION notification.\"",
         Refused,
@@ -877,7 +817,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_PARK_MASK,
-        "PEP_NOTIFY_PPM_PARK_MASK",
         Silent,
         "Informs the PEP of the core parking mask.",
         Refused,
@@ -888,7 +827,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
-        "PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE",
         Silent,
         "Informs the PEP that a performance check completed.",
         Acknowledged,
@@ -899,7 +837,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_LPI_SUPPORTED,
-        "PEP_NOTIFY_PPM_LPI_SUPPORTED",
         Undocumented,
         "No documentation.",
         Refused,
@@ -910,7 +847,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_LPI_PROCESSOR_STATES,
-        "PEP_NOTIFY_PPM_LPI_PROCESSOR_STATES",
         Undocumented,
         "No documentation.",
         Refused,
@@ -921,7 +857,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_LPI_COORDINATED_STATES,
-        "PEP_NOTIFY_PPM_LPI_COORDINATED_STATES",
         Undocumented,
         "No documentation.",
         Refused,
@@ -932,7 +867,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_LPI_PRE_EXECUTE,
-        "PEP_NOTIFY_PPM_LPI_PRE_EXECUTE",
         Undocumented,
         "No documentation.",
         Refused,
@@ -943,7 +877,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_LPI_COMPLETE,
-        "PEP_NOTIFY_PPM_LPI_COMPLETE",
         Undocumented,
         "No documentation.",
         Refused,
@@ -954,7 +887,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE,
-        "PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE",
         Optional,
         "\"an optional notification\"; \"The PEP must not queue any work from this notification.\"",
         Handled,
@@ -965,7 +897,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-        "PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE",
         Optional,
         "\"An optional notification that notifies the PEP that the system has just resumed\".",
         Handled,
@@ -976,7 +907,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES,
-        "PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES",
         Silent,
         "Sent \"if the PEP_NOTIFY_PPM_QUERY_CAPABILITIES notification indicates support for discrete performance states\".",
         Refused,
@@ -987,7 +917,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-        "PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO",
         Optional,
         "\"An optional notification that queries for information about a performance domain.\"",
         Handled,
@@ -998,7 +927,6 @@ pub const PPM: [Notification; 43] = [
     row!(
         Ppm,
         PEP_NOTIFY_PPM_PERF_SET_STATE,
-        "PEP_NOTIFY_PPM_PERF_SET_STATE",
         Silent,
         "Sets the current performance state.",
         Refused,
