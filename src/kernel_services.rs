@@ -19,7 +19,8 @@ use crate::platform::{self, KernelPlatform};
 use crate::registry::{Parameters, State};
 use crate::{affinity, log, pofx, storage, trace};
 
-/// The pool tag of the driver's blocks (`PpmP` in pool tools).
+/// The pool tag of KMDF's allocations for the driver (`WDF_DRIVER_CONFIG.DriverPoolTag`,
+/// `PpmP` in pool tools); the driver's own blocks carry [`PoolBlock::tag`].
 pub const POOL_TAG: u32 = u32::from_le_bytes(*b"PpmP");
 
 /// The volatile subkey of `Parameters` that `Install-PpmPep.ps1` creates before installing: it
@@ -101,11 +102,11 @@ impl KernelServices for Kernel {
         affinity::run_on(affinity::current(), f)
     }
 
-    fn allocate_non_paged(&self, _block: PoolBlock, bytes: usize) -> Option<NonNull<u8>> {
+    fn allocate_non_paged(&self, block: PoolBlock, bytes: usize) -> Option<NonNull<u8>> {
         let bytes = SIZE_T::try_from(bytes).ok().filter(|&bytes| bytes > 0)?;
         // SAFETY: PASSIVE_LEVEL (<= DISPATCH_LEVEL is required for non-paged pool); the flags
         // name a valid pool type and the size is non-zero. ExAllocatePool2 zero-fills.
-        let allocation = unsafe { ExAllocatePool2(POOL_FLAG_NON_PAGED, bytes, POOL_TAG) };
+        let allocation = unsafe { ExAllocatePool2(POOL_FLAG_NON_PAGED, bytes, block.tag()) };
         NonNull::new(allocation.cast())
     }
 

@@ -21,12 +21,13 @@ use ppm_engine::abi::{
     NTSTATUS, PEP_INFORMATION, PEP_INFORMATION_V3, PEP_KERNEL_INFORMATION_STRUCT_V3,
     PEP_KERNEL_INFORMATION_V3, PHYSICAL_COUNTER_RESOURCE_LIST, POHANDLE__, ResourceTypeRange,
     STATUS_INVALID_KERNEL_INFO_VERSION, STATUS_INVALID_PARAMETER, STATUS_INVALID_PEP_INFO_VERSION,
-    STATUS_SUCCESS,
+    STATUS_SUCCESS, STATUS_UNSUCCESSFUL,
 };
 use ppm_engine::driver::registry::{Lookup, VALUE_BUFFER_BYTES, ValueSource};
 use ppm_engine::driver::{self, KernelServices, LogLevel, Outcome, PoolBlock, StateKey, registry};
 use ppm_engine::platform::Passive;
 
+use crate::image::{Crash, ImageHost, Runner, RunnerError, crash_of};
 use crate::machine::Machine;
 use crate::platform::{DriverSetup, OnProcessor, SimHost, SimPlatform};
 use crate::scenario::{BootFault, Scenario};
@@ -241,6 +242,168 @@ impl<'a> SimKernel<'a> {
     fn fault(&self, step: &str) -> Option<&BootFault> {
         self.scenario.boot.fault(step)
     }
+
+    /// The system-wide index of active processor `index` (`KeGetProcessorNumberFromIndex`).
+    #[must_use]
+    pub fn active_processor(&self, index: u32) -> Option<u32> {
+        self.active_processors().get(usize::try_from(index).ok()?).copied()
+    }
+
+    /// The image moved its thread to `processor`: an injected `enable-fixed-counters` fault
+    /// makes that processor's PMU control MSRs fault until [`Self::end_pmu_fault`]. Whether
+    /// one was injected there.
+    pub fn begin_pmu_fault(&self, processor: u32) -> bool {
+        let faulting = matches!(
+            self.fault("enable-fixed-counters"),
+            Some(BootFault::EnableFixedCounters { processor: target }) if *target == processor
+        );
+        if faulting {
+            self.machine().set_msr_fault(processor, true);
+        }
+        faulting
+    }
+
+    /// Ends [`Self::begin_pmu_fault`]'s fault on `processor`.
+    pub fn end_pmu_fault(&self, processor: u32) {
+        self.machine().set_msr_fault(processor, false);
+    }
+
+    /// `ExAllocatePool2` for the image's `block` of `bytes` (the memory is the runner's):
+    /// whether the pool grants it (an injected `allocate` fault refuses it). Recorded as the
+    /// engine's allocations are.
+    pub fn grant_pool(&self, block: PoolBlock, bytes: u64) -> bool {
+        let refused = self.scenario.boot.faults.iter().any(
+            |fault| matches!(fault, BootFault::Allocate { block: target } if *target == block),
+        );
+        let granted = !refused && bytes > 0;
+        self.allocations.borrow_mut().push((block, granted));
+        granted
+    }
+
+    /// Fills `kernel` as a successful `PoFxRegisterPluginEx` does and returns the offsets of
+    /// its function pointers (the services the emulated `PoFx` offers).
+    pub fn kernel_information(&self, kernel: &mut PEP_KERNEL_INFORMATION_STRUCT_V3) -> Vec<usize> {
+        kernel.Version = PEP_KERNEL_INFORMATION_V3;
+        kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
+        let _ = register_plugin(&self.registered_information().unwrap_or_default(), kernel);
+        let mut functions = Vec::new();
+        if kernel.RequestWorker.is_some() {
+            functions.push(std::mem::offset_of!(PEP_KERNEL_INFORMATION_STRUCT_V3, RequestWorker));
+        }
+        if kernel.RequestCommon.is_some() {
+            functions.push(std::mem::offset_of!(PEP_KERNEL_INFORMATION_STRUCT_V3, RequestCommon));
+        }
+        functions
+    }
+
+    /// Boots the image: `FxDriverEntry` executed by `runner`, its kernel calls answered by
+    /// these services, on processor 0. What it did, as [`Self::boot`] records it for the
+    /// engine (the outcome read back from the `State` key the image wrote), with the host
+    /// that answered it.
+    ///
+    /// # Errors
+    /// When the runner failed.
+    pub fn boot_image(
+        &self,
+        runner: &Runner,
+    ) -> Result<(BootRecord, ImageHost<'_>, Option<Crash>), RunnerError> {
+        let before = self.pmu_control();
+        let host = ImageHost::boot(shorten(self));
+        let done = {
+            let _setup = DriverSetup::enter();
+            let _on = OnProcessor::enter(None, 0);
+            runner.command(
+                &serde_json::json!({"op": "driver_entry", "registry_path": REGISTRY_PATH}),
+                &host,
+            )?
+        };
+        let crash = crash_of(&done)?;
+        let status = done
+            .get("status")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|status| u32::try_from(status).ok())
+            .map_or(STATUS_UNSUCCESSFUL, u32::cast_signed);
+        let after = self.pmu_control();
+        let state = self.state.borrow().clone();
+        let registration = self.registration.get();
+        let registered = crash.is_none()
+            && status == STATUS_SUCCESS
+            && registration.is_some_and(|registration| registration.status == STATUS_SUCCESS);
+        let outcome = image_outcome(registered, status, state.as_ref());
+        let record = BootRecord {
+            outcome,
+            status,
+            state,
+            log: self.log.borrow().clone(),
+            values_read: self.values_read.borrow().clone(),
+            allocations: self.allocations.borrow().clone(),
+            outstanding: host.outstanding(),
+            registration,
+            // Observed by the emulator afterwards: whether the callbacks still answer.
+            published: registered,
+            pmu_control: before.into_iter().zip(after).collect(),
+            pmu_reserved: self.machine().pmu_reserved(),
+            reservation_requested: self.reservation_requested.get(),
+        };
+        Ok((record, host, crash))
+    }
+}
+
+impl SimKernel<'_> {
+    /// The record of a boot the runner could not finish (the run is unusable and says so).
+    #[must_use]
+    pub fn unfinished_boot_record(&self) -> BootRecord {
+        use ppm_engine::driver::{Failure, Step};
+        BootRecord {
+            outcome: Outcome::Failed(Failure {
+                step: Step::ProcessorCount,
+                status: STATUS_UNSUCCESSFUL,
+            }),
+            status: STATUS_UNSUCCESSFUL,
+            state: self.state.borrow().clone(),
+            log: self.log.borrow().clone(),
+            values_read: self.values_read.borrow().clone(),
+            allocations: self.allocations.borrow().clone(),
+            outstanding: Vec::new(),
+            registration: self.registration.get(),
+            published: false,
+            pmu_control: Vec::new(),
+            pmu_reserved: self.machine().pmu_reserved(),
+            reservation_requested: self.reservation_requested.get(),
+        }
+    }
+}
+
+/// The registry path the I/O manager passes to `DriverEntry` (the service key).
+pub const REGISTRY_PATH: &str = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep";
+
+/// The image's outcome, read back as a reader of the `State` key would: registered, skipped
+/// (`RegistrationSkipped`) or failed (`FailedStep`; a step the driver does not name is kept as
+/// the status only, under the first step, and `boot.state` fails on the name).
+fn image_outcome(
+    registered: bool,
+    status: NTSTATUS,
+    state: Option<&BTreeMap<String, StateData>>,
+) -> Outcome {
+    use ppm_engine::driver::{Failure, SkipReason, Step};
+    if registered {
+        return Outcome::Registered;
+    }
+    let value = |name: &str| state.and_then(|values| values.get(name)).map(ToString::to_string);
+    if status == STATUS_SUCCESS {
+        let reason = value(registry::state::REGISTRATION_SKIPPED);
+        for skip in [SkipReason::SkipRegistration, SkipReason::InstallPending] {
+            if reason.as_deref() == Some(skip.name()) {
+                return Outcome::Skipped(skip);
+            }
+        }
+    }
+    let named = value(registry::state::FAILED_STEP);
+    let step = [Step::ProcessorCount, Step::ProcessorTable, Step::RegisterPlugin]
+        .into_iter()
+        .find(|step| named.as_deref() == Some(step.name()))
+        .unwrap_or(Step::ProcessorCount);
+    Outcome::Failed(Failure { step, status })
 }
 
 impl Drop for SimKernel<'_> {
@@ -262,6 +425,13 @@ pub struct SimParameters<'k> {
 
 impl ValueSource for SimParameters<'_> {
     fn read(&mut self, name: &'static str) -> Lookup<'_> {
+        self.read_named(name)
+    }
+}
+
+impl SimParameters<'_> {
+    /// `WdfRegistryQueryValue` of `name`, as the driver reads it (recorded, faults injected).
+    pub fn read_named(&mut self, name: &str) -> Lookup<'_> {
         self.kernel.values_read.borrow_mut().push(name.to_owned());
         let faulted = self.kernel.scenario.boot.faults.iter().find_map(|fault| match fault {
             BootFault::ReadValue { value, status } if value.eq_ignore_ascii_case(name) => {

@@ -71,7 +71,7 @@ pub enum CheckStatus {
 }
 
 impl CheckResult {
-    fn new(id: &str, passed: bool, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(id: &str, passed: bool, detail: impl Into<String>) -> Self {
         let status = if passed { CheckStatus::Passed } else { CheckStatus::Failed };
         Self { id: id.to_owned(), status, passed, detail: detail.into() }
     }

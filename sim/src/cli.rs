@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, Command};
 
+use crate::image::{self, PepBackend};
 use crate::output::{self, Outputs};
 use crate::plot::{self, PlotCollector};
 use crate::pofx::RunOptions;
@@ -62,8 +63,8 @@ enum Invocation {
     /// `run FILE [--json] [--trace CSV] [--plot SVG|PNG] [--plot-processors LIST]
     /// [--plot-view mhz|percent]`.
     Run(RunRequest),
-    /// `validate [NAME] [--list] [--json]`.
-    Validate { name: Option<String>, list: bool, json: bool },
+    /// `validate [NAME] [--list] [--json] [--pep engine|image] [--image FILE]`.
+    Validate { name: Option<String>, list: bool, json: bool, pep: PepBackend },
     /// `bench [--iterations N] [--processors P] [--notification NAME] [--arch ARCH]`.
     Bench {
         iterations: u64,
@@ -82,6 +83,7 @@ struct RunRequest {
     plot: Option<PathBuf>,
     plot_processors: Option<Vec<u32>>,
     plot_view: plot::View,
+    pep: PepBackend,
 }
 
 /// The `clap` command (the builder API: the derive macros emit `allow` attributes that the
@@ -89,6 +91,21 @@ struct RunRequest {
 fn command() -> Command {
     let json =
         |what: &'static str| Arg::new("json").long("json").action(ArgAction::SetTrue).help(what);
+    let pep = || {
+        Arg::new("pep")
+            .long("pep")
+            .value_name("PEP")
+            .value_parser(["engine", "image"])
+            .help("engine (default): the engine compiled for this host; image: the linked driver's machine code, ppm_pep.sys, under the dev-only image runner (docs/image-backend.md)")
+    };
+    let image = || {
+        Arg::new("image")
+            .long("image")
+            .value_name("FILE.sys")
+            .requires("pep")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("The driver image for --pep image (default: target/driver-image/x64/ppm_pep.sys, built by scripts/build-driver-image.sh)")
+    };
     Command::new("ppm-sim")
         .version(env!("CARGO_PKG_VERSION"))
         .about("PoFx emulator and conformance checks for the ppm-pep processor PEP")
@@ -140,6 +157,8 @@ fn command() -> Command {
                         .value_parser(plot::View::NAMES)
                         .help("mhz (default): measured against true MHz; percent: % Processor Performance, measured over nominal as perfmon shows it"),
                 )
+                .arg(pep())
+                .arg(image())
                 .after_help(RUN_EXIT_STATUS_HELP),
         )
         .subcommand(
@@ -158,6 +177,8 @@ fn command() -> Command {
                         .help("List the built-in scenarios with their descriptions instead"),
                 )
                 .arg(json("Print the suite report (or the list) as JSON"))
+                .arg(pep().conflicts_with("list"))
+                .arg(image())
                 .after_help(EXIT_STATUS_HELP),
         )
         .subcommand(bench_command())
@@ -243,6 +264,28 @@ fn bench_command() -> Command {
         .after_help("Exit status: 0 every call served, 1 a call refused, 2 unusable input.")
 }
 
+/// The PEP `--pep` and `--image` ask for.
+fn backend(matches: &clap::ArgMatches) -> PepBackend {
+    match matches.get_one::<String>("pep").map(String::as_str) {
+        Some("image") => PepBackend::Image(
+            matches.get_one::<PathBuf>("image").cloned().unwrap_or_else(image::default_image),
+        ),
+        _ => PepBackend::Engine,
+    }
+}
+
+/// The image backend refuses a scenario its image cannot run.
+fn image_can_run(scenario: &Scenario) -> Result<(), String> {
+    if scenario.platform.cpu.is_arm64() {
+        return Err(format!(
+            "{}: an ARM64 scenario; the image backend runs the x64 image only (the runner has no \
+             AArch64 loader: see docs/image-backend.md)",
+            scenario.name
+        ));
+    }
+    Ok(())
+}
+
 /// What `matches` asks for.
 fn invocation(matches: &clap::ArgMatches) -> Invocation {
     match matches.subcommand() {
@@ -256,11 +299,13 @@ fn invocation(matches: &clap::ArgMatches) -> Invocation {
                 .get_one::<String>("plot_view")
                 .and_then(|name| plot::View::from_name(name))
                 .unwrap_or_default(),
+            pep: backend(run),
         }),
         Some(("validate", validate)) => Invocation::Validate {
             name: validate.get_one::<String>("name").cloned(),
             list: validate.get_flag("list"),
             json: validate.get_flag("json"),
+            pep: backend(validate),
         },
         Some(("bench", bench)) => Invocation::Bench {
             iterations: bench.get_one::<u64>("iterations").copied().unwrap_or(DEFAULT_ITERATIONS),
@@ -352,7 +397,9 @@ fn dispatch(
             Ok(verdict(report.passed))
         }
         Invocation::Run(request) => run_file(&request, out, err),
-        Invocation::Validate { name, list, json } => validate(name.as_deref(), list, json, out),
+        Invocation::Validate { name, list, json, pep } => {
+            validate(name.as_deref(), list, json, &pep, out)
+        }
         Invocation::Bench { iterations, processors, notification, architecture } => {
             run_bench(iterations, processors, notification, architecture, out)
         }
@@ -391,7 +438,13 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
         observer = Some(trace.observer(observer));
     }
     let options = RunOptions { read_observer: observer, ..RunOptions::default() };
-    let report = crate::run_with(&scenario, &options);
+    let report = match &request.pep {
+        PepBackend::Engine => crate::run_with(&scenario, &options),
+        PepBackend::Image(image) => {
+            image_can_run(&scenario)?;
+            crate::run_image(&scenario, &options, image)?.report
+        }
+    };
     progress::finish();
     let written = write_files(
         request,
@@ -489,7 +542,13 @@ struct ListedScenario {
     description: String,
 }
 
-fn validate(name: Option<&str>, list: bool, json: bool, out: &mut dyn Write) -> Result<u8, String> {
+fn validate(
+    name: Option<&str>,
+    list: bool,
+    json: bool,
+    pep: &PepBackend,
+    out: &mut dyn Write,
+) -> Result<u8, String> {
     if list {
         let listed: Vec<ListedScenario> = builtin::all()
             .into_iter()
@@ -524,9 +583,20 @@ fn validate(name: Option<&str>, list: bool, json: bool, out: &mut dyn Write) -> 
                     "validate: no built-in scenario `{name}`; `ppm-sim validate --list` lists them"
                 )
             })?;
-            SuiteReport::new(vec![crate::run(&scenario)])
+            match pep {
+                PepBackend::Engine => SuiteReport::new(vec![crate::run(&scenario)]),
+                PepBackend::Image(image) => {
+                    image_can_run(&scenario)?;
+                    SuiteReport::new(vec![
+                        crate::run_image(&scenario, &RunOptions::default(), image)?.report,
+                    ])
+                }
+            }
         }
-        None => crate::validate(),
+        None => match pep {
+            PepBackend::Engine => crate::validate(),
+            PepBackend::Image(image) => crate::validate_image(image)?,
+        },
     };
     // One scenario prints its full report; the whole suite prints a line per scenario.
     let text = || match (name, suite.scenarios.first()) {

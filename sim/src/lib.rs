@@ -36,6 +36,7 @@ pub mod builtin;
 pub mod checks;
 pub mod cli;
 pub mod cpu;
+pub mod image;
 pub mod machine;
 pub mod output;
 pub mod platform;
@@ -89,6 +90,78 @@ pub fn run_detailed(scenario: &Scenario, options: &RunOptions) -> RunOutput {
     let results = checks::evaluate(scenario, &observations, &machine, &metrics);
     let report = Report::new(scenario, &observations, &metrics, results);
     RunOutput { report, observations, machine }
+}
+
+/// The kernel stack the image runs on: x64's `KERNEL_STACK_SIZE`, 24 KiB.
+pub const IMAGE_STACK_BYTES: u64 = 24 * 1024;
+
+/// Runs `scenario` against the driver image at `image_path` (the image backend): a runner
+/// process executes the image, this process is its kernel and machine (see [`image`]).
+///
+/// # Errors
+/// When the image is missing, or the runner could not start or failed during the run (a
+/// bugcheck of the image is not an error: it fails the run's `image.bugcheck` check).
+pub fn run_image(
+    scenario: &Scenario,
+    options: &RunOptions,
+    image_path: &std::path::Path,
+) -> Result<RunOutput, String> {
+    image::check_image(image_path)?;
+    let script = image::repository().join("scripts/image-runner.sh");
+    let runner = Arc::new(
+        image::Runner::start(&script, image_path, IMAGE_STACK_BYTES)
+            .map_err(|error| error.to_string())?,
+    );
+    let options = RunOptions { image: Some(Arc::clone(&runner)), ..options.clone() };
+    let mut output = run_detailed(scenario, &options);
+    runner.quit();
+    let Some(observation) = output.observations.image.take() else {
+        return Err("the image backend observed nothing".to_owned());
+    };
+    if let Some(error) = &observation.error {
+        return Err(format!("{}: {error}", scenario.name));
+    }
+    let report = observation.report.clone().unwrap_or_default();
+    let entries = image::EntryNames {
+        entry: observation.entries.0,
+        dpm: observation.entries.1,
+        ppm: observation.entries.2,
+    };
+    let judged = image::judge(
+        image_path,
+        observation.image_base,
+        &report,
+        &entries,
+        observation.crash.as_ref(),
+        observation.ledger.faults_raised,
+        &observation.ledger.etw_events,
+    )?;
+    output.report = output.report.with_image(judged);
+    output.observations.image = Some(observation);
+    Ok(output)
+}
+
+/// Every built-in scenario against the image (`ppm-sim validate --pep image`), with the
+/// image's function coverage over the whole suite.
+///
+/// # Errors
+/// As [`run_image`], for the first scenario that could not run.
+pub fn validate_image(image_path: &std::path::Path) -> Result<SuiteReport, String> {
+    let mut reports = Vec::new();
+    let mut executed = std::collections::BTreeSet::new();
+    for (_, scenario) in builtin::all() {
+        // The x64 image runs the x64 scenarios (the runner has no AArch64 loader).
+        if scenario.platform.cpu.is_arm64() {
+            continue;
+        }
+        let output = run_image(&scenario, &RunOptions::default(), image_path)?;
+        if let Some(image) = &output.report.image {
+            executed.extend(image.executed_rvas.iter().copied());
+        }
+        reports.push(output.report);
+    }
+    let (coverage, check) = image::measurements_coverage(image_path, &executed)?;
+    Ok(SuiteReport::new(reports).with_image_coverage(coverage, check))
 }
 
 /// Runs every built-in scenario (`ppm-sim validate`).

@@ -413,6 +413,23 @@ impl SimPlatform {
         });
     }
 
+    /// `CLI` executed by the image (interrupts were enabled): as the start of
+    /// [`Platform::with_interrupts_masked`], an interrupt window and then masked.
+    pub fn mask_interrupts(&self) {
+        self.interrupt_window(InjectionPoint::MaskEntry);
+        if !self.faults.ignore_interrupt_masking && !MASKED.with(Cell::get) {
+            MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
+            MASKED.with(|masked| masked.set(true));
+        }
+    }
+
+    /// `STI` executed by the image: as the end of [`Platform::with_interrupts_masked`],
+    /// unmasked and then an interrupt window.
+    pub fn unmask_interrupts(&self) {
+        MASKED.with(|masked| masked.set(false));
+        self.interrupt_window(InjectionPoint::MaskExit);
+    }
+
     /// `CPUID` as the engine sees it on `processor` (faults applied), without recording it.
     #[must_use]
     pub fn cpuid_as_seen(&self, processor: u32, leaf: u32, subleaf: u32) -> CpuidResult {

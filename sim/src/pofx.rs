@@ -27,7 +27,8 @@ use ppm_caller::Callbacks;
 use ppm_engine::Pep;
 use ppm_engine::abi::PEP_INFORMATION;
 
-use crate::boot::{BootSabotage, SimKernel};
+use crate::boot::{BootRecord, BootSabotage, SimKernel};
+use crate::image::{self, ImageCallbacks, Runner};
 use crate::machine::Machine;
 use crate::platform::{self, PlatformFaults, SimPlatform};
 use crate::scenario::Scenario;
@@ -77,6 +78,8 @@ pub struct RunOptions {
     pub boot_sabotage: BootSabotage,
     /// Called with every runtime read as it is digested (`--trace`, `--plot`).
     pub read_observer: Option<ReadObserver>,
+    /// The image backend: the runner that executes the image (`None`: the engine).
+    pub image: Option<Arc<Runner>>,
 }
 
 /// What happens at one instant of the runtime, in order: the power-ons and resumes of sleeps
@@ -105,6 +108,8 @@ pub struct Emulator<'a> {
     observations: Observations,
     /// Called with every runtime read as it is digested.
     read_observer: Option<ReadObserver>,
+    /// The image backend's runner.
+    runner: Option<Arc<Runner>>,
     /// Owns the pool blocks the registered PEP uses (its processor table) until the run ends.
     #[allow(dead_code, reason = "held for its pool, freed when the emulator is dropped")]
     kernel: SimKernel<'a>,
@@ -118,6 +123,7 @@ impl<'a> Emulator<'a> {
         let machine = Arc::new(Machine::new(scenario));
         let platform = SimPlatform::new(Arc::clone(&machine), options.platform_faults.clone());
         let mut observations = Observations {
+            image: None,
             registration: RegistrationRecord {
                 version: 0,
                 size: 0,
@@ -142,10 +148,24 @@ impl<'a> Emulator<'a> {
             sleeps: Vec::new(),
             processor_threads: 0,
         };
-        let kernel =
-            SimKernel::new(scenario, platform, options.pep_information, options.boot_sabotage);
+        let kernel = SimKernel::new(
+            scenario,
+            platform.clone(),
+            options.pep_information,
+            options.boot_sabotage,
+        );
         platform::begin_trace();
-        let (boot, pep) = kernel.boot();
+        let (boot, pep, image) = match &options.image {
+            None => {
+                let (boot, pep) = kernel.boot();
+                (boot, pep, None)
+            }
+            Some(runner) => {
+                let booted = image::boot(&kernel, runner, &platform);
+                observations.image = Some(booted.observation);
+                (booted.record, None, Some(booted.callbacks))
+            }
+        };
         observations.absorb(&platform::take_trace());
         if let Some(registration) = boot.registration {
             let info = registration.information;
@@ -159,15 +179,25 @@ impl<'a> Emulator<'a> {
                     .then_some(registration.status),
             };
         }
-        if let Some(pep) = &pep {
-            observations.engine = summarise(pep);
-        }
-        let engine = match (pep, kernel.registered_information()) {
-            (Some(pep), Some(info)) => {
-                Callbacks::of(&info).map(|callbacks| Engine { pep, callbacks })
+        let engine = match (pep, image, kernel.registered_information()) {
+            (Some(pep), None, Some(info)) => {
+                observations.engine = summarise(&pep);
+                Callbacks::of(&info).map(|callbacks| Engine {
+                    pep: Some(pep),
+                    image: None,
+                    callbacks,
+                })
             }
+            (None, Some(Some(image)), Some(_)) => Some(Engine {
+                pep: None,
+                image: Some(image),
+                callbacks: ImageCallbacks::callbacks(),
+            }),
             _ => None,
         };
+        if observations.image.is_some() {
+            observations.engine = summarise_state(&boot);
+        }
         observations.boot = Some(boot);
         Self {
             scenario,
@@ -175,6 +205,7 @@ impl<'a> Emulator<'a> {
             engine,
             observations,
             read_observer: options.read_observer.clone(),
+            runner: options.image.clone(),
             kernel,
         }
     }
@@ -186,12 +217,45 @@ impl<'a> Emulator<'a> {
     pub fn run(mut self) -> (Observations, Arc<Machine>) {
         if let Some(engine) = self.engine.take() {
             self.offer_devices(&engine);
+            if engine.image.is_some() {
+                // The image's device log is its own memory: what PoFx saw it decide.
+                self.observations.engine.device_ids_seen = self
+                    .observations
+                    .devices
+                    .iter()
+                    .map(|device| (device.id.clone(), device.prepare_returned && device.accepted))
+                    .collect();
+            }
             self.initialise_processors(&engine);
             self.boot_queries(&engine);
             self.start_devices(&engine);
             self.runtime(&engine);
             self.unregister_last(&engine);
-            self.observations.engine = summarise(&engine.pep);
+            if let Some(pep) = &engine.pep {
+                self.observations.engine = summarise(pep);
+            }
+            if let Some(image) = &engine.image
+                && let Some(observation) = self.observations.image.as_mut()
+            {
+                observation.ledger.absorb(image.ledger());
+                if let Some(crash) = image.crash() {
+                    observation.crash.get_or_insert(crash);
+                }
+            }
+        }
+        if let (Some(runner), Some(observation)) = (&self.runner, self.observations.image.as_mut())
+        {
+            match runner
+                .command(&serde_json::json!({"op": "report"}), &image::ImageHost::machine_only())
+            {
+                Ok(report) => observation.report = Some(report),
+                Err(error) => {
+                    observation.error.get_or_insert(error);
+                }
+            }
+            if let Some(error) = runner.error() {
+                observation.error.get_or_insert(error);
+            }
         }
         (self.observations, self.machine)
     }
@@ -217,6 +281,29 @@ impl<'a> Emulator<'a> {
         self.observations.processor_threads =
             self.scenario.pofx.threads.processor_threads(self.processor_count());
         self.run_items(engine, origin, &schedule);
+    }
+}
+
+/// What the image reported of itself: the `State` key it wrote (the values a VM's registry
+/// shows), as [`summarise`] reads the engine.
+fn summarise_state(boot: &BootRecord) -> EngineSummary {
+    use ppm_engine::driver::registry::state;
+    let text = |name: &str| boot.state_value(name).unwrap_or_default();
+    let number = |name: &str| text(name).parse().unwrap_or(0);
+    let reason = text(state::NO_COUNTERS_REASON);
+    EngineSummary {
+        counter_source: text(state::COUNTER_SOURCE),
+        nominal_mhz: number(state::NOMINAL_MHZ),
+        nominal_source: text(state::NOMINAL_RATE_SOURCE),
+        no_counters_reason: (!reason.is_empty() && reason != "none").then_some(reason),
+        perf_source: text(state::PERF_SOURCE),
+        perf_capabilities: [
+            number(state::HIGHEST_PERFORMANCE),
+            number(state::NOMINAL_PERFORMANCE),
+            number(state::LOWEST_NONLINEAR_PERFORMANCE),
+            number(state::LOWEST_PERFORMANCE),
+        ],
+        device_ids_seen: Vec::new(),
     }
 }
 

@@ -16,6 +16,12 @@ pub struct Report {
     pub scenario: String,
     /// Whether every check passed.
     pub passed: bool,
+    /// The PEP that ran: `engine` (compiled for this host) or `image` (the linked driver's
+    /// machine code, under the image runner).
+    pub pep: &'static str,
+    /// What only the image can show (the image backend only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::image::ImageReport>,
     /// The simulated machine.
     pub platform: PlatformSummary,
     /// What the engine said about itself.
@@ -210,7 +216,19 @@ impl Report {
             },
             processors,
             checks,
+            pep: "engine",
+            image: None,
         }
+    }
+
+    /// Adds what the image backend measured: its `image.*` checks join the run's.
+    #[must_use]
+    pub fn with_image(mut self, image: crate::image::ImageReport) -> Self {
+        self.checks.extend(image.checks.iter().cloned());
+        self.passed = self.checks.iter().all(|check| check.passed);
+        self.pep = "image";
+        self.image = Some(image);
+        self
     }
 
     /// The failed checks.
@@ -341,13 +359,32 @@ pub struct SuiteReport {
     pub passed: bool,
     /// One report per scenario.
     pub scenarios: Vec<Report>,
+    /// The image backend: function coverage over the whole suite, and its check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_coverage: Option<(Vec<crate::image::Coverage>, CheckResult)>,
 }
 
 impl SuiteReport {
     /// Collects scenario reports.
     #[must_use]
     pub fn new(scenarios: Vec<Report>) -> Self {
-        Self { passed: scenarios.iter().all(|report| report.passed), scenarios }
+        Self {
+            passed: scenarios.iter().all(|report| report.passed),
+            scenarios,
+            image_coverage: None,
+        }
+    }
+
+    /// Adds the suite's image coverage (its check decides with the scenarios).
+    #[must_use]
+    pub fn with_image_coverage(
+        mut self,
+        coverage: Vec<crate::image::Coverage>,
+        check: CheckResult,
+    ) -> Self {
+        self.passed &= check.passed;
+        self.image_coverage = Some((coverage, check));
+        self
     }
 
     /// One line per scenario, the failed checks under it, and the verdict.
@@ -369,6 +406,15 @@ impl SuiteReport {
             }
         }
         let passed = self.scenarios.iter().filter(|report| report.passed).count();
+        if let Some((coverage, check)) = &self.image_coverage {
+            let units: Vec<String> = coverage
+                .iter()
+                .map(|unit| format!("{} {}/{}", unit.unit, unit.executed, unit.functions))
+                .collect();
+            let _ = writeln!(text, "image functions run, per crate: {}", units.join(", "));
+            let verdict = if check.passed { "ok  " } else { "FAIL" };
+            let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, check.detail);
+        }
         let _ = writeln!(text, "validate: {passed} of {} scenarios passed", self.scenarios.len());
         text
     }

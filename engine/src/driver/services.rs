@@ -33,6 +33,28 @@ impl PoolBlock {
             Self::SavedPmuControl => "saved-pmu-control",
         }
     }
+
+    /// The block's pool tag (`ExAllocatePool2`'s `Tag`, as pool tools and Driver Verifier show
+    /// it: `PpmT`, `PpmS`): one per block, so that a leak names its block.
+    #[must_use]
+    pub const fn tag(self) -> u32 {
+        u32::from_le_bytes(match self {
+            Self::ProcessorTable => *b"PpmT",
+            Self::SavedPmuControl => *b"PpmS",
+        })
+    }
+
+    /// The block a pool tag names, if any.
+    #[must_use]
+    pub const fn from_tag(tag: u32) -> Option<Self> {
+        if tag == Self::ProcessorTable.tag() {
+            Some(Self::ProcessorTable)
+        } else if tag == Self::SavedPmuControl.tag() {
+            Some(Self::SavedPmuControl)
+        } else {
+            None
+        }
+    }
 }
 
 /// The severity of a log line (`DPFLTR_INFO_LEVEL` / `DPFLTR_ERROR_LEVEL` in the kernel).

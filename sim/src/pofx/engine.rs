@@ -3,16 +3,23 @@
 //! made "as" a processor (see [`OnProcessor`]) and traced. Nothing here judges the PEP: a
 //! broken one's answers are recorded as they are.
 
+use std::sync::Arc;
+
 use ppm_caller::{Callbacks, Registration};
 use ppm_engine::Pep;
 use ppm_engine::abi::{BOOLEAN, FALSE};
 
 use super::records::RegisterRecord;
+use crate::image::{self, ImageCallbacks};
 use crate::platform::{self, OnProcessor, PlatformOp, SimPlatform};
 
-/// The engine instance and the callbacks registered for it.
+/// The PEP the emulator calls: the engine instance, or the image, and the callbacks
+/// registered for it.
 pub(super) struct Engine {
-    pub(super) pep: Box<Pep<SimPlatform>>,
+    /// The engine's instance (`None`: the image backend).
+    pub(super) pep: Option<Box<Pep<SimPlatform>>>,
+    /// The image the callbacks reach (`None`: the engine backend).
+    pub(super) image: Option<Arc<ImageCallbacks>>,
     pub(super) callbacks: Callbacks,
 }
 
@@ -24,7 +31,8 @@ impl Engine {
         processor: u32,
         send: impl FnOnce(&Callbacks) -> R,
     ) -> (R, Vec<PlatformOp>) {
-        let _on = OnProcessor::enter(Some(&self.pep), processor);
+        let _on = OnProcessor::enter(self.pep.as_deref(), processor);
+        let _image = self.image.as_ref().map(image::enter);
         platform::begin_trace();
         let result = send(&self.callbacks);
         (result, platform::take_trace())

@@ -63,6 +63,8 @@ impl ProcessorRecord {
 /// Everything a run observed.
 #[derive(Clone, Debug)]
 pub struct Observations {
+    /// What the image did, when the image backend ran (`None`: the engine).
+    pub image: Option<crate::image::ImageObservation>,
     /// Registration (`status`: what `PoFx`'s checks of the structures returned).
     pub registration: RegistrationRecord,
     /// `DriverEntry`, as the emulated kernel services saw it.

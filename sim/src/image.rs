@@ -1,0 +1,185 @@
+//! The image backend: the scenarios run against the machine code of the linked driver,
+//! `ppm_pep.sys`, executed by the dev-only runner process (`scripts/image-runner.sh`:
+//! Unicorn, GPL-2.0, never inside `ppm-sim`). See `docs/image-backend.md` for the design and
+//! the protocol.
+//!
+//! `ppm-sim` stays the kernel and the machine: [`host`] answers every request the runner makes
+//! for the image (a Windows or KMDF call, an `RDMSR`, a touch of a notification's payload) from
+//! the same emulated kernel services and simulated processors the engine runs on. The PoFx
+//! emulator calls the image through the two callbacks it registered, which here are
+//! [`callbacks`]' trampolines: each forwards the call to the runner.
+//!
+//! The submodules: `runner` (the process and the line protocol), `host` (the requests),
+//! `callbacks` (the trampolines and the calling thread's link), `measurements` (what the
+//! runner measured, judged against the image's static figures).
+
+use std::path::{Path, PathBuf};
+
+mod callbacks;
+mod host;
+mod measurements;
+mod runner;
+
+pub use callbacks::{ImageCallbacks, enter, image_dpm, image_ppm};
+pub use host::{ImageHost, KernelKeys, KernelLedger};
+pub use measurements::{
+    Coverage, EntryNames, ImageReport, StackFigure, coverage_check as measurements_coverage, judge,
+};
+pub use runner::{Crash, Runner, RunnerError, crash_of, hex, unhex};
+
+/// The PEP a run drives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum PepBackend {
+    /// The engine, compiled for this host, called directly (the default).
+    #[default]
+    Engine,
+    /// The linked driver image at this path, executed by the runner.
+    Image(PathBuf),
+}
+
+impl PepBackend {
+    /// The backend's name, as the report prints it.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Engine => "engine",
+            Self::Image(_) => "image",
+        }
+    }
+}
+
+/// The repository the tool was built from (the runner and the image live there).
+#[must_use]
+pub fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(PathBuf::new, Path::to_path_buf)
+}
+
+/// Where `scripts/build-driver-image.sh` writes the x64 image.
+#[must_use]
+pub fn default_image() -> PathBuf {
+    repository().join("target/driver-image/x64/ppm_pep.sys")
+}
+
+/// Where `scripts/build-driver-image.sh --arch arm64` writes the ARM64 image.
+#[must_use]
+pub fn default_arm64_image() -> PathBuf {
+    repository().join("target/driver-image/arm64/ppm_pep.sys")
+}
+
+/// Checks that `image` exists before a run starts, with the message a user needs when it does
+/// not: how to build it.
+///
+/// # Errors
+/// The message when the image (or its map, beside it) is missing.
+pub fn check_image(image: &Path) -> Result<(), String> {
+    if !image.is_file() {
+        return Err(format!(
+            "no driver image at {}: build it with `bash scripts/build-driver-image.sh` (a few \
+             minutes the first time), or name one with --image FILE",
+            image.display()
+        ));
+    }
+    let map = image.with_extension("map");
+    if !map.is_file() {
+        return Err(format!(
+            "no linker map beside the image ({}): the image backend needs the map that \
+             `scripts/build-driver-image.sh` writes with it",
+            map.display()
+        ));
+    }
+    Ok(())
+}
+
+/// What the image did in one run, beside the observations every backend has.
+#[derive(Clone, Debug, Default)]
+pub struct ImageObservation {
+    /// The bugcheck that stopped the image, if any.
+    pub crash: Option<Crash>,
+    /// What the kernel recorded (ETW events, runtime log lines, device state, faults raised).
+    pub ledger: KernelLedger,
+    /// The runner's `report` at the end of the run.
+    pub report: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Where the image was mapped, its entry, and the callbacks it registered.
+    pub image_base: u64,
+    /// `FxDriverEntry`, `AcceptDeviceNotification`, `AcceptProcessorNotification`.
+    pub entries: (u64, Option<u64>, Option<u64>),
+    /// Why the run could not go on (the runner failed): the run is unusable.
+    pub error: Option<RunnerError>,
+}
+
+/// The image's boot: `DriverEntry`, then what the I/O manager and `PnP` do with a driver that
+/// loaded (`EvtDriverDeviceAdd` for the device node the INF installs; `DriverUnload` for a
+/// driver that loaded without registering, which is unloadable), and whether the callbacks
+/// still reach a PEP after a boot that did not register.
+pub struct ImageBoot {
+    /// The boot, as the checks read it.
+    pub record: crate::boot::BootRecord,
+    /// The callbacks, when `PoFx` accepted them.
+    pub callbacks: Option<std::sync::Arc<ImageCallbacks>>,
+    /// What the image did besides.
+    pub observation: ImageObservation,
+}
+
+/// Boots the image of `runner` over `kernel`.
+pub fn boot(
+    kernel: &crate::boot::SimKernel<'_>,
+    runner: &std::sync::Arc<Runner>,
+    platform: &crate::platform::SimPlatform,
+) -> ImageBoot {
+    use std::sync::Arc;
+
+    use ppm_engine::abi::{PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, STATUS_SUCCESS};
+    use serde_json::json;
+
+    let mut observation =
+        ImageObservation { image_base: runner.image_base, ..ImageObservation::default() };
+    observation.entries.0 = runner.entry;
+    let (mut record, host, crash) = match kernel.boot_image(runner) {
+        Ok(booted) => booted,
+        Err(error) => {
+            observation.error = Some(error);
+            let record = kernel.unfinished_boot_record();
+            return ImageBoot { record, callbacks: None, observation };
+        }
+    };
+    observation.crash = crash;
+    let attempted = host.attempted();
+    if let Some((dpm, ppm)) = attempted {
+        observation.entries.1 = Some(dpm);
+        observation.entries.2 = Some(ppm);
+    }
+    let loaded = observation.crash.is_none() && record.status == STATUS_SUCCESS;
+    let mut steps = Vec::new();
+    if loaded {
+        steps.push(json!({"op": "device_add"}));
+        if !record.published {
+            steps.push(json!({"op": "unload"}));
+        }
+    }
+    for step in steps {
+        let _on = crate::platform::OnProcessor::enter(None, 0);
+        match runner.command(&step, &host).and_then(|done| crash_of(&done)) {
+            Ok(Some(crash)) => {
+                observation.crash.get_or_insert(crash);
+            }
+            Ok(None) => {}
+            Err(error) => observation.error = Some(error),
+        }
+    }
+    observation.ledger = host.ledger();
+    let callbacks = attempted
+        .map(|addresses| ImageCallbacks::new(Arc::clone(runner), addresses, platform.clone()));
+    // A boot that did not register: do the callbacks still reach a PEP?
+    if !record.published
+        && let Some(image) = &callbacks
+    {
+        let _on = crate::platform::OnProcessor::enter(None, 0);
+        let _entered = enter(image);
+        let answered =
+            ImageCallbacks::callbacks().query_count(PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES).handled();
+        record.published = answered;
+    }
+    let callbacks =
+        callbacks.filter(|_| host.registered().is_some() && observation.crash.is_none());
+    ImageBoot { record, callbacks, observation }
+}

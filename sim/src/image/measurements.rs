@@ -1,0 +1,446 @@
+//! What only the image can show, from the runner's `report` and the image's own files (its
+//! linker map, the static stack figures `scripts/build-driver-image.sh` wrote beside it): the
+//! deepest stack of each entry point against the static bound, the KMDF table entries called,
+//! the structured exceptions dispatched, and which of the image's functions ran. Each becomes
+//! an `image.*` check of the run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::runner::Crash;
+use crate::checks::CheckResult;
+
+/// The KMDF 1.31 function count (`WdfFunctionTableNumEntries`).
+pub const KMDF_FUNCTION_COUNT: u64 = 458;
+
+/// The KMDF functions `src/` calls: every other table entry called is a wrong index.
+pub const KMDF_FUNCTIONS_CALLED: [&str; 12] = [
+    "WdfDeviceCreate",
+    "WdfDeviceSetDeviceState",
+    "WdfDeviceSetStaticStopRemove",
+    "WdfDriverCreate",
+    "WdfDriverOpenParametersRegistryKey",
+    "WdfDriverOpenPersistentStateRegistryKey",
+    "WdfRegistryAssignULong",
+    "WdfRegistryAssignValue",
+    "WdfRegistryClose",
+    "WdfRegistryCreateKey",
+    "WdfRegistryOpenKey",
+    "WdfRegistryQueryValue",
+];
+
+/// Functions of the driver's own code (`src/`, its C shim, the KMDF stub) that no scenario
+/// runs, each with the reason (README's "What the image backend proves" lists them).
+pub const NOT_EXECUTED: [(&str, &str); 2] = [
+    (
+        "ppm_msr_probe_write",
+        "the SEH-guarded WRMSR probe; the engine writes only the fixed-counter controls, which \
+         the probe reads first, and no scenario faults a WRMSR before that read",
+    ),
+    ("__writemsr", "called only by ppm_msr_probe_write"),
+];
+
+/// One entry point's stack: measured against the static figure.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct StackFigure {
+    /// The entry point, as `stack.txt` names it.
+    pub entry: String,
+    /// Calls measured.
+    pub calls: u64,
+    /// The deepest stack one call used, bytes (the runner's low-water mark).
+    pub measured_bytes: u64,
+    /// The static bound from the image's unwind data and call graph (`None`: not in
+    /// `stack.txt`).
+    pub static_bytes: Option<u64>,
+}
+
+/// The functions of one crate (or C object) and how many ran.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Coverage {
+    /// The crate (`ppm_pep` is `src/`, `ppm_engine` the engine, `C` the C shim and stub).
+    pub unit: String,
+    /// The image's functions in it.
+    pub functions: usize,
+    /// How many executed.
+    pub executed: usize,
+}
+
+/// What the image backend measured in one run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ImageReport {
+    /// The image run.
+    pub image: String,
+    /// The bugcheck that stopped it, if any.
+    pub bugcheck: Option<String>,
+    /// Per entry point.
+    pub stack: Vec<StackFigure>,
+    /// KMDF table entries called: (index, name, calls).
+    pub kmdf: Vec<(u64, String, u64)>,
+    /// Exceptions dispatched, and how many an `__except` took.
+    pub exceptions: (usize, usize),
+    /// Machine faults the emulated processors raised for the image (each a #GP it must catch).
+    pub faults_raised: usize,
+    /// Function coverage per crate.
+    pub coverage: Vec<Coverage>,
+    /// The functions of the driver's own code that never ran in this run.
+    pub not_executed: Vec<String>,
+    /// The image-relative addresses of the functions that ran (for a suite's coverage).
+    #[serde(skip)]
+    pub executed_rvas: BTreeSet<u64>,
+    /// ETW events written, by name.
+    pub etw_events: BTreeMap<String, usize>,
+    /// Instructions executed.
+    pub instructions: u64,
+    /// The `image.*` checks (also in the run's checks).
+    #[serde(skip)]
+    pub checks: Vec<CheckResult>,
+}
+
+/// The image's functions from its lld-link map: (address relative to the preferred base,
+/// symbol) for every symbol in the code section, import thunks excluded.
+///
+/// # Errors
+/// When the map cannot be read or is not an lld-link map.
+pub fn map_functions(map: &Path) -> Result<(u64, Vec<(u64, String, String)>), String> {
+    let text =
+        std::fs::read_to_string(map).map_err(|error| format!("{}: {error}", map.display()))?;
+    let base = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Preferred load address is "))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .ok_or_else(|| {
+            format!("{}: not an lld-link map (no preferred load address)", map.display())
+        })?;
+    let mut functions = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [place, name, address, object, ..] = fields[..] else { continue };
+        if !place.starts_with("0001:") || name.starts_with(".weak.") {
+            continue;
+        }
+        // Import thunks are the kernel's, not the image's functions.
+        if object.contains(".dll") || object.contains(".exe") || object.contains(".SYS") {
+            continue;
+        }
+        let Ok(address) = u64::from_str_radix(address, 16) else { continue };
+        if address < base {
+            continue;
+        }
+        functions.push((address - base, name.to_owned(), unit_of(name, object)));
+    }
+    functions.sort();
+    functions.dedup_by_key(|function| function.0);
+    Ok((base, functions))
+}
+
+/// The crate of a Rust v0 symbol (its first crate root, `C<disambiguator>_<len><name>`... as
+/// `Cs..._<len><name>`), or `C` for the C objects, or the object's crate for other names.
+fn unit_of(name: &str, object: &str) -> String {
+    if let Some(mangled) = name.strip_prefix("_R") {
+        if let Some(at) = mangled.find("Cs") {
+            let rest = &mangled[at + 2..];
+            if let Some(underscore) = rest.find('_') {
+                let after = &rest[underscore + 1..];
+                let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+                if let Ok(length) = digits.parse::<usize>()
+                    && let Some(crate_name) = after.get(digits.len()..digits.len() + length)
+                {
+                    return crate_name.to_owned();
+                }
+            }
+        }
+        return "rust".to_owned();
+    }
+    if object.ends_with(".obj") {
+        return "C".to_owned();
+    }
+    // `DriverEntry` (an export name) lives in the driver crate's object.
+    object.split('.').next().unwrap_or(object).to_owned()
+}
+
+/// The static figures of `stack.txt` beside the image: entry → bytes.
+fn static_stack(image: &Path) -> BTreeMap<String, u64> {
+    let text = std::fs::read_to_string(image.with_file_name("stack.txt")).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("stack ")?;
+            let (entry, figure) = rest.split_once(": ")?;
+            let bytes = figure.split_whitespace().next()?.parse().ok()?;
+            Some((entry.to_owned(), bytes))
+        })
+        .collect()
+}
+
+fn number(value: &Value, key: &str) -> u64 {
+    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The entry names the emulator calls by address.
+pub struct EntryNames {
+    /// `FxDriverEntry`'s address.
+    pub entry: u64,
+    /// `AcceptDeviceNotification`'s.
+    pub dpm: Option<u64>,
+    /// `AcceptProcessorNotification`'s.
+    pub ppm: Option<u64>,
+}
+
+impl EntryNames {
+    fn name(&self, address: u64) -> Option<&'static str> {
+        if address == self.entry {
+            Some("FxDriverEntry")
+        } else if Some(address) == self.dpm {
+            Some("AcceptDeviceNotification")
+        } else if Some(address) == self.ppm {
+            Some("AcceptProcessorNotification")
+        } else {
+            None
+        }
+    }
+}
+
+/// Judges the runner's `report` of a run of `image` (loaded at `image_base`).
+///
+/// # Errors
+/// When the report or the map is malformed.
+#[expect(clippy::too_many_lines, reason = "one check after another, in report order")]
+pub fn judge(
+    image: &Path,
+    image_base: u64,
+    report: &Map<String, Value>,
+    entries: &EntryNames,
+    crash: Option<&Crash>,
+    faults_raised: usize,
+    etw: &[String],
+) -> Result<ImageReport, String> {
+    let (_, functions) = map_functions(&image.with_extension("map"))?;
+    let statics = static_stack(image);
+    let empty = Vec::new();
+    let list = |key: &str| report.get(key).and_then(Value::as_array).unwrap_or(&empty);
+    let mut checks = Vec::new();
+
+    checks.push(match crash {
+        None => {
+            CheckResult::new("image.bugcheck", true, "the image ran to the end without a bugcheck")
+        }
+        Some(crash) => CheckResult::new("image.bugcheck", false, &crash.to_string()),
+    });
+
+    let mut stack = Vec::new();
+    for entry in list("stack") {
+        let Some(name) = entries.name(number(entry, "entry")) else { continue };
+        stack.push(StackFigure {
+            entry: name.to_owned(),
+            calls: number(entry, "calls"),
+            measured_bytes: number(entry, "deepest_bytes"),
+            static_bytes: statics.get(name).copied(),
+        });
+    }
+    let over: Vec<String> = stack
+        .iter()
+        .filter(|figure| figure.static_bytes.is_none_or(|bound| figure.measured_bytes > bound))
+        .map(|figure| match figure.static_bytes {
+            Some(bound) => format!(
+                "{} used {} bytes, over its static bound of {bound}",
+                figure.entry, figure.measured_bytes
+            ),
+            None => format!("{} has no static figure in stack.txt", figure.entry),
+        })
+        .collect();
+    let figures: Vec<String> = stack
+        .iter()
+        .map(|figure| {
+            format!(
+                "{} {} of {} bytes",
+                figure.entry,
+                figure.measured_bytes,
+                figure.static_bytes.unwrap_or(0)
+            )
+        })
+        .collect();
+    checks.push(if stack.is_empty() {
+        CheckResult::new("image.stack", false, "the runner measured no entry point")
+    } else if over.is_empty() {
+        CheckResult::new(
+            "image.stack",
+            true,
+            &format!("deepest stack within the static bound: {}", figures.join(", ")),
+        )
+    } else {
+        CheckResult::new("image.stack", false, &over.join("; "))
+    });
+
+    let kmdf: Vec<(u64, String, u64)> = list("kmdf")
+        .iter()
+        .map(|entry| {
+            let name = entry.get("name").and_then(Value::as_str).unwrap_or("?").to_owned();
+            (number(entry, "index"), name, number(entry, "calls"))
+        })
+        .collect();
+    let declared = report.get("kmdf_function_count").and_then(Value::as_u64);
+    let strangers: Vec<String> = kmdf
+        .iter()
+        .filter(|(_, name, _)| !KMDF_FUNCTIONS_CALLED.contains(&name.as_str()))
+        .map(|(index, name, _)| format!("{name} (index {index})"))
+        .collect();
+    checks.push(if declared != Some(KMDF_FUNCTION_COUNT) {
+        CheckResult::new(
+            "image.kmdf_table",
+            false,
+            &format!(
+                "WDF_BIND_INFO declares {declared:?} functions, KMDF 1.31 has {KMDF_FUNCTION_COUNT}"
+            ),
+        )
+    } else if !strangers.is_empty() {
+        CheckResult::new(
+            "image.kmdf_table",
+            false,
+            &format!("table entries src/ never calls: {}", strangers.join(", ")),
+        )
+    } else {
+        CheckResult::new(
+            "image.kmdf_table",
+            true,
+            &format!("{} KMDF functions called, each at its KMDF 1.31 index", kmdf.len()),
+        )
+    });
+
+    let seh = list("seh");
+    let handled = seh
+        .iter()
+        .filter(|entry| entry.get("handled").and_then(Value::as_bool) == Some(true))
+        .count();
+    checks.push(if handled == faults_raised && seh.len() == handled {
+        CheckResult::new("image.seh", true, &format!("{faults_raised} machine faults, each caught by the image's own __except"))
+    } else {
+        CheckResult::new("image.seh", false, &format!("{faults_raised} machine faults raised, {} exceptions dispatched, {handled} handled", seh.len()))
+    });
+
+    let executed_rvas: BTreeSet<u64> = report
+        .get("functions")
+        .and_then(|functions| functions.get("executed"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_u64)
+                .filter_map(|address| address.checked_sub(image_base))
+                .collect()
+        })
+        .unwrap_or_default();
+    let (coverage, not_executed) = coverage(&functions, &executed_rvas);
+
+    let mut etw_events = BTreeMap::new();
+    for name in etw {
+        *etw_events.entry(name.clone()).or_default() += 1;
+    }
+    Ok(ImageReport {
+        image: image.display().to_string(),
+        bugcheck: crash.map(ToString::to_string),
+        stack,
+        kmdf,
+        exceptions: (seh.len(), handled),
+        faults_raised,
+        coverage,
+        not_executed,
+        executed_rvas,
+        etw_events,
+        instructions: number(&Value::Object(report.clone()), "instructions"),
+        checks,
+    })
+}
+
+/// Coverage per crate of `functions` (from [`map_functions`]) given the functions that ran,
+/// with the driver's own functions that never ran (less the documented [`NOT_EXECUTED`]).
+fn coverage(
+    functions: &[(u64, String, String)],
+    executed: &BTreeSet<u64>,
+) -> (Vec<Coverage>, Vec<String>) {
+    let mut units: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut not_executed = Vec::new();
+    for (rva, name, unit) in functions {
+        let slot = units.entry(unit.clone()).or_default();
+        slot.0 += 1;
+        if executed.contains(rva) {
+            slot.1 += 1;
+        } else if (unit == "ppm_pep" || unit == "C")
+            && !NOT_EXECUTED.iter().any(|(known, _)| known == name)
+        {
+            not_executed.push(readable(name));
+        }
+    }
+    let coverage = units
+        .into_iter()
+        .map(|(unit, (functions, executed))| Coverage { unit, functions, executed })
+        .collect();
+    (coverage, not_executed)
+}
+
+/// `image.coverage` over a suite: every function of the driver's own code (`src/`, its C shim,
+/// the KMDF stub) ran in some scenario, or is listed in [`NOT_EXECUTED`] with its reason.
+///
+/// # Errors
+/// When the map cannot be read.
+pub fn coverage_check(
+    image: &Path,
+    executed: &BTreeSet<u64>,
+) -> Result<(Vec<Coverage>, CheckResult), String> {
+    let (_, functions) = map_functions(&image.with_extension("map"))?;
+    let (coverage, not_executed) = coverage(&functions, executed);
+    let own = coverage.iter().filter(|unit| unit.unit == "ppm_pep" || unit.unit == "C");
+    let (total, ran) =
+        own.fold((0, 0), |(total, ran), unit| (total + unit.functions, ran + unit.executed));
+    let check = if not_executed.is_empty() {
+        CheckResult::new(
+            "image.coverage",
+            true,
+            format!(
+                "{ran} of the driver's {total} functions ran; the other {} are listed in README with the reason",
+                total - ran
+            ),
+        )
+    } else {
+        CheckResult::new("image.coverage", false, format!("never ran: {}", not_executed.join(", ")))
+    };
+    Ok((coverage, check))
+}
+
+/// A symbol as a reader knows it: a Rust v0 symbol's identifiers joined with `::` (hashes
+/// and disambiguators dropped; not a full demangler), anything else as it is.
+#[must_use]
+pub fn readable(name: &str) -> String {
+    let Some(mut rest) = name.strip_prefix("_R") else { return name.to_owned() };
+    let mut words = Vec::new();
+    while !rest.is_empty() {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            rest = &rest[rest.chars().next().map_or(1, char::len_utf8)..];
+            continue;
+        }
+        let length: usize = digits.parse().unwrap_or(0);
+        let after = &rest[digits.len()..];
+        let after = after.strip_prefix('_').unwrap_or(after);
+        let Some(word) = after.get(..length) else { break };
+        words.push(word.to_owned());
+        rest = &after[length..];
+    }
+    words.retain(|word| !word.is_empty());
+    if words.is_empty() { name.to_owned() } else { words.join("::") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_v0_symbol_names_its_crate() {
+        let name = "_RNvNtCs80f4lHhQpFG_7ppm_pep6driver17evt_driver_unload";
+        assert_eq!(unit_of(name, "x.o"), "ppm_pep");
+        assert_eq!(readable(name), "ppm_pep::driver::evt_driver_unload");
+        assert_eq!(unit_of("_RNvNtCsxxOYU56vYG_4core3fmt5write", "x.o"), "core");
+        assert_eq!(unit_of("FxDriverEntry", "kmdf_stub.obj"), "C");
+        assert_eq!(unit_of("DriverEntry", "ppm_pep.ppm_pep.5d3a-cgu.6.rcgu.o"), "ppm_pep");
+    }
+}

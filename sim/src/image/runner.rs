@@ -1,0 +1,415 @@
+//! The runner process and the line protocol of `docs/image-backend.md`: one JSON object per
+//! line each way; a command's final `done`, with any number of host requests before it.
+
+use std::cell::Cell;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde_json::{Map, Value, json};
+
+use super::host::ImageHost;
+
+/// The runner's page: `read` requests are at most this long.
+const PAGE: u64 = 4096;
+
+/// The longest line the runner may send (a `done` with a call's writes, or a report with the
+/// image's functions): far above any real one, it bounds a broken runner.
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What the image did that Windows would stop with a bugcheck.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Crash {
+    /// The bugcheck code (0: the runner stopped a hang).
+    pub code: u32,
+    /// Its four parameters.
+    pub parameters: [u64; 4],
+    /// What happened, in the runner's words.
+    pub what: String,
+    /// Where, as `function+0xOFFSET`.
+    pub symbol: String,
+}
+
+impl fmt::Display for Crash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bugcheck {:#x} at {}: {}", self.code, self.symbol, self.what)
+    }
+}
+
+/// Why the runner could not go on: the run stops with exit code 2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunnerError(pub String);
+
+impl fmt::Display for RunnerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The pipes to the runner, used by one command at a time (see [`Runner::command`]).
+struct Pipes {
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+/// The runner process.
+pub struct Runner {
+    /// Where the runner mapped the image.
+    pub image_base: u64,
+    /// The image's entry point (`FxDriverEntry`), where it was mapped.
+    pub entry: u64,
+    child: Mutex<Child>,
+    pipes: Mutex<Pipes>,
+    /// This process's memory, for `read` requests and `writes` (a read of an unmapped address
+    /// fails instead of faulting).
+    memory: File,
+    /// The first error, after which every command fails at once.
+    failed: Mutex<Option<RunnerError>>,
+}
+
+thread_local! {
+    /// How many commands the calling thread has under way (a nested call runs inside a host
+    /// request of the command it interrupts, on the same thread, with the pipes free).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+impl fmt::Debug for Runner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runner").field("failed", &self.error()).finish_non_exhaustive()
+    }
+}
+
+impl Runner {
+    /// Starts `script` (`scripts/image-runner.sh`) and loads `image` with `stack_bytes` of
+    /// kernel stack.
+    ///
+    /// # Errors
+    /// When the runner cannot be started or cannot load the image.
+    pub fn start(script: &Path, image: &Path, stack_bytes: u64) -> Result<Self, RunnerError> {
+        let mut child = Command::new("bash")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|error| {
+                RunnerError(format!("cannot start the image runner {}: {error}", script.display()))
+            })?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(RunnerError("the image runner's pipes are missing".to_owned()));
+        };
+        let memory = File::options()
+            .read(true)
+            .write(true)
+            .open("/proc/self/mem")
+            .map_err(|error| RunnerError(format!("cannot open /proc/self/mem: {error}")))?;
+        let mut runner = Self {
+            image_base: 0,
+            entry: 0,
+            child: Mutex::new(child),
+            pipes: Mutex::new(Pipes { input, output: BufReader::new(output) }),
+            memory,
+            failed: Mutex::new(None),
+        };
+        let map = image.with_extension("map");
+        let loaded = runner.command(
+            &json!({
+                "op": "load",
+                "image": image.to_string_lossy(),
+                "map": map.to_string_lossy(),
+                "arch": "x64",
+                "stack_bytes": stack_bytes,
+            }),
+            &ImageHost::machine_only(),
+        )?;
+        let number = |key: &str| loaded.get(key).and_then(Value::as_u64);
+        let (Some(image_base), Some(entry)) = (number("image_base"), number("entry")) else {
+            return Err(RunnerError(format!(
+                "the runner loaded the image but named no base or entry: {loaded:?}"
+            )));
+        };
+        runner.image_base = image_base;
+        runner.entry = entry;
+        Ok(runner)
+    }
+
+    /// The first error the runner met, if any.
+    #[must_use]
+    pub fn error(&self) -> Option<RunnerError> {
+        self.failed.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn fail(&self, error: RunnerError) -> RunnerError {
+        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        failed.get_or_insert(error).clone()
+    }
+
+    /// Sends `command` and serves the runner's host requests with `host` until its `done`,
+    /// which it returns. A nested command (sent from inside a host request, on the same
+    /// thread) reuses the pipes the outer command is not using while it waits.
+    ///
+    /// # Errors
+    /// When the runner failed (then every later command fails too).
+    pub fn command(
+        &self,
+        command: &Value,
+        host: &ImageHost<'_>,
+    ) -> Result<Map<String, Value>, RunnerError> {
+        if let Some(error) = self.error() {
+            return Err(error);
+        }
+        let nested = DEPTH.with(Cell::get) > 0;
+        // Commands from other threads wait for the whole exchange; a nested one runs inside it.
+        let _exclusive = if nested { None } else { Some(self.exclusive()) };
+        DEPTH.with(|depth| depth.set(depth.get() + 1));
+        let result = self.exchange(command, host);
+        DEPTH.with(|depth| depth.set(depth.get() - 1));
+        result.map_err(|error| self.fail(error))
+    }
+
+    /// The lock that makes one thread's command exclusive. The pipes have their own lock, held
+    /// per line only, so that a nested command can use them.
+    fn exclusive(&self) -> MutexGuard<'_, Child> {
+        self.child.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn exchange(
+        &self,
+        command: &Value,
+        host: &ImageHost<'_>,
+    ) -> Result<Map<String, Value>, RunnerError> {
+        self.send(command)?;
+        // The pages of this process the runner fetched for this command: its writes may land
+        // only there.
+        let mut served: Vec<u64> = Vec::new();
+        loop {
+            let message = self.receive()?;
+            if let Some(done) = message.get("done") {
+                let Value::Object(done) = done else {
+                    return Err(RunnerError(format!(
+                        "the runner's `done` is not an object: {done}"
+                    )));
+                };
+                self.apply_writes(done, &served)?;
+                return Ok(done.clone());
+            }
+            if let Some(error) = message.get("error") {
+                return Err(RunnerError(format!("the image runner failed: {}", text(error))));
+            }
+            let Some(request) = message.get("host").and_then(Value::as_str) else {
+                return Err(RunnerError(format!(
+                    "the runner sent neither a request nor an answer: {}",
+                    shorten(&message)
+                )));
+            };
+            let answer = if request == "read" {
+                self.read(&message, &mut served)?
+            } else {
+                host.serve(request, &message).map_err(RunnerError)?
+            };
+            self.send(&answer)?;
+        }
+    }
+
+    /// A `read` request: one page of this process's memory, or a fault.
+    fn read(&self, message: &Value, served: &mut Vec<u64>) -> Result<Value, RunnerError> {
+        let (Some(address), Some(length)) = (
+            message.get("address").and_then(Value::as_u64),
+            message.get("length").and_then(Value::as_u64),
+        ) else {
+            return Err(RunnerError(format!(
+                "a read request without address or length: {message}"
+            )));
+        };
+        if length == 0 || length > PAGE || address / PAGE != (address + length - 1) / PAGE {
+            return Err(RunnerError(format!("a read request crossing a page: {message}")));
+        }
+        let mut bytes = vec![0u8; usize::try_from(length).unwrap_or(0)];
+        // A read of an address that is not mapped fails (EIO) instead of faulting.
+        if self.memory.read_exact_at(&mut bytes, address).is_err() {
+            return Ok(json!({"fault": true}));
+        }
+        let page = address / PAGE;
+        if !served.contains(&page) {
+            served.push(page);
+        }
+        Ok(json!({"bytes": hex(&bytes)}))
+    }
+
+    /// Applies a `done`'s `writes`: each inside a page served for this command.
+    fn apply_writes(&self, done: &Map<String, Value>, served: &[u64]) -> Result<(), RunnerError> {
+        let Some(writes) = done.get("writes") else { return Ok(()) };
+        let Some(writes) = writes.as_array() else {
+            return Err(RunnerError(format!("`writes` is not a list: {}", shorten(writes))));
+        };
+        for write in writes {
+            let (Some(address), Some(bytes)) = (
+                write.get(0).and_then(Value::as_u64),
+                write.get(1).and_then(Value::as_str).and_then(unhex),
+            ) else {
+                return Err(RunnerError(format!("a malformed write: {}", shorten(write))));
+            };
+            let end = address.checked_add(bytes.len() as u64).ok_or_else(|| {
+                RunnerError(format!("a write past the address space: {address:#x}"))
+            })?;
+            if bytes.is_empty()
+                || (address / PAGE..=(end - 1) / PAGE).any(|page| !served.contains(&page))
+            {
+                return Err(RunnerError(format!(
+                    "the runner wrote {} bytes at {address:#x}, outside the pages it fetched",
+                    bytes.len()
+                )));
+            }
+            self.memory.write_all_at(&bytes, address).map_err(|error| {
+                RunnerError(format!("cannot apply a write at {address:#x}: {error}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    fn send(&self, message: &Value) -> Result<(), RunnerError> {
+        let mut line = message.to_string();
+        line.push('\n');
+        let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
+        pipes
+            .input
+            .write_all(line.as_bytes())
+            .and_then(|()| pipes.input.flush())
+            .map_err(|error| RunnerError(format!("the image runner stopped reading: {error}")))
+    }
+
+    fn receive(&self) -> Result<Value, RunnerError> {
+        let mut line = String::new();
+        let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
+        let read = (&mut pipes.output)
+            .take(MAX_LINE_BYTES as u64)
+            .read_line(&mut line)
+            .map_err(|error| RunnerError(format!("cannot read from the image runner: {error}")))?;
+        drop(pipes);
+        if read == 0 {
+            return Err(RunnerError(
+                "the image runner exited unexpectedly (its messages are above)".to_owned(),
+            ));
+        }
+        if !line.ends_with('\n') {
+            return Err(RunnerError(format!(
+                "the image runner sent a line over {MAX_LINE_BYTES} bytes"
+            )));
+        }
+        serde_json::from_str(&line).map_err(|error| {
+            RunnerError(format!(
+                "the image runner sent a malformed line ({error}): {}",
+                shorten_text(&line)
+            ))
+        })
+    }
+
+    /// Ends the runner (`quit`), waiting for it.
+    pub fn quit(&self) {
+        let _ = self.send(&json!({"op": "quit"}));
+        let mut child = self.exclusive();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let child = self.child.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if matches!(child.try_wait(), Ok(None)) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `bytes` as lowercase hex.
+#[must_use]
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut text, byte| {
+        let _ = write!(text, "{byte:02x}");
+        text
+    })
+}
+
+/// Hex text as bytes (`None` when it is not hex of whole bytes).
+#[must_use]
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|at| text.get(at..at + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+        .collect()
+}
+
+fn text(value: &Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_owned)
+}
+
+fn shorten(value: &Value) -> String {
+    shorten_text(&value.to_string())
+}
+
+fn shorten_text(text: &str) -> String {
+    let text = text.trim_end();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// A `crash` answer, if `done` is one.
+///
+/// # Errors
+/// When the crash is malformed.
+pub fn crash_of(done: &Map<String, Value>) -> Result<Option<Crash>, RunnerError> {
+    let Some(crash) = done.get("crash") else { return Ok(None) };
+    let number = |key: &str| crash.get(key).and_then(Value::as_u64);
+    let parameters = crash.get("parameters").and_then(Value::as_array).map(|list| {
+        let mut four = [0u64; 4];
+        for (slot, value) in four.iter_mut().zip(list) {
+            *slot = value.as_u64().unwrap_or(0);
+        }
+        four
+    });
+    let (Some(code), Some(parameters)) = (number("code"), parameters) else {
+        return Err(RunnerError(format!("a malformed crash: {}", shorten(crash))));
+    };
+    Ok(Some(Crash {
+        code: u32::try_from(code).unwrap_or(u32::MAX),
+        parameters,
+        what: crash.get("what").map(text).unwrap_or_default(),
+        symbol: crash.get("symbol").map(text).unwrap_or_default(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips() {
+        let bytes = [0u8, 1, 0xab, 0xff];
+        assert_eq!(hex(&bytes), "0001abff");
+        assert_eq!(unhex("0001abff").as_deref(), Some(&bytes[..]));
+        assert_eq!(unhex("0g"), None);
+        assert_eq!(unhex("abc"), None);
+    }
+
+    #[test]
+    fn a_crash_is_read_whole() {
+        let done = json!({"crash": {"code": 30, "parameters": [3_221_225_622_u64, 1, 0, 0],
+            "what": "#GP", "symbol": "f+0x3", "address": 1}});
+        let crash =
+            crash_of(done.as_object().expect("object")).expect("well formed").expect("a crash");
+        assert_eq!(crash.code, 0x1E);
+        assert_eq!(crash.parameters[0], 0xC000_0096);
+        assert_eq!(crash.to_string(), "bugcheck 0x1e at f+0x3: #GP");
+    }
+}
