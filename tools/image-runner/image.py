@@ -177,8 +177,11 @@ def parse_map(path: str, image: Image) -> SymbolMap:
         if not match:
             continue
         rva = int(match.group(4), 16) - preferred_base
+        name = match.group(3)
+        if name.startswith("$"):  # local labels (e.g. $ehgcr_0_4, an __except target)
+            continue
         if 0 <= rva < image.size and image.is_executable(rva):
-            functions.setdefault(rva, match.group(3))
+            functions.setdefault(rva, name)
     if not functions:
         raise ImageError(f"{path}: no function symbols in executable sections")
     return SymbolMap(functions)

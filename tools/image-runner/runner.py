@@ -122,6 +122,7 @@ class Runner(Services):
         self.crash: Crash | None = None
         self.fatal: BaseException | None = None
         self.instructions = 0
+        self.instruction_limit = INSTRUCTION_LIMIT
         self.limit = INSTRUCTION_LIMIT
         self.blocks: dict[int, int] = {}
         self.stack_report: dict[int, list[int]] = {}
@@ -425,7 +426,7 @@ class Runner(Services):
         uc.reg_write(x86.UC_X86_REG_RFLAGS, 0x2 | (RFLAGS_IF if interrupts else 0))
         self.interrupts = interrupts
         self.crash = None
-        self.limit = self.instructions + INSTRUCTION_LIMIT
+        self.limit = self.instructions + self.instruction_limit
         self.mirrors.append({})
         try:
             try:
@@ -502,8 +503,8 @@ class Runner(Services):
             self._stop(
                 Crash(
                     0,
-                    [INSTRUCTION_LIMIT, 0, 0, 0],
-                    f"hang: more than {INSTRUCTION_LIMIT} instructions in one command",
+                    [self.instruction_limit, 0, 0, 0],
+                    f"hang: more than {self.instruction_limit} instructions in one command",
                     address,
                 )
             )

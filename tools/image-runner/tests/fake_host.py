@@ -145,16 +145,22 @@ class FakeChannel(Channel):
         self.host = host
         self.incoming: deque[dict[str, Any]] = deque()
         self.finals: list[dict[str, Any]] = []
+        self.deferred: list[dict[str, Any]] = []  # answers held back until a nested call ends
 
     def send(self, message: dict[str, Any]) -> None:
         if "host" in message:
+            answer = self.host.answer(message)
             if self.host.inject_on == message["host"] and self.host.inject:
+                # An interrupt: ppm-sim sends a call and answers only after its `done`.
                 self.host.inject_on = None
-                while self.host.inject:
-                    self.incoming.append(self.host.inject.popleft())
-            self.incoming.append(self.host.answer(message))
+                self.incoming.append(self.host.inject.popleft())
+                self.deferred.append(answer)
+            else:
+                self.incoming.append(answer)
         else:
             self.finals.append(message)
+            if self.deferred:
+                self.incoming.append(self.deferred.pop())
 
     def receive(self) -> dict[str, Any] | None:
         return self.incoming.popleft() if self.incoming else None
