@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): Unicorn (GPL-2.0,
+# never in a shipped binary), capstone and pefile in a virtualenv under target/, pinned in
+# tools/image-runner/requirements.txt and reinstalled only when that file changes.
+#
+# Usage: scripts/image-runner.sh [--setup-only | --self-test]
+#   (no option)   prepares the venv and runs tools/image-runner/runner.py: commands on stdin,
+#                 answers and host requests on stdout (the line protocol), diagnostics on stderr
+#   --setup-only  prepares the venv and exits
+#   --self-test   ruff check, ruff format --check and pytest over tools/image-runner (the tests
+#                 boot target/driver-image/x64/ppm_pep.sys: build it first with
+#                 scripts/build-driver-image.sh)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOL=$ROOT/tools/image-runner
+VENV=$ROOT/target/image-runner/venv
+export PYTHONDONTWRITEBYTECODE=1
+
+mode=run
+case "${1:-}" in
+    --setup-only) mode=setup; shift ;;
+    --self-test) mode=self-test; shift ;;
+esac
+if [[ $mode != run && $# -gt 0 ]]; then
+    echo "usage: $0 [--setup-only | --self-test]" >&2
+    exit 2
+fi
+
+# The virtualenv, reinstalled when requirements.txt changes (the stamp is its installed copy).
+# Progress goes to stderr: stdout belongs to the protocol.
+stamp=$VENV/requirements.txt
+if [[ ! -x $VENV/bin/python ]] || ! cmp -s "$TOOL/requirements.txt" "$stamp"; then
+    echo "image-runner: preparing $VENV" >&2
+    mkdir -p "$(dirname "$VENV")"
+    if ! python3 -m venv --clear "$VENV" >/dev/null 2>&1; then
+        if [[ $(id -u) -eq 0 ]]; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+            python3 -m venv --clear "$VENV" >&2
+        else
+            echo "image-runner: python3 -m venv failed (install python3-venv)" >&2
+            exit 2
+        fi
+    fi
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$TOOL/requirements.txt" >&2
+    cp "$TOOL/requirements.txt" "$stamp"
+fi
+
+case $mode in
+    setup) exit 0 ;;
+    self-test)
+        if [[ ! -f $ROOT/target/driver-image/x64/ppm_pep.sys ]]; then
+            echo "image-runner: no image at target/driver-image/x64/ppm_pep.sys (run scripts/build-driver-image.sh)" >&2
+            exit 2
+        fi
+        cd "$TOOL"
+        "$VENV/bin/ruff" check --no-cache -q .
+        "$VENV/bin/ruff" format --no-cache --check -q .
+        exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests
+        ;;
+    run) exec "$VENV/bin/python" "$TOOL/runner.py" "$@" ;;
+esac

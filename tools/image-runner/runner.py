@@ -1,0 +1,800 @@
+"""The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): maps
+ppm_pep.sys into Unicorn, binds its imports and the KMDF function table to stubs, executes
+ppm-sim's commands, and turns each kernel call and machine instruction into a host request.
+
+Run through scripts/image-runner.sh (its own virtualenv: Unicorn is GPL-2.0 and stays out of
+every shipped binary). Reads commands on stdin, writes answers and host requests on stdout.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import capstone
+from unicorn import (
+    UC_ARCH_X86,
+    UC_ERR_INSN_INVALID,
+    UC_HOOK_BLOCK,
+    UC_HOOK_CODE,
+    UC_HOOK_INTR,
+    UC_HOOK_MEM_FETCH_UNMAPPED,
+    UC_HOOK_MEM_READ_UNMAPPED,
+    UC_HOOK_MEM_WRITE_UNMAPPED,
+    UC_MEM_WRITE_UNMAPPED,
+    UC_MODE_64,
+    UC_PROT_ALL,
+    UC_PROT_EXEC,
+    UC_PROT_READ,
+    UC_PROT_WRITE,
+    Uc,
+    UcError,
+)
+from unicorn import x86_const as x86
+
+import image as pe_image
+import printf
+import seh
+from layout import (
+    DATA,
+    DATA_SIZE,
+    DRIVER_OBJECT,
+    IMAGE_BASE,
+    IMPORT_STUBS,
+    INSTRUCTION_LIMIT,
+    # Address space. Unicorn's x86 has no paging here: virtual,
+    KMDF_MAX_FUNCTIONS,
+    KMDF_STUBS,
+    KMODE_EXCEPTION_NOT_HANDLED,
+    MAX_CALL_ARGS,
+    MAX_STACK_BYTES,
+    NESTED_GAP,
+    PAGE,
+    PAGE_FAULT_IN_NONPAGED_AREA,
+    PAINT,
+    POFX_STUBS,
+    POOL,
+    REGISTRY_PATH,
+    REGISTRY_PATH_BUFFER,
+    REGISTRY_PATH_MAX_BYTES,
+    RFLAGS_IF,
+    SENTINEL,
+    STACK_GUARD,
+    STATUS_BREAKPOINT,
+    STATUS_ILLEGAL_INSTRUCTION,
+    STATUS_INTEGER_DIVIDE_BY_ZERO,
+    STATUS_PRIVILEGED_INSTRUCTION,
+    STUBS,
+    STUBS_SIZE,
+    UNEXPECTED_KERNEL_MODE_TRAP,
+    UNLOAD_THUNK,
+    USER_LIMIT,
+    WDFDEVICE_INIT,
+    WDFDRIVER,
+    Crash,
+    Fatal,
+)
+from protocol import Channel, ProtocolError, hex_bytes, integer
+from services import Services
+
+ARG_REGS = (x86.UC_X86_REG_RCX, x86.UC_X86_REG_RDX, x86.UC_X86_REG_R8, x86.UC_X86_REG_R9)
+NONVOLATILE_REGS = {
+    "rbx": x86.UC_X86_REG_RBX,
+    "rbp": x86.UC_X86_REG_RBP,
+    "rsi": x86.UC_X86_REG_RSI,
+    "rdi": x86.UC_X86_REG_RDI,
+    "r12": x86.UC_X86_REG_R12,
+    "r13": x86.UC_X86_REG_R13,
+    "r14": x86.UC_X86_REG_R14,
+    "r15": x86.UC_X86_REG_R15,
+}
+ALL_REGS = {
+    "rax": x86.UC_X86_REG_RAX,
+    "rcx": x86.UC_X86_REG_RCX,
+    "rdx": x86.UC_X86_REG_RDX,
+    "rsp": x86.UC_X86_REG_RSP,
+    "r8": x86.UC_X86_REG_R8,
+    "r9": x86.UC_X86_REG_R9,
+    "r10": x86.UC_X86_REG_R10,
+    "r11": x86.UC_X86_REG_R11,
+    **NONVOLATILE_REGS,
+}
+ROOT = Path(__file__).resolve().parents[2]
+KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
+
+
+def kmdf_names(header: Path = KMDF_HEADER) -> dict[int, str]:
+    text = header.read_text(encoding="utf-8")
+    return {
+        int(index): name
+        for name, index in re.findall(r"\b(Wdf\w+)TableIndex\s*=\s*(\d+)", text)
+        if name != "WdfFunction"
+    }
+
+
+class Runner(Services):
+    def __init__(self, channel: Channel):
+        self.channel = channel
+        self.uc: Uc | None = None
+        self.crash: Crash | None = None
+        self.fatal: BaseException | None = None
+        self.instructions = 0
+        self.instruction_limit = INSTRUCTION_LIMIT
+        self.limit = INSTRUCTION_LIMIT
+        self.blocks: dict[int, int] = {}
+        self.stack_report: dict[int, list[int]] = {}
+        self.kmdf_calls: dict[int, int] = {}
+        self.kmdf_count = 0
+        self.seh_log: list[dict[str, Any]] = []
+        self.mirrors: list[dict[int, bytes]] = []
+        self.interrupts = True
+        self.pool_next = POOL
+        self.pool_mapped = POOL
+        self.device_add: int = 0
+        self.driver_unload: int = 0
+        self.md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        self.kmdf_index_names = kmdf_names()
+        self.imports_by_stub: dict[int, tuple[str, str]] = {}
+
+    # ---- memory -------------------------------------------------------------------------
+
+    def _ensure(self, address: int, length: int) -> None:
+        """Maps the ppm-sim pages a helper is about to touch (the same lazy fetch as the
+        image's own accesses); anything else unmapped is a page fault."""
+        page = address & ~(PAGE - 1)
+        while page < address + length:
+            if not self._is_mapped(page):
+                if page + PAGE <= USER_LIMIT and self.mirrors:
+                    self._fetch_page(page)
+                else:
+                    raise Crash(
+                        PAGE_FAULT_IN_NONPAGED_AREA,
+                        [address, 0, self._rip(), 0],
+                        f"access to unmapped memory at {address:#x}",
+                        self._rip(),
+                    )
+            page += PAGE
+
+    def _is_mapped(self, page: int) -> bool:
+        try:
+            self.uc.mem_read(page, 1)
+        except UcError:
+            return False
+        return True
+
+    def read(self, address: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        try:
+            return bytes(self.uc.mem_read(address, length))
+        except UcError:
+            self._ensure(address, length)
+            return bytes(self.uc.mem_read(address, length))
+
+    def write(self, address: int, data: bytes) -> None:
+        if not data:
+            return
+        try:
+            self.uc.mem_write(address, data)
+        except UcError:
+            self._ensure(address, len(data))
+            self.uc.mem_write(address, data)
+
+    def u16(self, address: int) -> int:
+        return int.from_bytes(self.read(address, 2), "little")
+
+    def u32(self, address: int) -> int:
+        return int.from_bytes(self.read(address, 4), "little")
+
+    def u64(self, address: int) -> int:
+        return int.from_bytes(self.read(address, 8), "little")
+
+    def put(self, address: int, value: int, size: int) -> None:
+        if address:
+            self.write(address, (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little"))
+
+    def unicode_string(self, address: int) -> str:
+        if not address:
+            return ""
+        length = self.u16(address)
+        buffer = self.u64(address + 8)
+        return self.read(buffer, length & ~1).decode("utf-16-le", "replace")
+
+    def c_string(self, address: int) -> str:
+        return self._terminated(address, 1).decode("latin-1")
+
+    def wide_string(self, address: int) -> str:
+        return self._terminated(address, 2).decode("utf-16-le", "replace")
+
+    def _terminated(self, address: int, unit: int) -> bytes:
+        if not address:
+            return b"(null)".decode().encode("utf-16-le" if unit == 2 else "latin-1")
+        out = bytearray()
+        while len(out) < printf.MAX_TEXT * unit:
+            chunk = self.read(address + len(out), unit)
+            if chunk == b"\0" * unit:
+                break
+            out += chunk
+        return bytes(out)
+
+    def _fetch_page(self, page: int) -> None:
+        answer = self.ask({"host": "read", "address": page, "length": PAGE})
+        if answer.get("fault"):
+            raise Crash(
+                PAGE_FAULT_IN_NONPAGED_AREA,
+                [page, 0, self._rip(), 0],
+                f"ppm-sim memory at {page:#x} is not readable",
+                self._rip(),
+            )
+        data = hex_bytes(answer, "bytes")
+        if len(data) != PAGE:
+            raise Fatal(f"read of {page:#x}: {len(data)} bytes instead of {PAGE}")
+        self.uc.mem_map(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
+        self.uc.mem_write(page, data)
+        self.mirrors[-1][page] = data
+
+    def _release_mirrors(self) -> list[list[Any]]:
+        """The byte ranges the image changed in ppm-sim's pages, coalesced; unmaps them."""
+        pages = self.mirrors.pop()
+        ranges: list[list[Any]] = []
+        for page in sorted(pages):
+            before = pages[page]
+            after = bytes(self.uc.mem_read(page, PAGE))
+            self.uc.mem_unmap(page, PAGE)
+            if after == before:
+                continue
+            index = 0
+            while index < PAGE:
+                if after[index] == before[index]:
+                    index += 1
+                    continue
+                end = index
+                while end < PAGE and after[end] != before[end]:
+                    end += 1
+                address = page + index
+                if ranges and ranges[-1][0] + len(ranges[-1][1]) == address:
+                    ranges[-1][1] += after[index:end]
+                else:
+                    ranges.append([address, bytearray(after[index:end])])
+                index = end
+        return [[address, bytes(data).hex()] for address, data in ranges]
+
+    # ---- host requests ------------------------------------------------------------------
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One host request; a `call` command arriving meanwhile runs nested."""
+        self.channel.send(request)
+        while True:
+            message = self.channel.receive()
+            if message is None:
+                raise Fatal(f"ppm-sim closed the pipe while {request.get('host')} was waiting")
+            if "op" not in message:
+                if "error" in message:
+                    raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
+                return message
+            if message["op"] != "call":
+                raise ProtocolError(
+                    f"{message['op']!r} while a host request was waiting (only call may nest)"
+                )
+            self.channel.send({"done": self.cmd_call(message, nested=True)})
+
+    # ---- registers ----------------------------------------------------------------------
+
+    _rsp_reg = x86.UC_X86_REG_RSP
+
+    def _rip(self) -> int:
+        return self.uc.reg_read(x86.UC_X86_REG_RIP) if self.uc else 0
+
+    def arg(self, index: int) -> int:
+        if index < 4:
+            return self.uc.reg_read(ARG_REGS[index])
+        return self.u64(self.uc.reg_read(x86.UC_X86_REG_RSP) + 8 + 8 * index)
+
+    def arg32(self, index: int) -> int:
+        return self.arg(index) & 0xFFFFFFFF
+
+    def symbol(self, address: int) -> str:
+        if self.image and IMAGE_BASE <= address < IMAGE_BASE + self.image.size:
+            found = self.symbols.lookup(address - IMAGE_BASE)
+            if found:
+                return f"{found[0]}+{found[1]:#x}"
+            return f"ppm_pep+{address - IMAGE_BASE:#x}"
+        if address in self.imports_by_stub:
+            dll, name = self.imports_by_stub[address]
+            return f"{dll}!{name}"
+        if KMDF_STUBS <= address < KMDF_STUBS + KMDF_MAX_FUNCTIONS:
+            return f"WdfFunctions[{address - KMDF_STUBS}]"
+        return f"{address:#x}"
+
+    # ---- load ---------------------------------------------------------------------------
+
+    image: pe_image.Image | None = None
+
+    def cmd_load(self, message: dict[str, Any]) -> dict[str, Any]:
+        if self.uc is not None:
+            raise ProtocolError("load: an image is already loaded")
+        if message.get("arch", "x64") != "x64":
+            raise ProtocolError(f"load: arch {message.get('arch')!r}: only x64 is supported")
+        path, map_path = message.get("image"), message.get("map")
+        if not isinstance(path, str) or not isinstance(map_path, str):
+            raise ProtocolError("load: 'image' and 'map' must be paths")
+        stack_bytes = integer(message, "stack_bytes", 32)
+        if not PAGE <= stack_bytes <= MAX_STACK_BYTES or stack_bytes % PAGE:
+            raise ProtocolError(
+                f"load: stack_bytes {stack_bytes}: a multiple of 4096 up to {MAX_STACK_BYTES}"
+            )
+        try:
+            image = pe_image.parse_image(path, IMAGE_BASE)
+            symbols = pe_image.parse_map(map_path, image)
+        except pe_image.ImageError as error:
+            raise Fatal(str(error)) from error
+        self.image, self.symbols = image, symbols
+        uc = Uc(UC_ARCH_X86, UC_MODE_64)
+        self.uc = uc
+        uc.mem_map(IMAGE_BASE, image.size, UC_PROT_ALL)
+        uc.mem_write(IMAGE_BASE, image.headers)
+        for rva, raw in image.contents:
+            uc.mem_write(IMAGE_BASE + rva, raw)
+        delta = (IMAGE_BASE - image.preferred_base) & ((1 << 64) - 1)
+        for rva in image.relocations:
+            value = int.from_bytes(uc.mem_read(IMAGE_BASE + rva, 8), "little")
+            uc.mem_write(
+                IMAGE_BASE + rva, ((value + delta) & ((1 << 64) - 1)).to_bytes(8, "little")
+            )
+        # Stubs: one `ret` per import, per KMDF index and per PoFx service offset.
+        uc.mem_map(STUBS, STUBS_SIZE, UC_PROT_READ | UC_PROT_EXEC)
+        uc.mem_write(STUBS, b"\xc3" * STUBS_SIZE)
+        c_specific = set()
+        for number, (dll, name, iat_rva) in enumerate(image.imports):
+            stub = IMPORT_STUBS + number
+            self.imports_by_stub[stub] = (dll, name)
+            uc.mem_write(IMAGE_BASE + iat_rva, stub.to_bytes(8, "little"))
+        for rva, name in zip(symbols.rvas, symbols.names, strict=True):
+            if name == "__C_specific_handler":
+                c_specific.add(rva)
+        # Section protections, as the headers say (after the relocations and the IAT writes).
+        uc.mem_protect(IMAGE_BASE, PAGE, UC_PROT_READ)
+        for section in image.sections:
+            start = IMAGE_BASE + section.rva
+            size = (max(section.size, 1) + PAGE - 1) & ~(PAGE - 1)
+            prot = (
+                (UC_PROT_READ if section.readable else 0)
+                | (UC_PROT_WRITE if section.writable else 0)
+                | (UC_PROT_EXEC if section.executable else 0)
+            )
+            uc.mem_protect(start, size, prot or UC_PROT_READ)
+        # The stack and its guard page (left unmapped below it).
+        self.stack_low = STACK_GUARD + PAGE
+        self.stack_top = self.stack_low + stack_bytes
+        uc.mem_map(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE)
+        uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
+        self.unwinder = seh.Unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
+        self.sites = pe_image.find_sites(image)
+        for rva, (kind, length) in self.sites.items():
+            uc.hook_add(
+                UC_HOOK_CODE, self._site, (kind, length), IMAGE_BASE + rva, IMAGE_BASE + rva
+            )
+        uc.hook_add(UC_HOOK_CODE, self._stub, None, STUBS, UNLOAD_THUNK - 1)
+        text = [s for s in image.sections if s.executable]
+        low = min(s.rva for s in text)
+        high = max(s.rva + s.size for s in text)
+        uc.hook_add(UC_HOOK_BLOCK, self._block, None, IMAGE_BASE + low, IMAGE_BASE + high - 1)
+        uc.hook_add(
+            UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
+            self._unmapped,
+        )
+        uc.hook_add(UC_HOOK_INTR, self._interrupt)
+        self.import_handlers = {
+            stub: getattr(self, f"imp_{name}", None)
+            for stub, (_, name) in self.imports_by_stub.items()
+        }
+        return {
+            "image_base": IMAGE_BASE,
+            "image_size": image.size,
+            "entry": IMAGE_BASE + image.entry_rva,
+        }
+
+    # ---- execution ----------------------------------------------------------------------
+
+    def execute(self, address: int, args: list[int], interrupts: bool, nested: bool) -> dict:
+        """Calls `address` with `args` (Windows x64 convention); {"rax"} or {"crash"}."""
+        uc = self.uc
+        saved = uc.context_save() if nested else None
+        saved_state = (self.crash, self.limit, self.interrupts)
+        if nested:
+            sp = (uc.reg_read(x86.UC_X86_REG_RSP) - NESTED_GAP) & ~0xF
+        else:
+            sp = self.stack_top
+        extra = args[4:]
+        sp -= (0x20 + 8 * len(extra) + 15) & ~0xF
+        if sp - 8 <= self.stack_low:
+            raise Crash(
+                UNEXPECTED_KERNEL_MODE_TRAP, [8, 0, 0, 0], "no stack left for a nested call"
+            )
+        for number, value in enumerate(extra):
+            uc.mem_write(sp + 0x20 + 8 * number, value.to_bytes(8, "little"))
+        entry_sp = sp
+        sp -= 8
+        uc.mem_write(sp, SENTINEL.to_bytes(8, "little"))
+        uc.mem_write(self.stack_low, bytes([PAINT]) * (sp - self.stack_low))
+        for register, value in zip(ARG_REGS, args, strict=False):
+            uc.reg_write(register, value)
+        uc.reg_write(x86.UC_X86_REG_RSP, sp)
+        uc.reg_write(x86.UC_X86_REG_RFLAGS, 0x2 | (RFLAGS_IF if interrupts else 0))
+        self.interrupts = interrupts
+        self.crash = None
+        self.limit = self.instructions + self.instruction_limit
+        self.mirrors.append({})
+        try:
+            try:
+                uc.emu_start(address, SENTINEL)
+            except UcError as error:
+                if self.fatal is not None:
+                    raise self.fatal from None
+                if self.crash is None:
+                    self.crash = self._crash_from(error)
+            if self.fatal is not None:
+                raise self.fatal
+            rax = uc.reg_read(x86.UC_X86_REG_RAX)
+            writes = self._release_mirrors()
+        except BaseException:
+            if self.mirrors:
+                self.mirrors.pop()
+            raise
+        painted = bytes(uc.mem_read(self.stack_low, entry_sp - self.stack_low))
+        lowest = self.stack_low + len(painted) - len(painted.lstrip(bytes([PAINT])))
+        record = self.stack_report.setdefault(address, [0, 0])
+        record[0] += 1
+        record[1] = max(record[1], entry_sp - lowest)
+        crash = self.crash
+        if nested:
+            uc.context_restore(saved)
+        self.crash, self.limit, self.interrupts = saved_state
+        if crash is not None:
+            return {"crash": self._crash_json(crash)}
+        return {"rax": rax, "writes": writes}
+
+    def _crash_from(self, error: UcError) -> Crash:
+        rip = self._rip()
+        if error.errno == UC_ERR_INSN_INVALID:
+            return Crash(
+                KMODE_EXCEPTION_NOT_HANDLED,
+                [STATUS_ILLEGAL_INSTRUCTION, rip, 0, 0],
+                "invalid instruction (#UD)",
+                rip,
+            )
+        return Crash(
+            PAGE_FAULT_IN_NONPAGED_AREA, [0, 0, rip, 0], f"emulation stopped: {error}", rip
+        )
+
+    def _crash_json(self, crash: Crash) -> dict[str, Any]:
+        address = crash.address or self._rip()
+        return {
+            "code": crash.code,
+            "parameters": crash.parameters,
+            "what": crash.what,
+            "address": address,
+            "symbol": self.symbol(address),
+        }
+
+    def _stop(self, error: BaseException) -> None:
+        if isinstance(error, Crash):
+            self.crash = error
+        else:
+            self.fatal = (
+                error
+                if isinstance(error, Fatal | ProtocolError)
+                else Fatal(f"runner bug: {error!r}\n{traceback.format_exc()}")
+            )
+        self.uc.emu_stop()
+
+    # ---- hooks --------------------------------------------------------------------------
+
+    def _block(self, uc: Uc, address: int, size: int, _: Any) -> None:
+        count = self.blocks.get(address)
+        if count is None:
+            count = sum(1 for _ in self.md.disasm_lite(bytes(uc.mem_read(address, size)), address))
+            self.blocks[address] = count
+        self.instructions += count
+        if self.instructions > self.limit:
+            self._stop(
+                Crash(
+                    0,
+                    [self.instruction_limit, 0, 0, 0],
+                    f"hang: more than {self.instruction_limit} instructions in one command",
+                    address,
+                )
+            )
+
+    def _unmapped(self, uc: Uc, access: int, address: int, size: int, value: int, _: Any) -> bool:
+        try:
+            if STACK_GUARD <= address < self.stack_low:
+                raise Crash(
+                    UNEXPECTED_KERNEL_MODE_TRAP,
+                    [8, 0, 0, 0],
+                    f"stack overflow: touched the guard page at {address:#x}",
+                    self._rip(),
+                )
+            if address + size <= USER_LIMIT and self.mirrors:
+                self._ensure(address, max(size, 1))
+                return True
+            raise Crash(
+                PAGE_FAULT_IN_NONPAGED_AREA,
+                [address, 1 if access == UC_MEM_WRITE_UNMAPPED else 0, self._rip(), 0],
+                f"access to unmapped memory at {address:#x}",
+                self._rip(),
+            )
+        except BaseException as error:  # noqa: BLE001 - every failure ends the command
+            self._stop(error)
+            return False
+
+    def _interrupt(self, uc: Uc, number: int, _: Any) -> None:
+        try:
+            rip = self._rip()
+            codes = {0: STATUS_INTEGER_DIVIDE_BY_ZERO, 3: STATUS_BREAKPOINT}
+            if number == 0x29:
+                raise Crash(0x139, [self.arg(0), 0, 0, 0], "__fastfail (int 0x29)", rip)
+            if number not in codes:
+                raise Crash(
+                    UNEXPECTED_KERNEL_MODE_TRAP, [number, 0, 0, 0], f"interrupt {number}", rip
+                )
+            # #DE is a fault (RIP at the instruction); int3 a trap (RIP after it).
+            self.raise_exception(codes[number], rip - 1 if number == 3 else rip)
+        except BaseException as error:  # noqa: BLE001
+            self._stop(error)
+
+    def raise_exception(self, code: int, address: int) -> None:
+        """Dispatches an exception raised at `address` through the image's __except scopes:
+        resumes at the handler or ends the command with KMODE_EXCEPTION_NOT_HANDLED."""
+        uc = self.uc
+        regs = {name: uc.reg_read(reg) for name, reg in NONVOLATILE_REGS.items()}
+        regs["rsp"] = uc.reg_read(x86.UC_X86_REG_RSP)
+        regs["rip"] = address
+        try:
+            dispatch = self.unwinder.dispatch(regs, lambda rip: rip == SENTINEL)
+        except seh.UnwindError as error:
+            dispatch = seh.Dispatch(None, None, f"unwind failed: {error}")
+        self.seh_log.append(
+            {
+                "address": address,
+                "symbol": self.symbol(address),
+                "code": code,
+                "handler": dispatch.target,
+                "handled": dispatch.target is not None,
+            }
+        )
+        if dispatch.target is None:
+            raise Crash(
+                KMODE_EXCEPTION_NOT_HANDLED,
+                [code, address, 0, 0],
+                f"exception {code:#x} not handled: {dispatch.reason}",
+                address,
+            )
+        for name, reg in NONVOLATILE_REGS.items():
+            uc.reg_write(reg, dispatch.registers[name])
+        uc.reg_write(x86.UC_X86_REG_RSP, dispatch.registers["rsp"])
+        uc.reg_write(x86.UC_X86_REG_RAX, code)
+        uc.reg_write(x86.UC_X86_REG_RIP, dispatch.target)
+
+    def _site(self, uc: Uc, address: int, size: int, site: tuple[str, int]) -> None:
+        kind, length = site
+        try:
+            if kind in ("rdmsr", "wrmsr"):
+                msr = uc.reg_read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
+                if kind == "rdmsr":
+                    answer = self.ask({"host": "rdmsr", "msr": msr})
+                else:
+                    value = (uc.reg_read(x86.UC_X86_REG_RDX) & 0xFFFFFFFF) << 32 | (
+                        uc.reg_read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
+                    )
+                    answer = self.ask({"host": "wrmsr", "msr": msr, "value": value})
+                if answer.get("fault"):
+                    self.raise_exception(STATUS_PRIVILEGED_INSTRUCTION, address)
+                    return
+                if kind == "rdmsr":
+                    self._edx_eax(integer(answer, "value"))
+            elif kind in ("rdtsc", "rdtscp"):
+                self._edx_eax(integer(self.ask({"host": "rdtsc"}), "value"))
+                if kind == "rdtscp":  # IA32_TSC_AUX: the processor's index, as Windows sets it
+                    index = integer(self.ask({"host": "current_processor"}), "index", 32)
+                    uc.reg_write(x86.UC_X86_REG_RCX, index)
+            elif kind == "cpuid":
+                leaf = uc.reg_read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
+                subleaf = uc.reg_read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
+                answer = self.ask({"host": "cpuid", "leaf": leaf, "subleaf": subleaf})
+                for name, reg in (
+                    ("eax", x86.UC_X86_REG_RAX),
+                    ("ebx", x86.UC_X86_REG_RBX),
+                    ("ecx", x86.UC_X86_REG_RCX),
+                    ("edx", x86.UC_X86_REG_RDX),
+                ):
+                    uc.reg_write(reg, integer(answer, name, 32))
+            elif kind in ("cli", "sti"):
+                enabled = kind == "sti"
+                if enabled != self.interrupts:
+                    self.interrupts = enabled
+                    self.ask({"host": "interrupts", "enabled": enabled})
+                flags = uc.reg_read(x86.UC_X86_REG_RFLAGS)
+                uc.reg_write(
+                    x86.UC_X86_REG_RFLAGS, flags | RFLAGS_IF if enabled else flags & ~RFLAGS_IF
+                )
+            else:
+                raise Crash(
+                    KMODE_EXCEPTION_NOT_HANDLED,
+                    [STATUS_PRIVILEGED_INSTRUCTION, address, 0, 0],
+                    f"{kind.upper()}: the protocol has no host request for it",
+                    address,
+                )
+            uc.reg_write(x86.UC_X86_REG_RIP, address + length)
+        except BaseException as error:  # noqa: BLE001
+            self._stop(error)
+
+    def _edx_eax(self, value: int) -> None:
+        self.uc.reg_write(x86.UC_X86_REG_RAX, value & 0xFFFFFFFF)
+        self.uc.reg_write(x86.UC_X86_REG_RDX, value >> 32)
+
+    def _stub(self, uc: Uc, address: int, size: int, _: Any) -> None:
+        try:
+            if address < KMDF_STUBS:
+                handler = self.import_handlers.get(address)
+                if handler is None:
+                    dll, name = self.imports_by_stub.get(address, ("?", f"{address:#x}"))
+                    raise Crash(
+                        KMODE_EXCEPTION_NOT_HANDLED,
+                        [STATUS_ILLEGAL_INSTRUCTION, address, 0, 0],
+                        f"call of {dll}!{name}: the runner does not translate it",
+                        self.u64(uc.reg_read(x86.UC_X86_REG_RSP)),
+                    )
+                result = handler()
+            elif address < POFX_STUBS:
+                result = self._kmdf(address - KMDF_STUBS)
+            else:
+                args = [self.arg(n) for n in range(4)]
+                answer = self.ask(
+                    {"host": "pofx_service", "offset": address - POFX_STUBS, "args": args}
+                )
+                result = integer(answer, "rax")
+            if result is not None:
+                uc.reg_write(x86.UC_X86_REG_RAX, result & ((1 << 64) - 1))
+        except BaseException as error:  # noqa: BLE001
+            self._stop(error)
+
+    # ---- commands -----------------------------------------------------------------------
+
+    def cmd_call(self, message: dict[str, Any], nested: bool = False) -> dict[str, Any]:
+        self._need_image()
+        address = integer(message, "address")
+        args = message.get("args", [])
+        if not isinstance(args, list) or len(args) > MAX_CALL_ARGS:
+            raise ProtocolError(f"call: 'args' must be a list of at most {MAX_CALL_ARGS} integers")
+        values = [integer({"arg": a}, "arg") for a in args]
+        interrupts = message.get("interrupts", True)
+        if not isinstance(interrupts, bool):
+            raise ProtocolError("call: 'interrupts' must be true or false")
+        return self._run(address, values, interrupts, nested)
+
+    def _run(self, address: int, args: list[int], interrupts: bool, nested: bool) -> dict:
+        try:
+            return self.execute(address, args, interrupts, nested)
+        except Crash as crash:
+            return {"crash": self._crash_json(crash)}
+
+    def cmd_driver_entry(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._need_image()
+        path = message.get("registry_path")
+        if not isinstance(path, str):
+            raise ProtocolError("driver_entry: 'registry_path' must be a string")
+        encoded = path.encode("utf-16-le")
+        if len(encoded) > REGISTRY_PATH_MAX_BYTES - 2 or len(encoded) > 0xFFFE:
+            raise ProtocolError(
+                f"driver_entry: registry_path longer than {REGISTRY_PATH_MAX_BYTES // 2 - 1} "
+                "characters"
+            )
+        uc = self.uc
+        driver = bytearray(0x150)
+        driver[0:2] = (4).to_bytes(2, "little")
+        driver[2:4] = (0x150).to_bytes(2, "little")
+        driver[0x18:0x20] = IMAGE_BASE.to_bytes(8, "little")  # DriverStart
+        driver[0x20:0x24] = self.image.size.to_bytes(4, "little")  # DriverSize
+        driver[0x58:0x60] = (IMAGE_BASE + self.image.entry_rva).to_bytes(8, "little")  # DriverInit
+        uc.mem_write(DRIVER_OBJECT, bytes(driver))
+        string = len(encoded).to_bytes(2, "little") + (len(encoded) + 2).to_bytes(2, "little")
+        uc.mem_write(REGISTRY_PATH, string + b"\0" * 4 + REGISTRY_PATH_BUFFER.to_bytes(8, "little"))
+        uc.mem_write(REGISTRY_PATH_BUFFER, encoded + b"\0\0")
+        result = self._run(
+            IMAGE_BASE + self.image.entry_rva, [DRIVER_OBJECT, REGISTRY_PATH], True, False
+        )
+        if "crash" in result:
+            return result
+        return {"status": result["rax"] & 0xFFFFFFFF}
+
+    def cmd_device_add(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._need_image()
+        if not self.device_add:
+            return {"status": None}
+        result = self._run(self.device_add, [WDFDRIVER, WDFDEVICE_INIT], True, False)
+        if "crash" in result:
+            return result
+        return {"status": result["rax"] & 0xFFFFFFFF}
+
+    def cmd_unload(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._need_image()
+        unload = self.u64(DRIVER_OBJECT + 0x68)
+        if not unload:
+            return {"called": False}
+        result = self._run(unload, [DRIVER_OBJECT], True, False)
+        if "crash" in result:
+            return result
+        return {"called": True}
+
+    def cmd_report(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._need_image()
+        executed = sorted(
+            {
+                IMAGE_BASE + start
+                for address in self.blocks
+                if (start := self.symbols.function_start(address - IMAGE_BASE)) is not None
+            }
+        )
+        return {
+            "stack": [
+                {
+                    "entry": entry,
+                    "symbol": self.symbol(entry).removesuffix("+0x0"),
+                    "calls": calls,
+                    "deepest_bytes": deepest,
+                }
+                for entry, (calls, deepest) in sorted(self.stack_report.items())
+            ],
+            "kmdf": [
+                {"index": index, "name": self.kmdf_name(index), "calls": calls}
+                for index, calls in sorted(self.kmdf_calls.items())
+            ],
+            "kmdf_function_count": self.kmdf_count,
+            "seh": self.seh_log,
+            "functions": {"total": len(self.symbols.rvas), "executed": executed},
+            "instructions": self.instructions,
+        }
+
+    def kmdf_name(self, index: int) -> str:
+        return self.kmdf_index_names.get(index, f"KMDF 1.31 function {index}")
+
+    def _need_image(self) -> None:
+        if self.uc is None:
+            raise ProtocolError("no image loaded (send load first)")
+
+    def serve(self) -> int:
+        commands = {
+            "load": self.cmd_load,
+            "driver_entry": self.cmd_driver_entry,
+            "call": self.cmd_call,
+            "device_add": self.cmd_device_add,
+            "unload": self.cmd_unload,
+            "report": self.cmd_report,
+        }
+        while True:
+            try:
+                message = self.channel.receive()
+                if message is None:
+                    return 0
+                op = message.get("op")
+                if op == "quit":
+                    return 0
+                if op not in commands:
+                    raise ProtocolError(f"unknown command {op!r}")
+                self.channel.send({"done": commands[op](message)})
+            except (Fatal, ProtocolError) as error:
+                self.channel.send({"error": str(error)})
+                print(f"image-runner: {error}", file=sys.stderr)
+                return 2
+
+
+def main() -> int:
+    return Runner(Channel()).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

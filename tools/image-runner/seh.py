@@ -1,0 +1,217 @@
+"""x64 structured exception dispatch from the image's .pdata, written from the documented
+format (learn.microsoft.com, "x64 exception handling"): RUNTIME_FUNCTION, UNWIND_INFO and its
+UNWIND_CODEs, and the scope table __C_specific_handler reads (Count, then {BeginAddress,
+EndAddress, HandlerAddress, JumpTarget} RVAs).
+
+`Frame` is the non-volatile part of a context: what a virtual unwind restores.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+UNW_FLAG_EHANDLER = 1
+UNW_FLAG_UHANDLER = 2
+UNW_FLAG_CHAININFO = 4
+EXCEPTION_EXECUTE_HANDLER = 1
+MAX_FRAMES = 256
+MAX_CHAIN = 32
+MAX_SCOPES = 1024
+
+# UNWIND_CODE register numbers: RAX RCX RDX RBX RSP RBP RSI RDI R8..R15.
+REGISTERS = ("rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi") + tuple(
+    f"r{n}" for n in range(8, 16)
+)
+NONVOLATILE = ("rbx", "rbp", "rsi", "rdi", "r12", "r13", "r14", "r15")
+
+
+class UnwindError(Exception):
+    """The unwind data cannot be followed (a one-line reason)."""
+
+
+@dataclass
+class Scope:
+    begin: int
+    end: int
+    handler: int
+    target: int
+
+
+@dataclass
+class Dispatch:
+    """Where an exception goes: the frame whose __except takes it, or None when none does."""
+
+    target: int | None  # absolute JumpTarget
+    registers: dict[str, int] | None  # rsp, rip and the non-volatile registers to resume with
+    reason: str  # why unhandled (empty when handled)
+
+
+class Unwinder:
+    """Virtual unwinding and __C_specific_handler scope lookup over one mapped image."""
+
+    def __init__(
+        self,
+        base: int,
+        size: int,
+        pdata: list[tuple[int, int, int]],
+        read: Callable[[int, int], bytes],
+        c_specific_handler: set[int],
+    ):
+        self.base = base
+        self.size = size
+        self.pdata = pdata
+        self.begins = [p[0] for p in pdata]
+        self.read = read
+        self.c_specific_handler = c_specific_handler  # RVAs of the handler's import thunk(s)
+
+    def function(self, rva: int) -> tuple[int, int, int] | None:
+        index = bisect.bisect_right(self.begins, rva) - 1
+        if index >= 0 and self.pdata[index][0] <= rva < self.pdata[index][1]:
+            return self.pdata[index]
+        return None
+
+    def u64(self, address: int) -> int:
+        return int.from_bytes(self.read(address, 8), "little")
+
+    def _info(self, unwind_rva: int) -> tuple[int, int, int, int, int, list[int], int]:
+        header = self.read(self.base + unwind_rva, 4)
+        version_flags, prolog, count, frame = header
+        codes_raw = self.read(self.base + unwind_rva + 4, count * 2) if count else b""
+        codes = list(struct.unpack(f"<{count}H", codes_raw)) if count else []
+        tail = unwind_rva + 4 + ((count + 1) & ~1) * 2
+        return version_flags & 7, version_flags >> 3, prolog, frame & 15, frame >> 4, codes, tail
+
+    def unwind(self, regs: dict[str, int], function: tuple[int, int, int]) -> None:
+        """One frame: restores `regs` (rip, rsp, non-volatiles) to the caller's."""
+        begin, _, unwind_rva = function
+        offset = regs["rip"] - self.base - begin
+        machine_frame = False
+        for depth in range(MAX_CHAIN):
+            version, flags, prolog, frame_reg, frame_off, codes, tail = self._info(unwind_rva)
+            if version not in (1, 2):
+                raise UnwindError(f"UNWIND_INFO at {unwind_rva:#x}: version {version}")
+            in_prolog = depth == 0 and offset < prolog
+            frame = regs["rsp"]
+            if frame_reg and not (in_prolog and not _fpreg_done(codes, offset)):
+                frame = regs[REGISTERS[frame_reg]] - frame_off * 16
+            i = 0
+            while i < len(codes):
+                code_offset, op, info = codes[i] & 0xFF, (codes[i] >> 8) & 15, codes[i] >> 12
+                slots = _slots(op, info)
+                if in_prolog and code_offset > offset:
+                    i += slots
+                    continue
+                if op == 0:  # UWOP_PUSH_NONVOL
+                    regs[REGISTERS[info]] = self.u64(regs["rsp"])
+                    regs["rsp"] += 8
+                elif op == 1:  # UWOP_ALLOC_LARGE
+                    if info == 0:
+                        regs["rsp"] += codes[i + 1] * 8
+                    else:
+                        regs["rsp"] += codes[i + 1] | (codes[i + 2] << 16)
+                elif op == 2:  # UWOP_ALLOC_SMALL
+                    regs["rsp"] += info * 8 + 8
+                elif op == 3:  # UWOP_SET_FPREG
+                    regs["rsp"] = regs[REGISTERS[frame_reg]] - frame_off * 16
+                elif op == 4:  # UWOP_SAVE_NONVOL
+                    regs[REGISTERS[info]] = self.u64(frame + codes[i + 1] * 8)
+                elif op == 5:  # UWOP_SAVE_NONVOL_FAR
+                    regs[REGISTERS[info]] = self.u64(frame + (codes[i + 1] | codes[i + 2] << 16))
+                elif op in (6, 8, 9):  # UWOP_EPILOG (v2) / SAVE_XMM128(_FAR): nothing to restore
+                    pass
+                elif op == 10:  # UWOP_PUSH_MACHFRAME
+                    rsp = regs["rsp"] + (8 if info else 0)
+                    regs["rip"] = self.u64(rsp)
+                    regs["rsp"] = self.u64(rsp + 24)
+                    machine_frame = True
+                else:
+                    raise UnwindError(f"UNWIND_INFO at {unwind_rva:#x}: unwind code {op}")
+                i += slots
+            if not flags & UNW_FLAG_CHAININFO:
+                break
+            chained = self.read(self.base + tail, 12)
+            begin, _, unwind_rva = struct.unpack("<III", chained)
+        else:
+            raise UnwindError(f"UNWIND_INFO at {unwind_rva:#x}: chain longer than {MAX_CHAIN}")
+        if not machine_frame:
+            regs["rip"] = self.u64(regs["rsp"])
+            regs["rsp"] += 8
+
+    def scopes(self, function: tuple[int, int, int]) -> tuple[int | None, list[Scope]]:
+        """The language handler's RVA (None without UNW_FLAG_EHANDLER) and its scope table."""
+        _, flags, _, _, _, _, tail = self._info(function[2])
+        if not flags & UNW_FLAG_EHANDLER:
+            return None, []
+        handler = int.from_bytes(self.read(self.base + tail, 4), "little")
+        if handler not in self.c_specific_handler:
+            return handler, []
+        count = int.from_bytes(self.read(self.base + tail + 4, 4), "little")
+        if count > MAX_SCOPES:
+            raise UnwindError(f"scope table at {tail + 4:#x}: {count} entries")
+        raw = self.read(self.base + tail + 8, 16 * count) if count else b""
+        return handler, [Scope(*struct.unpack_from("<IIII", raw, 16 * n)) for n in range(count)]
+
+    def dispatch(self, regs: dict[str, int], stop: Callable[[int], bool]) -> Dispatch:
+        """Finds the __except that takes an exception raised at regs["rip"]: walks the frames
+        (the faulting frame's RIP, callers' RIP-1) until a scope covers the RIP with
+        EXCEPTION_EXECUTE_HANDLER. `stop(rip)` ends the walk (the command's return sentinel)."""
+        regs = dict(regs)
+        first = True
+        for _ in range(MAX_FRAMES):
+            rip = regs["rip"]
+            if stop(rip):
+                return Dispatch(None, None, "no __except handler in any frame")
+            rva = rip - self.base - (0 if first else 1)
+            if not 0 <= rva < self.size:
+                return Dispatch(None, None, f"frame at {rip:#x} outside the image")
+            function = self.function(rva)
+            if function is None:  # a leaf: the return address is at [RSP]
+                regs["rip"] = self.u64(regs["rsp"])
+                regs["rsp"] += 8
+                first = False
+                continue
+            handler, scopes = self.scopes(function)
+            if handler is not None and handler not in self.c_specific_handler:
+                return Dispatch(
+                    None, None, f"language handler at rva {handler:#x} is not __C_specific_handler"
+                )
+            for scope in scopes:
+                if scope.begin <= rva < scope.end and scope.target:
+                    if scope.handler != EXCEPTION_EXECUTE_HANDLER:
+                        return Dispatch(
+                            None,
+                            None,
+                            f"__except filter function at rva {scope.handler:#x} (unsupported)",
+                        )
+                    resume = dict(regs)
+                    resume["rip"] = self.base + scope.target
+                    return Dispatch(self.base + scope.target, resume, "")
+                if scope.begin <= rva < scope.end and not scope.target:
+                    return Dispatch(
+                        None, None, f"__finally at rva {scope.handler:#x} on the unwind path"
+                    )
+            self.unwind(regs, function)
+            first = False
+        return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
+
+
+def _slots(op: int, info: int) -> int:
+    if op == 1:
+        return 2 if info == 0 else 3
+    if op in (4, 8):
+        return 2
+    if op in (5, 9):
+        return 3
+    if op == 6:
+        return 2
+    return 1
+
+
+def _fpreg_done(codes: list[int], offset: int) -> bool:
+    for code in codes:
+        if (code >> 8) & 15 == 3:
+            return (code & 0xFF) <= offset
+    return True

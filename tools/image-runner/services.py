@@ -1,0 +1,448 @@
+"""The kernel and KMDF calls of the image, each translated into one host request to ppm-sim
+(docs/image-backend.md, "Host requests"). A mixin of runner.Runner: `self.arg(n)` is the n-th
+argument of the call being made, `self.ask` the host request, `self.read`/`self.write` emulated
+memory. A handler returns RAX (None: leave it)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import printf
+from layout import (
+    DRIVER_OBJECT,
+    KMDF_MAX_FUNCTIONS,
+    KMDF_STUBS,
+    KMDF_TABLE,
+    MAX_COPY_BYTES,
+    PAGE,
+    POFX_STUBS,
+    POOL,
+    POOL_LIMIT,
+    STATUS_INVALID_PARAMETER,
+    STATUS_SUCCESS,
+    UNLOAD_THUNK,
+    WDF_GLOBALS,
+    WDFDEVICE,
+    WDFDRIVER,
+    Crash,
+    Fatal,
+)
+from protocol import hex_bytes, integer
+
+KMODE_EXCEPTION_NOT_HANDLED = 0x1E
+MAX_COUNTERS = 64
+MAX_ETW_DESCRIPTORS = 128
+MAX_ETW_BYTES = 0x10000
+MAX_INFORMATION_BYTES = 0x1000
+STATUS_INSUFFICIENT_RESOURCES = 0xC000009A
+
+
+def _status(answer: dict[str, Any]) -> int:
+    return integer(answer, "status", 32)
+
+
+class Services:
+    # ---- C library ----------------------------------------------------------------------
+
+    def _length(self, index: int) -> int:
+        length = self.arg(index)
+        if length > MAX_COPY_BYTES:
+            raise Crash(
+                KMODE_EXCEPTION_NOT_HANDLED,
+                [0xC0000005, self._rip(), 0, 0],
+                f"memory operation of {length} bytes (limit {MAX_COPY_BYTES})",
+            )
+        return length
+
+    def imp_memcpy(self) -> int:
+        self.write(self.arg(0), self.read(self.arg(1), self._length(2)))
+        return self.arg(0)
+
+    imp_memmove = imp_memcpy
+
+    def imp_memset(self) -> int:
+        self.write(self.arg(0), bytes([self.arg(1) & 0xFF]) * self._length(2))
+        return self.arg(0)
+
+    def imp_memcmp(self) -> int:
+        length = self._length(2)
+        a, b = self.read(self.arg(0), length), self.read(self.arg(1), length)
+        for x, y in zip(a, b, strict=True):
+            if x != y:
+                return (x - y) & 0xFFFFFFFF
+        return 0
+
+    # ---- ntoskrnl -----------------------------------------------------------------------
+
+    def imp_KeBugCheckEx(self) -> int:
+        code = self.arg32(0)
+        raise Crash(
+            code,
+            [self.arg(n) for n in range(1, 5)],
+            "KeBugCheckEx",
+            self.u64(self.uc.reg_read(self._rsp_reg)),
+        )
+
+    def imp___C_specific_handler(self) -> int:
+        raise Fatal("the image called __C_specific_handler itself (only the dispatcher may)")
+
+    def imp_DbgPrintEx(self) -> int:
+        component, level, fmt = self.arg32(0), self.arg32(1), self.arg(2)
+        position = [3]
+
+        def next_arg() -> int:
+            value = self.arg(position[0])
+            position[0] += 1
+            return value
+
+        text = printf.format_message(
+            self.c_string(fmt).encode("latin-1"), next_arg, self.c_string, self.wide_string
+        )
+        self.ask({"host": "log", "component": component, "level": level, "text": text})
+        return STATUS_SUCCESS
+
+    def imp_ExAllocatePool2(self) -> int:
+        flags, size, tag = self.arg(0), self.arg(1), self.arg32(2)
+        address = (self.pool_next + 15) & ~15
+        if size > POOL_LIMIT or address + size > POOL + POOL_LIMIT:
+            print(
+                f"image-runner: pool limit of {POOL_LIMIT} bytes reached",
+                file=sys.stderr,
+            )
+            return 0
+        answer = self.ask(
+            {"host": "pool_allocate", "flags": flags, "bytes": size, "tag": tag, "address": address}
+        )
+        if not answer.get("granted"):
+            return 0
+        end = address + max(size, 1)
+        if end > self.pool_mapped:
+            top = (end + PAGE - 1) & ~(PAGE - 1)
+            self.uc.mem_map(self.pool_mapped, top - self.pool_mapped)
+            self.pool_mapped = top
+        self.uc.mem_write(address, b"\0" * size)
+        self.pool_next = end
+        return address
+
+    def imp_ExFreePool(self) -> None:
+        self.ask({"host": "pool_free", "address": self.arg(0)})
+
+    def imp_KeGetCurrentProcessorNumberEx(self) -> int:
+        answer = self.ask({"host": "current_processor"})
+        self._processor_number(self.arg(0), answer)
+        return integer(answer, "index", 32)
+
+    def _processor_number(self, address: int, answer: dict[str, Any]) -> None:
+        if address:
+            group, number = integer(answer, "group", 16), integer(answer, "number", 8)
+            self.write(address, group.to_bytes(2, "little") + bytes([number, 0]))
+
+    def imp_KeGetProcessorNumberFromIndex(self) -> int:
+        answer = self.ask({"host": "processor_number", "index": self.arg32(0)})
+        status = _status(answer)
+        if status == STATUS_SUCCESS:
+            self._processor_number(self.arg(1), answer)
+        return status
+
+    def _count(self, which: str) -> int:
+        answer = self.ask(
+            {"host": "processor_count", "which": which, "group": self.arg(0) & 0xFFFF}
+        )
+        return integer(answer, "count", 32)
+
+    def imp_KeQueryMaximumProcessorCountEx(self) -> int:
+        return self._count("maximum")
+
+    def imp_KeQueryActiveProcessorCountEx(self) -> int:
+        return self._count("active")
+
+    def _affinity(self, address: int) -> tuple[int, int]:
+        return self.u16(address + 8), self.u64(address)
+
+    def imp_KeSetSystemGroupAffinityThread(self) -> None:
+        group, mask = self._affinity(self.arg(0))
+        answer = self.ask({"host": "set_affinity", "group": group, "mask": mask})
+        previous = self.arg(1)
+        if previous:
+            self.write(
+                previous,
+                integer(answer, "mask").to_bytes(8, "little")
+                + integer(answer, "group", 16).to_bytes(2, "little")
+                + b"\0" * 6,
+            )
+
+    def imp_KeRevertToUserGroupAffinityThread(self) -> None:
+        group, mask = self._affinity(self.arg(0))
+        self.ask({"host": "revert_affinity", "group": group, "mask": mask})
+
+    def imp_PoFxRegisterPluginEx(self) -> int:
+        information, flags, kernel = self.arg(0), self.arg(1), self.arg(2)
+        info_size = min(self.u16(information + 2), MAX_INFORMATION_BYTES) if information else 0
+        kernel_size = min(self.u16(kernel + 2), MAX_INFORMATION_BYTES) if kernel else 0
+        answer = self.ask(
+            {
+                "host": "register_plugin",
+                "information": self.read(information, info_size).hex() if information else "",
+                "flags": flags,
+                "kernel_information_bytes": kernel_size,
+            }
+        )
+        status = _status(answer)
+        if status == STATUS_SUCCESS and kernel:
+            data = bytearray(hex_bytes(answer, "kernel_information")[:kernel_size])
+            functions = answer.get("functions", [])
+            if not isinstance(functions, list):
+                raise Fatal("register_plugin: 'functions' must be a list of offsets")
+            for offset in functions:
+                offset = integer({"offset": offset}, "offset", 32)
+                if offset + 8 > len(data) or offset >= PAGE:
+                    raise Fatal(f"register_plugin: function offset {offset} outside the structure")
+                data[offset : offset + 8] = (POFX_STUBS + offset).to_bytes(8, "little")
+            self.write(kernel, bytes(data))
+        return status
+
+    # ---- HAL ----------------------------------------------------------------------------
+
+    def imp_KeQueryPerformanceCounter(self) -> int:
+        answer = self.ask({"host": "performance_counter"})
+        self.put(self.arg(0), integer(answer, "frequency"), 8)
+        return integer(answer, "ticks")
+
+    def imp_KeStallExecutionProcessor(self) -> None:
+        self.ask({"host": "stall", "microseconds": self.arg32(0)})
+
+    def imp_HalAllocateHardwareCounters(self) -> int:
+        resource_list, handle = self.arg(2), self.arg(3)
+        listing = None
+        if resource_list:
+            count = self.u32(resource_list)
+            if count > MAX_COUNTERS:
+                return STATUS_INVALID_PARAMETER
+            listing = self.read(resource_list, 8 + 16 * count).hex()
+        answer = self.ask({"host": "hal_allocate_counters", "list": listing})
+        status = _status(answer)
+        if status == STATUS_SUCCESS:
+            self.put(handle, integer(answer, "handle"), 8)
+        return status
+
+    def imp_HalFreeHardwareCounters(self) -> int:
+        return _status(self.ask({"host": "hal_free_counters", "handle": self.arg(0)}))
+
+    # ---- ETW ----------------------------------------------------------------------------
+
+    def imp_EtwRegister(self) -> int:
+        answer = self.ask({"host": "etw_register", "provider": self.read(self.arg(0), 16).hex()})
+        status = _status(answer)
+        if status == STATUS_SUCCESS:
+            self.put(self.arg(3), integer(answer, "handle"), 8)
+        return status
+
+    def imp_EtwWriteTransfer(self) -> int:
+        handle, descriptor, count, data = self.arg(0), self.arg(1), self.arg32(4), self.arg(5)
+        if count > MAX_ETW_DESCRIPTORS:
+            return STATUS_INVALID_PARAMETER
+        pieces = []
+        for n in range(count):
+            pointer, size = self.u64(data + 16 * n), self.u32(data + 16 * n + 8)
+            if size > MAX_ETW_BYTES:
+                return STATUS_INVALID_PARAMETER
+            pieces.append(self.read(pointer, size).hex())
+        answer = self.ask(
+            {
+                "host": "etw_write",
+                "handle": handle,
+                "descriptor": self.read(descriptor, 16).hex(),
+                "data": pieces,
+            }
+        )
+        return _status(answer)
+
+    def imp_EtwSetInformation(self) -> int:
+        length = self.arg32(3)
+        if length > MAX_ETW_BYTES:
+            return STATUS_INVALID_PARAMETER
+        answer = self.ask(
+            {
+                "host": "etw_set_information",
+                "handle": self.arg(0),
+                "class": self.arg32(1),
+                "data": self.read(self.arg(2), length).hex(),
+            }
+        )
+        return _status(answer)
+
+    def imp_EtwUnregister(self) -> int:
+        return _status(self.ask({"host": "etw_unregister", "handle": self.arg(0)}))
+
+    # ---- WDFLDR -------------------------------------------------------------------------
+
+    def imp_WdfVersionBind(self) -> int:
+        bind_info, globals_out = self.arg(2), self.arg(3)
+        count = self.u32(bind_info + 28)
+        table = self.u64(bind_info + 32)
+        if count > KMDF_MAX_FUNCTIONS:
+            print(
+                f"image-runner: WdfVersionBind: FuncCount {count} exceeds KMDF 1.31's "
+                f"{KMDF_MAX_FUNCTIONS}",
+                file=sys.stderr,
+            )
+            return STATUS_INVALID_PARAMETER
+        self.kmdf_count = count
+        self.write(
+            KMDF_TABLE, b"".join((KMDF_STUBS + n).to_bytes(8, "little") for n in range(count))
+        )
+        self.put(table, KMDF_TABLE, 8)
+        self.write(WDF_GLOBALS, b"\0" * 0x40)
+        self.put(globals_out, WDF_GLOBALS, 8)
+        return STATUS_SUCCESS
+
+    def imp_WdfVersionUnbind(self) -> int:
+        return STATUS_SUCCESS
+
+    # ---- KMDF ---------------------------------------------------------------------------
+
+    def _kmdf(self, index: int) -> int | None:
+        self.kmdf_calls[index] = self.kmdf_calls.get(index, 0) + 1
+        name = self.kmdf_name(index)
+        handler = getattr(self, f"wdf_{name}", None)
+        if handler is None or index >= self.kmdf_count:
+            raise Crash(
+                KMODE_EXCEPTION_NOT_HANDLED,
+                [0xC0000005, index, 0, 0],
+                f"KMDF function table index {index} ({name}): not translated by the runner",
+                self.u64(self.uc.reg_read(self._rsp_reg)),
+            )
+        return handler()
+
+    def _wdf(self, function: str, **fields: Any) -> dict[str, Any]:
+        return self.ask({"host": "wdf", "function": function, **fields})
+
+    def wdf_WdfDriverCreate(self) -> int:
+        config, driver_out = self.arg(4), self.arg(5)
+        device_add = self.u64(config + 8) if config else 0
+        unload = self.u64(config + 16) if config else 0
+        answer = self._wdf("WdfDriverCreate", device_add=bool(device_add), unload=bool(unload))
+        status = _status(answer)
+        if status == STATUS_SUCCESS:
+            self.device_add, self.driver_unload = device_add, unload
+            self.put(driver_out, WDFDRIVER, 8)
+            self.put(WDF_GLOBALS, WDFDRIVER, 8)
+            if unload:
+                # The framework's DriverUnload: EvtDriverUnload(WDFDRIVER), as a tail call.
+                thunk = (
+                    b"\x48\xb9"
+                    + WDFDRIVER.to_bytes(8, "little")  # mov rcx, WDFDRIVER
+                    + b"\x48\xb8"
+                    + unload.to_bytes(8, "little")  # mov rax, EvtDriverUnload
+                    + b"\xff\xe0"  # jmp rax
+                )
+                self.uc.mem_write(UNLOAD_THUNK, thunk)
+                self.put(DRIVER_OBJECT + 0x68, UNLOAD_THUNK, 8)
+        return status
+
+    def _open(self, function: str, key_out: int, **fields: Any) -> int:
+        answer = self._wdf(function, **fields)
+        status = _status(answer)
+        if status == STATUS_SUCCESS:
+            self.put(key_out, integer(answer, "key"), 8)
+        return status
+
+    def wdf_WdfDriverOpenParametersRegistryKey(self) -> int:
+        return self._open("WdfDriverOpenParametersRegistryKey", self.arg(4), access=self.arg32(2))
+
+    def wdf_WdfDriverOpenPersistentStateRegistryKey(self) -> int:
+        return self._open(
+            "WdfDriverOpenPersistentStateRegistryKey", self.arg(4), access=self.arg32(2)
+        )
+
+    def wdf_WdfRegistryOpenKey(self) -> int:
+        return self._open(
+            "WdfRegistryOpenKey",
+            self.arg(5),
+            parent=self.arg(1),
+            name=self.unicode_string(self.arg(2)),
+            access=self.arg32(3),
+        )
+
+    def wdf_WdfRegistryCreateKey(self) -> int:
+        answer = self._wdf(
+            "WdfRegistryCreateKey",
+            parent=self.arg(1),
+            name=self.unicode_string(self.arg(2)),
+            access=self.arg32(3),
+            options=self.arg32(4),
+        )
+        status = _status(answer)
+        if status == STATUS_SUCCESS:
+            if "disposition" in answer:
+                self.put(self.arg(5), integer(answer, "disposition", 32), 4)
+            self.put(self.arg(7), integer(answer, "key"), 8)
+        return status
+
+    def wdf_WdfRegistryQueryValue(self) -> int:
+        capacity, value, length_out, type_out = (
+            self.arg32(3),
+            self.arg(4),
+            self.arg(5),
+            self.arg(6),
+        )
+        answer = self._wdf(
+            "WdfRegistryQueryValue",
+            key=self.arg(1),
+            name=self.unicode_string(self.arg(2)),
+            capacity=capacity,
+        )
+        status = _status(answer)
+        if "data" in answer and value:
+            self.write(value, hex_bytes(answer, "data")[:capacity])
+        if "length" in answer:
+            self.put(length_out, integer(answer, "length", 32), 4)
+        if "type" in answer:
+            self.put(type_out, integer(answer, "type", 32), 4)
+        return status
+
+    def wdf_WdfRegistryAssignULong(self) -> int:
+        return _status(
+            self._wdf(
+                "WdfRegistryAssignULong",
+                key=self.arg(1),
+                name=self.unicode_string(self.arg(2)),
+                value=self.arg32(3),
+            )
+        )
+
+    def wdf_WdfRegistryAssignValue(self) -> int:
+        length = self.arg32(4)
+        if length > MAX_ETW_BYTES:
+            return STATUS_INVALID_PARAMETER
+        return _status(
+            self._wdf(
+                "WdfRegistryAssignValue",
+                key=self.arg(1),
+                name=self.unicode_string(self.arg(2)),
+                type=self.arg32(3),
+                data=self.read(self.arg(5), length).hex(),
+            )
+        )
+
+    def wdf_WdfRegistryClose(self) -> None:
+        self._wdf("WdfRegistryClose", key=self.arg(1))
+
+    def wdf_WdfDeviceCreate(self) -> int:
+        init_pointer, device_out = self.arg(1), self.arg(3)
+        status = _status(self._wdf("WdfDeviceCreate"))
+        if status == STATUS_SUCCESS:
+            self.put(device_out, WDFDEVICE, 8)
+            self.put(init_pointer, 0, 8)  # the framework takes the WDFDEVICE_INIT
+        return status
+
+    def wdf_WdfDeviceSetStaticStopRemove(self) -> None:
+        self._wdf("WdfDeviceSetStaticStopRemove", stoppable=bool(self.arg(2) & 0xFF))
+
+    def wdf_WdfDeviceSetDeviceState(self) -> None:
+        state = self.arg(2)
+        names = ("Size", "Disabled", "DontDisplayInUI", "Failed", "NotDisableable", "Removed")
+        values = {name: self.u32(state + 4 * n) for n, name in enumerate(names)}
+        values["ResourcesChanged"] = self.u32(state + 24)
+        self._wdf("WdfDeviceSetDeviceState", state=values)

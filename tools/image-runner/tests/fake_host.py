@@ -1,0 +1,196 @@
+"""A fake ppm-sim for the runner's tests: answers host requests from plain dicts (a registry,
+an MSR table, one processor) and drives the Runner in-process through a Channel stand-in."""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from protocol import Channel  # noqa: E402
+from runner import Runner  # noqa: E402
+
+ROOT = HERE.parents[2]
+STATUS_SUCCESS = 0
+STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
+
+# An Intel processor with the leaves the engine probes: vendor, family 6, HWP, the APERF/MPERF
+# and PMU leaves.
+CPUID = {
+    (0, 0): (0x16, 0x756E6547, 0x6C65746E, 0x49656E69),
+    (1, 0): (0x000906EA, 0x00100800, 0x7FFAFBBF, 0xBFEBFBFF),
+    (6, 0): (0x000027F7, 0x2, 0x9, 0x0),
+    (0xA, 0): (0x07300404, 0x0, 0x0, 0x00000603),
+    (0x16, 0): (3000, 4800, 100, 0),
+}
+
+
+class FakeHost:
+    def __init__(self, msrs: dict[int, int] | None = None, registry: dict | None = None):
+        self.msrs = {0xE7: 1000, 0xE8: 2000, 0x10: 12345} if msrs is None else msrs
+        self.registry = registry or {}
+        self.memory: dict[int, bytearray] = {}  # page address -> contents (ppm-sim memory)
+        self.requests: list[dict[str, Any]] = []
+        self.logs: list[str] = []
+        self.tsc = 1_000_000
+        self.pool: dict[int, int] = {}
+        self.registered: dict[str, Any] | None = None
+        self.inject: deque[dict[str, Any]] = deque()  # commands to send before an answer
+        self.inject_on: str | None = None
+        self.interrupts: list[bool] = []
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(request)
+        kind = request["host"]
+        if kind == "read":
+            page = self.memory.get(request["address"])
+            return {"fault": True} if page is None else {"bytes": bytes(page).hex()}
+        if kind == "cpuid":
+            eax, ebx, ecx, edx = CPUID.get((request["leaf"], request["subleaf"]), (0, 0, 0, 0))
+            return {"eax": eax, "ebx": ebx, "ecx": ecx, "edx": edx}
+        if kind == "rdmsr":
+            value = self.msrs.get(request["msr"])
+            return {"fault": True} if value is None else {"value": value}
+        if kind == "wrmsr":
+            if request["msr"] not in self.msrs:
+                return {"fault": True}
+            self.msrs[request["msr"]] = request["value"]
+            return {}
+        if kind == "rdtsc":
+            self.tsc += 1000
+            return {"value": self.tsc}
+        if kind == "interrupts":
+            self.interrupts.append(request["enabled"])
+            return {}
+        if kind == "current_processor":
+            return {"index": 0, "group": 0, "number": 0}
+        if kind == "processor_number":
+            if request["index"] != 0:
+                return {"status": 0xC000000D}
+            return {"status": 0, "group": 0, "number": 0}
+        if kind == "processor_count":
+            return {"count": 1}
+        if kind == "set_affinity":
+            return {"group": 0, "mask": 1}
+        if kind == "performance_counter":
+            self.tsc += 1000
+            return {"ticks": self.tsc // 100, "frequency": 10_000_000}
+        if kind == "pool_allocate":
+            self.pool[request["address"]] = request["bytes"]
+            return {"granted": True}
+        if kind == "pool_free":
+            self.pool.pop(request["address"], None)
+            return {}
+        if kind == "hal_allocate_counters":
+            return {"status": 0, "handle": 0x77}
+        if kind == "hal_free_counters":
+            return {"status": 0}
+        if kind == "register_plugin":
+            self.registered = request
+            size = request["kernel_information_bytes"]
+            info = bytearray(size)
+            info[0:2], info[2:4] = (3).to_bytes(2, "little"), size.to_bytes(2, "little")
+            info[8:16] = (0x1234).to_bytes(8, "little")  # the POHANDLE
+            return {
+                "status": 0,
+                "kernel_information": bytes(info).hex(),
+                "functions": list(range(16, min(size, 96), 8)),
+            }
+        if kind == "pofx_service":
+            return {"rax": 0}
+        if kind == "log":
+            self.logs.append(request["text"])
+            return {}
+        if kind == "etw_register":
+            return {"status": 0, "handle": 0x55}
+        if kind in ("etw_write", "etw_set_information", "etw_unregister"):
+            return {"status": 0}
+        if kind in ("stall", "revert_affinity"):
+            return {}
+        if kind == "wdf":
+            return self.wdf(request)
+        raise AssertionError(f"unexpected host request {request}")
+
+    def wdf(self, request: dict[str, Any]) -> dict[str, Any]:
+        function = request["function"]
+        if function in ("WdfDriverCreate", "WdfDeviceCreate"):
+            return {"status": 0}
+        if function in ("WdfDriverOpenParametersRegistryKey",):
+            return {"status": 0, "key": 1}
+        if function == "WdfDriverOpenPersistentStateRegistryKey":
+            return {"status": 0, "key": 2}
+        if function == "WdfRegistryOpenKey":
+            return {"status": STATUS_OBJECT_NAME_NOT_FOUND}
+        if function == "WdfRegistryCreateKey":
+            return {"status": 0, "key": 3, "disposition": 1}
+        if function == "WdfRegistryQueryValue":
+            value = self.registry.get(request["name"])
+            if value is None:
+                return {"status": STATUS_OBJECT_NAME_NOT_FOUND}
+            kind, data = value
+            return {"status": 0, "type": kind, "length": len(data), "data": data.hex()}
+        if function in ("WdfRegistryAssignULong", "WdfRegistryAssignValue"):
+            return {"status": 0}
+        return {}
+
+
+class FakeChannel(Channel):
+    """The runner's stdin/stdout, answered in-process by a FakeHost."""
+
+    def __init__(self, host: FakeHost):
+        self.host = host
+        self.incoming: deque[dict[str, Any]] = deque()
+        self.finals: list[dict[str, Any]] = []
+        self.deferred: list[dict[str, Any]] = []  # answers held back until a nested call ends
+
+    def send(self, message: dict[str, Any]) -> None:
+        if "host" in message:
+            answer = self.host.answer(message)
+            if self.host.inject_on == message["host"] and self.host.inject:
+                # An interrupt: ppm-sim sends a call and answers only after its `done`.
+                self.host.inject_on = None
+                self.incoming.append(self.host.inject.popleft())
+                self.deferred.append(answer)
+            else:
+                self.incoming.append(answer)
+        else:
+            self.finals.append(message)
+            if self.deferred:
+                self.incoming.append(self.deferred.pop())
+
+    def receive(self) -> dict[str, Any] | None:
+        return self.incoming.popleft() if self.incoming else None
+
+
+IMAGE = ROOT / "target" / "driver-image" / "x64" / "ppm_pep.sys"
+MAP = ROOT / "target" / "driver-image" / "x64" / "ppm_pep.map"
+REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep"
+
+
+class Session:
+    """One runner with one fake host; `command` runs a command and returns its `done`."""
+
+    def __init__(self, host: FakeHost | None = None, stack_bytes: int = 24576):
+        self.host = host or FakeHost()
+        self.channel = FakeChannel(self.host)
+        self.runner = Runner(self.channel)
+        self.loaded = self.command(
+            {
+                "op": "load",
+                "image": str(IMAGE),
+                "map": str(MAP),
+                "arch": "x64",
+                "stack_bytes": stack_bytes,
+            }
+        )
+
+    def command(self, message: dict[str, Any]) -> dict[str, Any]:
+        handler = getattr(self.runner, f"cmd_{message['op']}")
+        return handler(message)
+
+    def boot(self) -> dict[str, Any]:
+        return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})

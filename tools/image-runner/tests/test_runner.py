@@ -1,0 +1,244 @@
+"""The runner against the real image, target/driver-image/x64/ppm_pep.sys, with a fake host."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+from fake_host import IMAGE, MAP, REGISTRY_PATH, ROOT, FakeHost, Session
+
+import printf
+from layout import KMDF_TABLE
+
+pytestmark = pytest.mark.skipif(
+    not IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh"
+)
+
+STATUS_PRIVILEGED_INSTRUCTION = 0xC0000096
+PEP_DPM_PREPARE_DEVICE = 1
+PAYLOAD = 0x10000  # where the fake host pretends its notification payload lives
+
+
+def booted(host: FakeHost | None = None) -> Session:
+    session = Session(host)
+    assert session.boot() == {"status": 0}
+    return session
+
+
+def callbacks(session: Session) -> tuple[int, int]:
+    information = bytes.fromhex(session.host.registered["information"])
+    device = int.from_bytes(information[8:16], "little")
+    processor = int.from_bytes(information[16:24], "little")
+    return device, processor
+
+
+def prepare_device_page(device_id: str) -> bytearray:
+    """PEP_PREPARE_DEVICE at PAYLOAD: DeviceId -> UNICODE_STRING at +0x10, DeviceAccepted +8
+    (0xEE: not yet written)."""
+    page = bytearray(0x1000)
+    text = device_id.encode("utf-16-le")
+    page[0:8] = (PAYLOAD + 0x10).to_bytes(8, "little")
+    page[8] = 0xEE
+    page[0x10:0x12] = len(text).to_bytes(2, "little")
+    page[0x12:0x14] = len(text).to_bytes(2, "little")
+    page[0x18:0x20] = (PAYLOAD + 0x20).to_bytes(8, "little")
+    page[0x20 : 0x20 + len(text)] = text
+    return page
+
+
+def test_boots_to_register_plugin_with_success():
+    session = booted()
+    registered = session.host.registered
+    assert registered is not None, "PoFxRegisterPluginEx was never called"
+    information = bytes.fromhex(registered["information"])
+    assert int.from_bytes(information[0:2], "little") == 3  # PEP_INFORMATION_V3
+    assert int.from_bytes(information[2:4], "little") == 32
+    assert registered["kernel_information_bytes"] == 96
+    device, processor = callbacks(session)
+    base, size = session.loaded["image_base"], session.loaded["image_size"]
+    assert base <= device < base + size and base <= processor < base + size
+    assert any("registered" in line for line in session.host.logs)
+
+
+def test_probe_gp_is_caught_by_the_images_own_except():
+    # No IA32_HWP_CAPABILITIES etc. in the table: the SEH-guarded probes fault.
+    session = booted(FakeHost(msrs={0xE7: 1, 0xE8: 2}))
+    seh = session.command({"op": "report"})["seh"]
+    assert seh, "no probe faulted"
+    runner = session.runner
+    for entry in seh:
+        assert entry["code"] == STATUS_PRIVILEGED_INSTRUCTION
+        assert entry["handled"] is True
+        assert entry["symbol"].startswith("ppm_image_readmsr")
+        assert runner.symbol(entry["handler"]).startswith("ppm_msr_probe_read+")
+    assert session.host.registered is not None, "the driver did not go on after the #GP"
+
+
+def readmsr_address(session: Session) -> int:
+    runner = session.runner
+    index = runner.symbols.names.index("ppm_image_readmsr")
+    return session.loaded["image_base"] + runner.symbols.rvas[index]
+
+
+def test_rdmsr_answered_by_the_host_and_fault_outside_try_is_bugcheck_0x1e():
+    session = booted(FakeHost(msrs={0xE7: 0x1122334455667788}))
+    address = readmsr_address(session)
+    done = session.command({"op": "call", "address": address, "args": [0xE7]})
+    assert done["rax"] == 0x1122334455667788
+    done = session.command({"op": "call", "address": address, "args": [0x199]})
+    crash = done["crash"]
+    assert crash["code"] == 0x1E
+    assert crash["parameters"][0] == STATUS_PRIVILEGED_INSTRUCTION
+    assert crash["symbol"] == "ppm_image_readmsr+0x0"
+    assert session.command({"op": "report"})["seh"][-1]["handled"] is False
+
+
+def test_prepare_device_through_ppm_sim_memory():
+    session = booted()
+    device, _ = callbacks(session)
+    session.host.memory[PAYLOAD] = prepare_device_page("\\_SB.PR00")
+    done = session.command(
+        {"op": "call", "address": device, "args": [PEP_DPM_PREPARE_DEVICE, PAYLOAD]}
+    )
+    assert done["rax"] & 0xFF == 1
+    assert done["writes"] == [[PAYLOAD + 8, "01"]]
+    assert {"host": "read", "address": PAYLOAD, "length": 0x1000} in session.host.requests
+    session.host.memory[PAYLOAD] = prepare_device_page("\\_SB.PCI0")
+    done = session.command(
+        {"op": "call", "address": device, "args": [PEP_DPM_PREPARE_DEVICE, PAYLOAD]}
+    )
+    assert done["rax"] & 0xFF == 1
+    assert done["writes"] == [[PAYLOAD + 8, "00"]]
+
+
+def test_unreadable_host_memory_is_a_page_fault():
+    session = booted()
+    device, _ = callbacks(session)
+    done = session.command(
+        {"op": "call", "address": device, "args": [PEP_DPM_PREPARE_DEVICE, 0x20000]}
+    )
+    assert done["crash"]["code"] == 0x50
+
+
+def test_stack_low_water_mark_and_overflow():
+    session = booted()
+    stack = session.command({"op": "report"})["stack"]
+    entry = next(item for item in stack if item["symbol"] == "FxDriverEntry")
+    assert entry["calls"] == 1
+    assert 1024 < entry["deepest_bytes"] < 24576
+    small = Session(stack_bytes=4096)
+    if entry["deepest_bytes"] < 4096:
+        pytest.skip("the boot path fits in 4 KiB: no overflow to provoke")
+    crash = small.boot()["crash"]
+    assert crash["code"] == 0x7F and crash["parameters"][0] == 8
+
+
+def test_kmdf_report_names_the_indices():
+    session = booted()
+    report = session.command({"op": "report"})
+    assert report["kmdf_function_count"] == 458
+    assert {"index": 116, "name": "WdfDriverCreate", "calls": 1} in report["kmdf"]
+    functions = report["functions"]
+    assert 0 < len(functions["executed"]) < functions["total"]
+    assert session.loaded["entry"] in functions["executed"]
+
+
+def test_untranslated_kmdf_index_is_a_crash():
+    session = booted()
+    for index, name in ((315, "WdfSpinLockCreate"), (5, "KMDF 1.31 function 5")):
+        stub = session.runner.u64(KMDF_TABLE + 8 * index)
+        crash = session.command({"op": "call", "address": stub, "args": []})["crash"]
+        assert crash["code"] == 0x1E
+        assert f"index {index} ({name})" in crash["what"]
+
+
+def test_instruction_limit_ends_a_hang():
+    session = booted()
+    runner = session.runner
+    runner.instruction_limit = 100_000
+    # A `jmp $` in the image's int3 padding after ppm_image_readmsr's `ret`.
+    loop = readmsr_address(session) + 0x4A
+    assert runner.read(loop, 2) == b"\xcc\xcc"
+    runner.uc.mem_write(loop, b"\xeb\xfe")
+    crash = session.command({"op": "call", "address": loop, "args": []})["crash"]
+    assert crash["code"] == 0 and "hang" in crash["what"]
+
+
+def test_cli_sti_reported_only_on_change():
+    session = booted()
+    changes = session.host.interrupts
+    assert changes, "the boot path never disabled interrupts"
+    assert changes[0] is False
+    assert all(a != b for a, b in zip(changes, changes[1:], strict=False))
+
+
+def test_nested_call_while_waiting_for_a_host_answer():
+    host = FakeHost()
+    session = booted(host)
+    device, _ = callbacks(session)
+    host.memory[PAYLOAD] = prepare_device_page("\\_SB.PR00")
+    nested = {"op": "call", "address": device, "args": [PEP_DPM_PREPARE_DEVICE, PAYLOAD]}
+    host.inject.append(nested)
+    host.inject_on = "rdmsr"
+    address = readmsr_address(session)
+    done = session.command({"op": "call", "address": address, "args": [0xE7]})
+    assert done["rax"] == host.msrs[0xE7]
+    finals = session.channel.finals
+    assert finals and finals[0]["done"]["writes"] == [[PAYLOAD + 8, "01"]]
+
+
+def test_dbgprintex_format():
+    values = iter([18446744073709551615, 0x40, 0x50, 42, 7, ord("x"), 0x1234, 0xFFFFFFFF])
+    text = printf.format_message(
+        b"%llu %ws %s %5d|%-3u|%c %p %% %d",
+        lambda: next(values),
+        lambda address: "narrow" if address == 0x50 else "?",
+        lambda address: "wide" if address == 0x40 else "?",
+    )
+    assert text == "18446744073709551615 wide narrow    42|7  |x 0000000000001234 % -1"
+
+
+def test_line_protocol_over_stdio():
+    """The runner as ppm-sim starts it: scripts/image-runner.sh, JSON lines."""
+    host = FakeHost()
+    process = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "image-runner.sh")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+
+    def command(message: dict) -> dict:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        while True:
+            reply = json.loads(process.stdout.readline())
+            if "host" not in reply:
+                return reply
+            process.stdin.write(json.dumps(host.answer(reply)) + "\n")
+            process.stdin.flush()
+
+    try:
+        load = {"op": "load", "image": str(IMAGE), "map": str(MAP), "stack_bytes": 24576}
+        assert "image_base" in command(load)["done"]
+        assert command({"op": "driver_entry", "registry_path": REGISTRY_PATH}) == {
+            "done": {"status": 0}
+        }
+        device = int.from_bytes(bytes.fromhex(host.registered["information"])[8:16], "little")
+        host.memory[PAYLOAD] = prepare_device_page("\\_SB.PR00")
+        call = {"op": "call", "address": device, "args": [1, PAYLOAD], "interrupts": True}
+        start = time.perf_counter()
+        rounds = 200
+        for _ in range(rounds):
+            assert command(call)["done"]["writes"] == [[PAYLOAD + 8, "01"]]
+        per_call = (time.perf_counter() - start) / rounds
+        print(f"PREPARE_DEVICE round trip over stdio: {per_call * 1e6:.0f} us")
+        assert command({"op": "bogus"}) == {"error": "unknown command 'bogus'"}
+        assert process.wait(timeout=10) == 2
+    finally:
+        if process.poll() is None:
+            process.kill()
