@@ -8,14 +8,22 @@
 //! `msr_probe.c`, and the outcome is recorded; the engine's own initialisation probes (CPUID
 //! checks, the counter probe, the PMU setup) thereby prove every MSR the notification paths
 //! will use. Afterwards only MSRs proven readable reach RDMSR/WRMSR; any other answers
-//! [`MsrFault`], which the engine already treats as "no such counter". What remains: an MSR
-//! that worked during `DriverEntry` and faults later (a hypervisor that changes its mind) is
-//! still a #GP.
+//! [`MsrFault`], which the engine already treats as "no such counter".
+//!
+//! Every RDMSR/WRMSR goes through the SEH shim, also after `DriverEntry`: an MSR that worked
+//! when probed can fault later or on another processor (a hypervisor that changes its mind, a
+//! processor whose PMU another owner reprogrammed), and an unguarded #GP is a bugcheck. The
+//! image backend (`ppm-sim --pep image`) found exactly that: the `msr-fault`, `threaded`,
+//! `fixed-pmc-32` and `boot-pmu-enable-fails` scenarios bugchecked the image with 0x1E where
+//! the engine, whose emulated platform returns a fault as a value, went on. A runtime fault
+//! answers [`MsrFault`] and leaves the MSR readable (the engine decides what a fault means).
+//! x64 SEH is table-based: the guard costs a call on the read path, nothing more. Whether a
+//! #GP is dispatched to `__except` at every IRQL a notification runs at is Windows' to show
+//! (not verified here).
 
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use ppm_engine::MsrFault;
-use ppm_engine::x86::instructions;
 use ppm_engine::x86::msr;
 
 unsafe extern "C" {
@@ -78,24 +86,27 @@ fn state_of(number: u32) -> Option<&'static AtomicU8> {
 pub fn read(number: u32) -> Result<u64, MsrFault> {
     let state = state_of(number).ok_or(MsrFault)?;
     match state.load(Ordering::Acquire) {
-        // SAFETY: ring 0 (a kernel driver), and RDMSR of this MSR succeeded before on this
-        // platform (proven under SEH), so it does not fault.
-        READABLE => Ok(unsafe { instructions::read_msr(number) }),
+        READABLE => guarded_read(number),
         UNKNOWN if PROBING.load(Ordering::Acquire) => probe_read(number, state),
         _ => Err(MsrFault),
     }
+}
+
+/// RDMSR of a proven MSR under SEH: a later fault is [`MsrFault`], not a bugcheck. Any IRQL.
+#[inline]
+fn guarded_read(number: u32) -> Result<u64, MsrFault> {
+    let mut value = 0;
+    // SAFETY: ring 0; the shim catches a #GP; `value` is a valid u64 to write.
+    let read = unsafe { ppm_msr_probe_read(number, &raw mut value) };
+    if read == 0 { Err(MsrFault) } else { Ok(value) }
 }
 
 /// The probing path of [`read`]. `PASSIVE_LEVEL`.
 #[cold]
 #[inline(never)]
 fn probe_read(number: u32, state: &AtomicU8) -> Result<u64, MsrFault> {
-    let mut value = 0;
-    // SAFETY: PASSIVE_LEVEL in DriverEntry (probing); the shim catches a #GP; `value` is a
-    // valid u64 to write.
-    let read = unsafe { ppm_msr_probe_read(number, &raw mut value) };
-    let (outcome, result) = if read == 0 { (FAULTS, Err(MsrFault)) } else { (READABLE, Ok(value)) };
-    state.store(outcome, Ordering::Release);
+    let result = guarded_read(number);
+    state.store(if result.is_ok() { READABLE } else { FAULTS }, Ordering::Release);
     result
 }
 
@@ -116,7 +127,8 @@ pub fn write(number: u32, value: u64) -> Result<(), MsrFault> {
     }
     // SAFETY: ring 0; the MSR exists (proven readable) and the engine writes it only with
     // values derived from what it read there, reserved bits unchanged, as it did successfully
-    // in DriverEntry (RESUME_FROM_SYSTEM_STATE re-enabling the fixed counters).
-    unsafe { instructions::write_msr(number, value) };
-    Ok(())
+    // in DriverEntry (RESUME_FROM_SYSTEM_STATE re-enabling the fixed counters); the shim
+    // catches a #GP all the same.
+    let written = unsafe { ppm_msr_probe_write(number, value) };
+    if written == 0 { Err(MsrFault) } else { Ok(()) }
 }

@@ -318,6 +318,9 @@ impl<'a> SimKernel<'a> {
             )?
         };
         let crash = crash_of(&done)?;
+        // The image keeps its belief that the fixed counters are ready in its own memory; it
+        // holds the reservation at the end of DriverEntry only when it enabled them everywhere.
+        self.machine().set_fixed_counters_ready(self.machine().pmu_reserved());
         let status = done
             .get("status")
             .and_then(serde_json::Value::as_u64)

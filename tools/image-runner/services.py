@@ -219,7 +219,9 @@ class Services:
             count = self.u32(resource_list)
             if count > MAX_COUNTERS:
                 return STATUS_INVALID_PARAMETER
-            listing = self.read(resource_list, 8 + 16 * count).hex()
+            # PHYSICAL_COUNTER_RESOURCE_LIST: Count, padding, then 24-byte descriptors (Type, Flags, a
+            # 16-byte union); the structure declares one.
+            listing = self.read(resource_list, 8 + 24 * max(count, 1)).hex()
         answer = self.ask({"host": "hal_allocate_counters", "list": listing})
         status = _status(answer)
         if status == STATUS_SUCCESS:

@@ -174,6 +174,18 @@ impl<'k> ImageHost<'k> {
     /// A request this host cannot answer (an unknown name, a missing argument, a kernel
     /// service outside `DriverEntry`): a mismatch between the runner and `ppm-sim`.
     pub fn serve(&self, name: &str, message: &Value) -> Result<Value, String> {
+        let mut answer = self.answer(name, message)?;
+        // An NTSTATUS travels as its unsigned 32-bit value, as the protocol's integers do.
+        if let Some(status) = answer.get_mut("status")
+            && let Some(signed) = status.as_i64()
+            && let Ok(signed) = i32::try_from(signed)
+        {
+            *status = json!(signed.cast_unsigned());
+        }
+        Ok(answer)
+    }
+
+    fn answer(&self, name: &str, message: &Value) -> Result<Value, String> {
         let request = Request { name, message };
         match name {
             "cpuid"
@@ -608,7 +620,9 @@ fn reg_sz(data: &[u8]) -> Option<String> {
 fn counter_list(bytes: &Value) -> Result<PHYSICAL_COUNTER_RESOURCE_LIST, String> {
     let data = bytes.as_str().and_then(unhex).ok_or("a counter list that is not hex")?;
     let size = size_of::<PHYSICAL_COUNTER_RESOURCE_LIST>();
-    if data.len() != size {
+    // The structure declares one descriptor; a list of more (which the HAL refuses from this
+    // driver: `Count` is checked) is read up to its first.
+    if data.len() < size {
         return Err(format!("a counter list of {} bytes (the structure has {size})", data.len()));
     }
     let mut list = PHYSICAL_COUNTER_RESOURCE_LIST::zeroed();
