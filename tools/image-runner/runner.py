@@ -18,16 +18,19 @@ import capstone
 from unicorn import (
     UC_ARCH_X86,
     UC_ERR_INSN_INVALID,
-    UC_HOOK_BLOCK,
     UC_HOOK_CODE,
     UC_HOOK_INTR,
     UC_HOOK_MEM_FETCH_UNMAPPED,
+    UC_HOOK_MEM_READ_PROT,
     UC_HOOK_MEM_READ_UNMAPPED,
+    UC_HOOK_MEM_WRITE_PROT,
     UC_HOOK_MEM_WRITE_UNMAPPED,
+    UC_MEM_WRITE_PROT,
     UC_MEM_WRITE_UNMAPPED,
     UC_MODE_64,
     UC_PROT_ALL,
     UC_PROT_EXEC,
+    UC_PROT_NONE,
     UC_PROT_READ,
     UC_PROT_WRITE,
     Uc,
@@ -39,16 +42,18 @@ import image as pe_image
 import printf
 import seh
 from layout import (
+    ATTEMPTED_WRITE_TO_READONLY_MEMORY,
     DATA,
     DATA_SIZE,
     DRIVER_OBJECT,
+    HANG_SECONDS,
     IMAGE_BASE,
     IMPORT_STUBS,
-    INSTRUCTION_LIMIT,
     # Address space. Unicorn's x86 has no paging here: virtual,
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
     KMODE_EXCEPTION_NOT_HANDLED,
+    MAX_CACHED_PAGES,
     MAX_CALL_ARGS,
     MAX_STACK_BYTES,
     NESTED_GAP,
@@ -79,6 +84,7 @@ from layout import (
 )
 from protocol import Channel, ProtocolError, hex_bytes, integer
 from services import Services
+from watchdog import Watchdog
 
 ARG_REGS = (x86.UC_X86_REG_RCX, x86.UC_X86_REG_RDX, x86.UC_X86_REG_R8, x86.UC_X86_REG_R9)
 NONVOLATILE_REGS = {
@@ -103,7 +109,22 @@ ALL_REGS = {
     **NONVOLATILE_REGS,
 }
 ROOT = Path(__file__).resolve().parents[2]
+_NONZERO = re.compile(rb"[^\x00]+")
 KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
+
+
+def _painted_prefix(data: bytes) -> int:
+    """How many leading bytes of `data` still hold the paint (a binary search on the prefix:
+    the stack below the lowest byte touched is untouched)."""
+    low, high = 0, len(data)
+    paint = bytes([PAINT]) * len(data)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if data[:middle] == paint[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def kmdf_names(header: Path = KMDF_HEADER) -> dict[int, str]:
@@ -121,15 +142,17 @@ class Runner(Services):
         self.uc: Uc | None = None
         self.crash: Crash | None = None
         self.fatal: BaseException | None = None
-        self.instructions = 0
-        self.instruction_limit = INSTRUCTION_LIMIT
-        self.limit = INSTRUCTION_LIMIT
-        self.blocks: dict[int, int] = {}
+        self.watchdog: Watchdog | None = None
+        self.hang_seconds = HANG_SECONDS
+        self.executed: set[int] = set()  # function start RVAs
+        self.function_hooks: dict[int, int] = {}  # function address -> its one-shot hook
         self.stack_report: dict[int, list[int]] = {}
         self.kmdf_calls: dict[int, int] = {}
         self.kmdf_count = 0
         self.seh_log: list[dict[str, Any]] = []
-        self.mirrors: list[dict[int, bytes]] = []
+        self.mirrors: list[dict[int, bytes]] = []  # per call level: page -> bytes served
+        self.refresh: int | None = None  # a stale page the image touched (see _emulate)
+        self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         self.interrupts = True
         self.pool_next = POOL
         self.pool_mapped = POOL
@@ -142,20 +165,28 @@ class Runner(Services):
     # ---- memory -------------------------------------------------------------------------
 
     def _ensure(self, address: int, length: int) -> None:
-        """Maps the ppm-sim pages a helper is about to touch (the same lazy fetch as the
-        image's own accesses); anything else unmapped is a page fault."""
+        """Makes the ppm-sim pages in [address, address+length) live for this call (fetched
+        with `read`), the same lazy fetch as the image's own accesses; any other unmapped
+        address is a page fault."""
         page = address & ~(PAGE - 1)
         while page < address + length:
-            if not self._is_mapped(page):
-                if page + PAGE <= USER_LIMIT and self.mirrors:
-                    self._fetch_page(page)
-                else:
+            if page + PAGE <= USER_LIMIT:
+                if not self.mirrors:
                     raise Crash(
                         PAGE_FAULT_IN_NONPAGED_AREA,
                         [address, 0, self._rip(), 0],
-                        f"access to unmapped memory at {address:#x}",
+                        f"access to user-mode address {address:#x} outside a call",
                         self._rip(),
                     )
+                if not any(page in level for level in self.mirrors):
+                    self._fetch_page(page)
+            elif not self._is_mapped(page):
+                raise Crash(
+                    PAGE_FAULT_IN_NONPAGED_AREA,
+                    [address, 0, self._rip(), 0],
+                    f"access to unmapped memory at {address:#x}",
+                    self._rip(),
+                )
             page += PAGE
 
     def _is_mapped(self, page: int) -> bool:
@@ -168,6 +199,9 @@ class Runner(Services):
     def read(self, address: int, length: int) -> bytes:
         if length <= 0:
             return b""
+        if address < USER_LIMIT:
+            self._ensure(address, length)
+            return bytes(self.uc.mem_read(address, length))
         try:
             return bytes(self.uc.mem_read(address, length))
         except UcError:
@@ -176,6 +210,10 @@ class Runner(Services):
 
     def write(self, address: int, data: bytes) -> None:
         if not data:
+            return
+        if address < USER_LIMIT:
+            self._ensure(address, len(data))
+            self.uc.mem_write(address, data)
             return
         try:
             self.uc.mem_write(address, data)
@@ -221,6 +259,9 @@ class Runner(Services):
         return bytes(out)
 
     def _fetch_page(self, page: int) -> None:
+        """Serves a ppm-sim page to this call. Pages stay mapped between calls (mapping and
+        unmapping flush Unicorn's translated code, which cost more than the rest of a call),
+        protected PROT_NONE while stale, so the next touch fetches them again."""
         answer = self.ask({"host": "read", "address": page, "length": PAGE})
         if answer.get("fault"):
             raise Crash(
@@ -232,34 +273,39 @@ class Runner(Services):
         data = hex_bytes(answer, "bytes")
         if len(data) != PAGE:
             raise Fatal(f"read of {page:#x}: {len(data)} bytes instead of {PAGE}")
-        self.uc.mem_map(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
+        if page in self.stale:
+            self.stale.discard(page)
+            self.uc.mem_protect(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
+        else:
+            if len(self.stale) >= MAX_CACHED_PAGES:
+                for old in list(self.stale):
+                    self.uc.mem_unmap(old, PAGE)
+                self.stale.clear()
+            self.uc.mem_map(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
         self.uc.mem_write(page, data)
         self.mirrors[-1][page] = data
 
     def _release_mirrors(self) -> list[list[Any]]:
-        """The byte ranges the image changed in ppm-sim's pages, coalesced; unmaps them."""
+        """The byte ranges the image changed in ppm-sim's pages this call, coalesced; the
+        pages become stale. Compared with what ppm-sim served (a write of the same value is no
+        change)."""
         pages = self.mirrors.pop()
         ranges: list[list[Any]] = []
         for page in sorted(pages):
             before = pages[page]
             after = bytes(self.uc.mem_read(page, PAGE))
-            self.uc.mem_unmap(page, PAGE)
+            self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
+            self.stale.add(page)
             if after == before:
                 continue
-            index = 0
-            while index < PAGE:
-                if after[index] == before[index]:
-                    index += 1
-                    continue
-                end = index
-                while end < PAGE and after[end] != before[end]:
-                    end += 1
-                address = page + index
+            changed = int.from_bytes(after, "little") ^ int.from_bytes(before, "little")
+            for run in _NONZERO.finditer(changed.to_bytes(PAGE, "little")):
+                address = page + run.start()
+                data = after[run.start() : run.end()]
                 if ranges and ranges[-1][0] + len(ranges[-1][1]) == address:
-                    ranges[-1][1] += after[index:end]
+                    ranges[-1][1] += data
                 else:
-                    ranges.append([address, bytearray(after[index:end])])
-                index = end
+                    ranges.append([address, bytearray(data)])
         return [[address, bytes(data).hex()] for address, data in ranges]
 
     # ---- host requests ------------------------------------------------------------------
@@ -334,6 +380,7 @@ class Runner(Services):
         self.image, self.symbols = image, symbols
         uc = Uc(UC_ARCH_X86, UC_MODE_64)
         self.uc = uc
+        self.watchdog = Watchdog(uc.emu_stop, self.hang_seconds)
         uc.mem_map(IMAGE_BASE, image.size, UC_PROT_ALL)
         uc.mem_write(IMAGE_BASE, image.headers)
         for rva, raw in image.contents:
@@ -378,12 +425,20 @@ class Runner(Services):
                 UC_HOOK_CODE, self._site, (kind, length), IMAGE_BASE + rva, IMAGE_BASE + rva
             )
         uc.hook_add(UC_HOOK_CODE, self._stub, None, STUBS, UNLOAD_THUNK - 1)
-        text = [s for s in image.sections if s.executable]
-        low = min(s.rva for s in text)
-        high = max(s.rva + s.size for s in text)
-        uc.hook_add(UC_HOOK_BLOCK, self._block, None, IMAGE_BASE + low, IMAGE_BASE + high - 1)
+        # Coverage: a code hook on each function's first instruction that removes itself when
+        # it fires, so a function costs one Python call in the whole run, not one per call.
+        for rva in symbols.rvas:
+            if (IMAGE_BASE + rva) not in self.function_hooks and rva not in self.sites:
+                address = IMAGE_BASE + rva
+                self.function_hooks[address] = uc.hook_add(
+                    UC_HOOK_CODE, self._function_entered, rva, address, address
+                )
         uc.hook_add(
-            UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
+            UC_HOOK_MEM_READ_UNMAPPED
+            | UC_HOOK_MEM_WRITE_UNMAPPED
+            | UC_HOOK_MEM_FETCH_UNMAPPED
+            | UC_HOOK_MEM_READ_PROT
+            | UC_HOOK_MEM_WRITE_PROT,
             self._unmapped,
         )
         uc.hook_add(UC_HOOK_INTR, self._interrupt)
@@ -403,7 +458,7 @@ class Runner(Services):
         """Calls `address` with `args` (Windows x64 convention); {"rax"} or {"crash"}."""
         uc = self.uc
         saved = uc.context_save() if nested else None
-        saved_state = (self.crash, self.limit, self.interrupts)
+        saved_state = (self.crash, self.interrupts)
         if nested:
             sp = (uc.reg_read(x86.UC_X86_REG_RSP) - NESTED_GAP) & ~0xF
         else:
@@ -426,36 +481,72 @@ class Runner(Services):
         uc.reg_write(x86.UC_X86_REG_RFLAGS, 0x2 | (RFLAGS_IF if interrupts else 0))
         self.interrupts = interrupts
         self.crash = None
-        self.limit = self.instructions + self.instruction_limit
         self.mirrors.append({})
+        if not nested:
+            self.watchdog.arm()
         try:
-            try:
-                uc.emu_start(address, SENTINEL)
-            except UcError as error:
-                if self.fatal is not None:
-                    raise self.fatal from None
-                if self.crash is None:
-                    self.crash = self._crash_from(error)
-            if self.fatal is not None:
-                raise self.fatal
+            self._emulate(address)
             rax = uc.reg_read(x86.UC_X86_REG_RAX)
+        finally:
+            if not nested:
+                self.watchdog.disarm()
             writes = self._release_mirrors()
-        except BaseException:
-            if self.mirrors:
-                self.mirrors.pop()
-            raise
-        painted = bytes(uc.mem_read(self.stack_low, entry_sp - self.stack_low))
-        lowest = self.stack_low + len(painted) - len(painted.lstrip(bytes([PAINT])))
+        lowest = self.stack_low + _painted_prefix(
+            bytes(uc.mem_read(self.stack_low, entry_sp - self.stack_low))
+        )
         record = self.stack_report.setdefault(address, [0, 0])
         record[0] += 1
         record[1] = max(record[1], entry_sp - lowest)
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        self.crash, self.limit, self.interrupts = saved_state
+        self.crash, self.interrupts = saved_state
         if crash is not None:
             return {"crash": self._crash_json(crash)}
         return {"rax": rax, "writes": writes}
+
+    def _emulate(self, address: int) -> None:
+        """Runs from `address` to the return sentinel. A touch of a stale ppm-sim page stops
+        the emulation (Unicorn 2.1.4 crashes when a protection hook changes protections), the
+        page is fetched again, and the instruction restarts."""
+        uc = self.uc
+        start = address
+        while True:
+            self.refresh = None
+            try:
+                uc.emu_start(start, SENTINEL)
+            except UcError as error:
+                if self.fatal is not None:
+                    raise self.fatal from None
+                if self.refresh is not None and self.crash is None and not self.watchdog.fired:
+                    try:
+                        self._fetch_page(self.refresh)
+                    except Crash as crash:
+                        self.crash = crash
+                        return
+                    start = self._rip()
+                    continue
+                if self.crash is None:
+                    self.crash = self._hang() if self.watchdog.fired else self._crash_from(error)
+                return
+            if self.fatal is not None:
+                raise self.fatal
+            if self.crash is None and self._rip() != SENTINEL:
+                self.crash = (
+                    self._hang()
+                    if self.watchdog.fired
+                    else Crash(0, [0, 0, 0, 0], "emulation stopped before the return", self._rip())
+                )
+            return
+
+    def _hang(self) -> Crash:
+        limit = self.watchdog.limit_seconds
+        return Crash(
+            0,
+            [int(limit * 1000), 0, 0, 0],
+            f"hang: the command ran longer than {limit:g} s",
+            self._rip(),
+        )
 
     def _crash_from(self, error: UcError) -> Crash:
         rip = self._rip()
@@ -493,21 +584,11 @@ class Runner(Services):
 
     # ---- hooks --------------------------------------------------------------------------
 
-    def _block(self, uc: Uc, address: int, size: int, _: Any) -> None:
-        count = self.blocks.get(address)
-        if count is None:
-            count = sum(1 for _ in self.md.disasm_lite(bytes(uc.mem_read(address, size)), address))
-            self.blocks[address] = count
-        self.instructions += count
-        if self.instructions > self.limit:
-            self._stop(
-                Crash(
-                    0,
-                    [self.instruction_limit, 0, 0, 0],
-                    f"hang: more than {self.instruction_limit} instructions in one command",
-                    address,
-                )
-            )
+    def _function_entered(self, uc: Uc, address: int, size: int, rva: int) -> None:
+        self.executed.add(rva)
+        handle = self.function_hooks.pop(address, None)
+        if handle is not None:
+            uc.hook_del(handle)
 
     def _unmapped(self, uc: Uc, access: int, address: int, size: int, value: int, _: Any) -> bool:
         try:
@@ -519,11 +600,23 @@ class Runner(Services):
                     self._rip(),
                 )
             if address + size <= USER_LIMIT and self.mirrors:
+                page = address & ~(PAGE - 1)
+                if page in self.stale or (address + size - 1) & ~(PAGE - 1) in self.stale:
+                    self.refresh = page if page in self.stale else page + PAGE
+                    return False  # refetched by _emulate, outside the hook
                 self._ensure(address, max(size, 1))
                 return True
+            if access == UC_MEM_WRITE_PROT:
+                raise Crash(
+                    ATTEMPTED_WRITE_TO_READONLY_MEMORY,
+                    [address, 0, 0, 0],
+                    f"write to read-only memory at {address:#x} ({self.symbol(address)})",
+                    self._rip(),
+                )
+            write = access in (UC_MEM_WRITE_UNMAPPED, UC_MEM_WRITE_PROT)
             raise Crash(
                 PAGE_FAULT_IN_NONPAGED_AREA,
-                [address, 1 if access == UC_MEM_WRITE_UNMAPPED else 0, self._rip(), 0],
+                [address, 1 if write else 0, self._rip(), 0],
                 f"access to unmapped memory at {address:#x}",
                 self._rip(),
             )
@@ -732,13 +825,7 @@ class Runner(Services):
 
     def cmd_report(self, message: dict[str, Any]) -> dict[str, Any]:
         self._need_image()
-        executed = sorted(
-            {
-                IMAGE_BASE + start
-                for address in self.blocks
-                if (start := self.symbols.function_start(address - IMAGE_BASE)) is not None
-            }
-        )
+        executed = sorted(IMAGE_BASE + rva for rva in self.executed)
         return {
             "stack": [
                 {
@@ -756,7 +843,6 @@ class Runner(Services):
             "kmdf_function_count": self.kmdf_count,
             "seh": self.seh_log,
             "functions": {"total": len(self.symbols.rvas), "executed": executed},
-            "instructions": self.instructions,
         }
 
     def kmdf_name(self, index: int) -> str:

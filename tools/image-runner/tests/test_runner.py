@@ -155,16 +155,22 @@ def test_untranslated_kmdf_index_is_a_crash():
         assert f"index {index} ({name})" in crash["what"]
 
 
-def test_instruction_limit_ends_a_hang():
+def test_hang_limit_ends_a_hang():
     session = booted()
     runner = session.runner
-    runner.instruction_limit = 100_000
+    runner.watchdog.limit_seconds = 0.3
     # A `jmp $` in the image's int3 padding after ppm_image_readmsr's `ret`.
     loop = readmsr_address(session) + 0x4A
     assert runner.read(loop, 2) == b"\xcc\xcc"
     runner.uc.mem_write(loop, b"\xeb\xfe")
+    start = time.monotonic()
     crash = session.command({"op": "call", "address": loop, "args": []})["crash"]
     assert crash["code"] == 0 and "hang" in crash["what"]
+    assert crash["address"] == loop
+    assert time.monotonic() - start < 3
+    # The next command runs normally (the watchdog was disarmed).
+    done = session.command({"op": "call", "address": readmsr_address(session), "args": [0xE7]})
+    assert done["rax"] == session.host.msrs[0xE7]
 
 
 def test_cli_sti_reported_only_on_change():
