@@ -113,18 +113,18 @@ _NONZERO = re.compile(rb"[^\x00]+")
 KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
 
 
+_PAINT_CHUNK = bytes([PAINT]) * 512
+
+
 def _painted_prefix(data: bytes) -> int:
-    """How many leading bytes of `data` still hold the paint (a binary search on the prefix:
-    the stack below the lowest byte touched is untouched)."""
-    low, high = 0, len(data)
-    paint = bytes([PAINT]) * len(data)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if data[:middle] == paint[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    """How many leading bytes of `data` still hold the paint: whole 512-byte chunks compared
+    at C speed, then the first chunk that differs byte by byte."""
+    chunk = len(_PAINT_CHUNK)
+    offset = 0
+    while offset + chunk <= len(data) and data[offset : offset + chunk] == _PAINT_CHUNK:
+        offset += chunk
+    tail = data[offset : offset + chunk]
+    return offset + len(tail) - len(tail.lstrip(_PAINT_CHUNK[:1]))
 
 
 def kmdf_names(header: Path = KMDF_HEADER) -> dict[int, str]:

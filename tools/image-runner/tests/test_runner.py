@@ -248,3 +248,44 @@ def test_line_protocol_over_stdio():
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def symbol_address(session: Session, name: str) -> int:
+    runner = session.runner
+    return session.loaded["image_base"] + runner.symbols.rvas[runner.symbols.names.index(name)]
+
+
+def test_kebugcheckex_is_a_crash_with_its_arguments():
+    # The import thunk, called with five arguments: the fifth travels on the stack.
+    session = booted()
+    thunk = symbol_address(session, "KeBugCheckEx")
+    done = session.command({"op": "call", "address": thunk, "args": [0xDEAD, 1, 2, 3, 4]})
+    crash = done["crash"]
+    assert crash["code"] == 0xDEAD
+    assert crash["parameters"] == [1, 2, 3, 4]
+
+
+def test_device_add_and_unload():
+    session = booted()
+    done = session.command({"op": "device_add"})
+    assert done == {"status": 0}
+    wdf = [r for r in session.host.requests if r["host"] == "wdf"]
+    functions = [r["function"] for r in wdf]
+    assert "WdfDeviceCreate" in functions
+    stop_remove = next(r for r in wdf if r["function"] == "WdfDeviceSetStaticStopRemove")
+    assert stop_remove["stoppable"] is False
+    state = next(r for r in wdf if r["function"] == "WdfDeviceSetDeviceState")["state"]
+    assert state["Size"] == 28 and state["NotDisableable"] == 1 and state["Disabled"] == 2
+    # A registered PEP cannot be unloaded: src/driver.rs stops the system (DRIVER_VIOLATION).
+    crash = session.command({"op": "unload"})["crash"]
+    assert crash["code"] == 0x121
+    assert "evt_driver_unload" in crash["symbol"]
+
+
+def test_unload_of_an_unregistered_driver():
+    host = FakeHost(registry={"SkipRegistration": (4, (1).to_bytes(4, "little"))})
+    session = booted(host)
+    assert host.registered is None
+    assert session.command({"op": "unload"}) == {"called": True}
+    stack = {item["symbol"] for item in session.command({"op": "report"})["stack"]}
+    assert "stub_driver_unload" in stack
