@@ -151,6 +151,7 @@ class Runner(Services):
         self.kmdf_count = 0
         self.seh_log: list[dict[str, Any]] = []
         self.mirrors: list[dict[int, bytes]] = []  # per call level: page -> bytes served
+        self.stack_floor = 0  # lowest stack address of the command before a nested repaint
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         self.interrupts = True
@@ -474,6 +475,11 @@ class Runner(Services):
         entry_sp = sp
         sp -= 8
         uc.mem_write(sp, SENTINEL.to_bytes(8, "little"))
+        if nested:
+            # The interrupted command's low-water mark so far, before this call repaints it.
+            self.stack_floor = min(self.stack_floor, self._lowest_touched(sp))
+        else:
+            self.stack_floor = self.stack_top
         uc.mem_write(self.stack_low, bytes([PAINT]) * (sp - self.stack_low))
         for register, value in zip(ARG_REGS, args, strict=False):
             uc.reg_write(register, value)
@@ -491,9 +497,9 @@ class Runner(Services):
             if not nested:
                 self.watchdog.disarm()
             writes = self._release_mirrors()
-        lowest = self.stack_low + _painted_prefix(
-            bytes(uc.mem_read(self.stack_low, entry_sp - self.stack_low))
-        )
+        lowest = self._lowest_touched(entry_sp)
+        if not nested:
+            lowest = min(lowest, self.stack_floor)
         record = self.stack_report.setdefault(address, [0, 0])
         record[0] += 1
         record[1] = max(record[1], entry_sp - lowest)
@@ -504,6 +510,11 @@ class Runner(Services):
         if crash is not None:
             return {"crash": self._crash_json(crash)}
         return {"rax": rax, "writes": writes}
+
+    def _lowest_touched(self, below: int) -> int:
+        """The lowest stack address written since the last paint (`below` if none)."""
+        painted = bytes(self.uc.mem_read(self.stack_low, below - self.stack_low))
+        return self.stack_low + _painted_prefix(painted)
 
     def _emulate(self, address: int) -> None:
         """Runs from `address` to the return sentinel. A touch of a stale ppm-sim page stops

@@ -194,6 +194,9 @@ def test_nested_call_while_waiting_for_a_host_answer():
     assert done["rax"] == host.msrs[0xE7]
     finals = session.channel.finals
     assert finals and finals[0]["done"]["writes"] == [[PAYLOAD + 8, "01"]]
+    # The interrupted call's stack figure includes the nested call's, which ran below it.
+    stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
+    assert stack[address]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
 
 
 def test_dbgprintex_format():
