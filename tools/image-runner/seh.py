@@ -197,6 +197,30 @@ class Unwinder:
             first = False
         return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
 
+    def backtrace(
+        self, regs: dict[str, int], stop: Callable[[int], bool]
+    ) -> tuple[list[int], dict[str, int]]:
+        """The return addresses of the frames above regs["rip"] (the first is regs["rip"]
+        itself), by the same virtual unwind as the dispatch, until `stop(rip)`; and the
+        registers unwound to that point."""
+        regs = dict(regs)
+        frames = []
+        for depth in range(MAX_FRAMES):
+            rip = regs["rip"]
+            if stop(rip):
+                return frames, regs
+            frames.append(rip)
+            rva = rip - self.base - (0 if depth == 0 else 1)
+            if not 0 <= rva < self.size:
+                raise UnwindError(f"frame at {rip:#x} outside the image")
+            function = self.function(rva)
+            if function is None:
+                regs["rip"] = self.u64(regs["rsp"])
+                regs["rsp"] += 8
+            else:
+                self.unwind(regs, function)
+        raise UnwindError(f"more than {MAX_FRAMES} frames")
+
 
 def _slots(op: int, info: int) -> int:
     if op == 1:

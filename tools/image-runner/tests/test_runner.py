@@ -292,3 +292,57 @@ def test_unload_of_an_unregistered_driver():
     assert session.command({"op": "unload"}) == {"called": True}
     stack = {item["symbol"] for item in session.command({"op": "report"})["stack"]}
     assert "stub_driver_unload" in stack
+
+
+def test_virtual_unwind_walks_every_frame_back_to_the_entry_point():
+    """The unwind codes replayed on the real image: from inside KeStallExecutionProcessor
+    (deep in calibration), frame by frame back to FxDriverEntry's caller, restoring the
+    non-volatile registers each function saved."""
+    from runner import NONVOLATILE_REGS, SENTINEL, x86
+
+    host = FakeHost()
+    session = Session(host)
+    runner = session.runner
+    traces = []
+    answer = host.answer
+
+    def capture(request):
+        if request["host"] == "stall" and not traces:
+            uc = runner.uc
+            regs = {name: uc.reg_read(reg) for name, reg in NONVOLATILE_REGS.items()}
+            regs["rsp"] = uc.reg_read(x86.UC_X86_REG_RSP) + 8  # the stub's return address
+            regs["rip"] = runner.u64(regs["rsp"] - 8)
+            frames, unwound = runner.unwinder.backtrace(regs, lambda rip: rip == SENTINEL)
+            traces.append([runner.symbol(rip).split("+")[0] for rip in frames])
+            restored.update(unwound)
+        return answer(request)
+
+    restored = {}
+    host.answer = capture
+    # The non-volatile registers at the entry: what unwinding every frame must give back.
+    markers = {name: 0x1111_0000_0000_0000 + n for n, name in enumerate(NONVOLATILE_REGS)}
+    for name, value in markers.items():
+        runner.uc.reg_write(NONVOLATILE_REGS[name], value)
+    assert session.boot() == {"status": 0}
+    (names,) = traces
+    assert names[-2:] == ["DriverEntry", "FxDriverEntry"]
+    assert {name: restored[name] for name in markers} == markers
+    assert restored["rsp"] == runner.stack_top - 0x20  # the entry's RSP after its return
+
+
+def test_bad_input_is_a_one_line_error():
+    import io
+
+    from protocol import Channel
+    from runner import Runner
+
+    for line, expected in (
+        ("not json\n", "not JSON"),
+        ('{"op": "call", "address": 1}\n', "no image loaded"),
+        ('{"op": "load", "image": "/nonexistent", "map": "/x", "stack_bytes": 24576}\n', ""),
+        ('{"op": "load", "image": "x", "map": "y", "stack_bytes": 100}\n', "stack_bytes"),
+    ):
+        out = io.StringIO()
+        assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+        (reply,) = [json.loads(text) for text in out.getvalue().splitlines()]
+        assert expected in reply["error"] and "\n" not in reply["error"]
