@@ -421,6 +421,7 @@ class Runner(Services):
         uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
         self.unwinder = seh.Unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
         self.sites = pe_image.find_sites(image)
+        self.site_functions = set(self.sites) & set(symbols.rvas)
         for rva, (kind, length) in self.sites.items():
             uc.hook_add(
                 UC_HOOK_CODE, self._site, (kind, length), IMAGE_BASE + rva, IMAGE_BASE + rva
@@ -685,6 +686,8 @@ class Runner(Services):
 
     def _site(self, uc: Uc, address: int, size: int, site: tuple[str, int]) -> None:
         kind, length = site
+        if address - IMAGE_BASE in self.site_functions:  # no coverage hook of its own there
+            self.executed.add(address - IMAGE_BASE)
         try:
             if kind in ("rdmsr", "wrmsr"):
                 msr = uc.reg_read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
