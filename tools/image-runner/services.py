@@ -81,7 +81,7 @@ class Services:
             code,
             [self.arg(n) for n in range(1, 5)],
             "KeBugCheckEx",
-            self.u64(self.uc.reg_read(self._rsp_reg)),
+            self.u64(self.regs.read(self._rsp_reg)),
         )
 
     def imp___C_specific_handler(self) -> int:
@@ -311,7 +311,7 @@ class Services:
                 KMODE_EXCEPTION_NOT_HANDLED,
                 [0xC0000005, index, 0, 0],
                 f"KMDF function table index {index} ({name}): not translated by the runner",
-                self.u64(self.uc.reg_read(self._rsp_reg)),
+                self.u64(self.regs.read(self._rsp_reg)),
             )
         return handler()
 

@@ -348,3 +348,66 @@ def test_bad_input_is_a_one_line_error():
         assert Runner(Channel(io.StringIO(line), out)).serve() == 2
         (reply,) = [json.loads(text) for text in out.getvalue().splitlines()]
         assert expected in reply["error"] and "\n" not in reply["error"]
+
+
+def apply(page: bytearray, writes: list) -> None:
+    for address, data in writes:
+        raw = bytes.fromhex(data)
+        page[address - PAYLOAD : address - PAYLOAD + len(raw)] = raw
+
+
+def registered_processor(session: Session) -> tuple[int, int]:
+    """PREPARE_DEVICE and REGISTER_DEVICE of \\_SB.PR00: the processor callback and the
+    PEPHANDLE the image returned."""
+    device, processor = callbacks(session)
+    session.host.memory[PAYLOAD] = prepare_device_page("\\_SB.PR00")
+    assert session.command({"op": "call", "address": device, "args": [1, PAYLOAD]})["rax"] & 0xFF
+    # PEP_REGISTER_DEVICE_V2: DeviceId +0, KernelHandle +8, Register +16, DeviceHandle +24
+    # out, DeviceAccepted +32 out; the id's UNICODE_STRING at +0x100.
+    page = bytearray(0x1000)
+    text = "\\_SB.PR00".encode("utf-16-le")
+    page[0:8] = (PAYLOAD + 0x100).to_bytes(8, "little")
+    page[8:16] = (0x5555).to_bytes(8, "little")
+    page[0x100:0x102] = page[0x102:0x104] = len(text).to_bytes(2, "little")
+    page[0x108:0x110] = (PAYLOAD + 0x120).to_bytes(8, "little")
+    page[0x120 : 0x120 + len(text)] = text
+    session.host.memory[PAYLOAD] = page
+    done = session.command({"op": "call", "address": device, "args": [3, PAYLOAD]})
+    assert done["rax"] & 0xFF == 1
+    apply(page, done["writes"])
+    assert int.from_bytes(page[32:36], "little") == 2  # PepDeviceAccepted
+    return processor, int.from_bytes(page[24:32], "little")
+
+
+def test_feedback_read_the_hot_path():
+    """QUERY_CAPABILITIES, QUERY_FEEDBACK_COUNTERS and FEEDBACK_READ: the counter reads of the
+    image's own RDMSRs, answered by the host, in the payload's NominalCount/ActualCount."""
+    session = booted(FakeHost(advancing=True))
+    processor, handle = registered_processor(session)
+    assert handle
+    host = session.host
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    done = session.command({"op": "call", "address": processor, "args": [handle, 1, PAYLOAD]})
+    assert done["rax"] & 0xFF == 1
+    capabilities = bytearray(0x1000)
+    apply(capabilities, done["writes"])
+    assert int.from_bytes(capabilities[0:4], "little") == 1  # FeedbackCounterCount
+    query = bytearray(0x1000)
+    query[0:4] = (1).to_bytes(4, "little")
+    host.memory[PAYLOAD] = query
+    done = session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
+    apply(query, done["writes"])
+    assert int.from_bytes(query[4:8], "little") & 0x7 == 0x3  # affinitized, relative
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    counts = []
+    for _ in range(3):
+        host.memory[PAYLOAD] = bytearray(0x1000)
+        done = session.command({**read, "interrupts": False})
+        assert done["rax"] & 0xFF == 1
+        page = bytearray(0x1000)
+        apply(page, done["writes"])
+        counts.append((int.from_bytes(page[8:16], "little"), int.from_bytes(page[16:24], "little")))
+    assert counts[1][0] > counts[0][0] and counts[2][0] > counts[1][0]
+    assert all(actual < nominal for nominal, actual in counts[1:])
+    msrs = [r["msr"] for r in host.requests[-8:] if r["host"] == "rdmsr"]
+    assert sorted(msrs[-2:]) == [0xE7, 0xE8]
