@@ -608,11 +608,10 @@ class Runner(Services):
         if isinstance(error, Crash):
             self.crash = error
         else:
-            self.fatal = (
-                error
-                if isinstance(error, Fatal | ProtocolError)
-                else Fatal(f"runner bug: {error!r}\n{traceback.format_exc()}")
-            )
+            if not isinstance(error, Fatal | ProtocolError):
+                traceback.print_exc(file=sys.stderr)
+                error = Fatal(f"runner bug in a hook: {error!r}")
+            self.fatal = error
         self.uc.emu_stop()
 
     # ---- hooks --------------------------------------------------------------------------
@@ -909,6 +908,10 @@ class Runner(Services):
             except (Fatal, ProtocolError) as error:
                 self.channel.send({"error": str(error)})
                 print(f"image-runner: {error}", file=sys.stderr)
+                return 2
+            except Exception as error:  # noqa: BLE001 - a bug of the runner: say so, exit 2
+                traceback.print_exc(file=sys.stderr)
+                self.channel.send({"error": f"runner bug: {error!r}"})
                 return 2
 
 
