@@ -98,17 +98,6 @@ NONVOLATILE_REGS = {
     "r14": x86.UC_X86_REG_R14,
     "r15": x86.UC_X86_REG_R15,
 }
-ALL_REGS = {
-    "rax": x86.UC_X86_REG_RAX,
-    "rcx": x86.UC_X86_REG_RCX,
-    "rdx": x86.UC_X86_REG_RDX,
-    "rsp": x86.UC_X86_REG_RSP,
-    "r8": x86.UC_X86_REG_R8,
-    "r9": x86.UC_X86_REG_R9,
-    "r10": x86.UC_X86_REG_R10,
-    "r11": x86.UC_X86_REG_R11,
-    **NONVOLATILE_REGS,
-}
 ROOT = Path(__file__).resolve().parents[2]
 _NONZERO = re.compile(rb"[^\x00]+")
 KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
@@ -160,6 +149,7 @@ class Runner(Services):
     def __init__(self, channel: Channel):
         self.channel = channel
         self.uc: Uc | None = None
+        self.image: pe_image.Image | None = None
         self.crash: Crash | None = None
         self.fatal: BaseException | None = None
         self.watchdog: Watchdog | None = None
@@ -377,8 +367,6 @@ class Runner(Services):
         return f"{address:#x}"
 
     # ---- load ---------------------------------------------------------------------------
-
-    image: pe_image.Image | None = None
 
     def cmd_load(self, message: dict[str, Any]) -> dict[str, Any]:
         if self.uc is not None:
