@@ -904,6 +904,13 @@ class Runner(Services):
 
 
 def main() -> int:
+    if len(sys.argv) > 1:
+        print(
+            f"image-runner: unexpected argument {sys.argv[1]!r} (the runner takes none: "
+            "commands come on stdin; see docs/image-backend.md)",
+            file=sys.stderr,
+        )
+        return 2
     return Runner(Channel()).serve()
 
 
