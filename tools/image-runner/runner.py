@@ -159,6 +159,7 @@ class Runner(Services):
         self.stack_report: dict[int, list[int]] = {}
         self.kmdf_calls: dict[int, int] = {}
         self.kmdf_count = 0
+        self.etw_providers: dict[int, tuple[int, int]] = {}
         self.seh_log: list[dict[str, Any]] = []
         self.mirrors: list[dict[int, bytes]] = []  # per call level: page -> bytes served
         self.stack_floor = 0  # lowest stack address of the command before a nested repaint

@@ -235,7 +235,10 @@ class Services:
         answer = self.ask({"host": "etw_register", "provider": self.read(self.arg(0), 16).hex()})
         status = _status(answer)
         if status == STATUS_SUCCESS:
-            self.put(self.arg(3), integer(answer, "handle"), 8)
+            handle = integer(answer, "handle")
+            self.put(self.arg(3), handle, 8)
+            # The provider's EnableCallback and its context (no ETW session calls it here).
+            self.etw_providers[handle] = (self.arg(1), self.arg(2))
         return status
 
     def imp_EtwWriteTransfer(self) -> int:

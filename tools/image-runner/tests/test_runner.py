@@ -411,3 +411,23 @@ def test_feedback_read_the_hot_path():
     assert all(actual < nominal for nominal, actual in counts[1:])
     msrs = [r["msr"] for r in host.requests[-8:] if r["host"] == "rdmsr"]
     assert sorted(msrs[-2:]) == [0xE7, 0xE8]
+
+
+def test_etw_event_bytes_once_a_session_enables_the_provider():
+    """TraceLogging writes only when enabled: the test plays the ETW session, calling the
+    provider's EnableCallback (IsEnabled 1, level 5, every keyword), then PREPARE_DEVICE's
+    event arrives as EtwWriteTransfer's data descriptors' bytes."""
+    session = booted()
+    ((handle, (callback, context)),) = session.runner.etw_providers.items()
+    enable = [0, 1, 5, 0xFFFFFFFFFFFFFFFF, 0, 0, context]  # 5th..7th arguments on the stack
+    assert "crash" not in session.command({"op": "call", "address": callback, "args": enable})
+    device, _ = callbacks(session)
+    session.host.memory[PAYLOAD] = prepare_device_page("\\_SB.PR00")
+    before = len(session.host.requests)
+    session.command({"op": "call", "address": device, "args": [1, PAYLOAD]})
+    (event,) = [r for r in session.host.requests[before:] if r["host"] == "etw_write"]
+    assert event["handle"] == handle
+    assert len(bytes.fromhex(event["descriptor"])) == 16
+    data = [bytes.fromhex(piece) for piece in event["data"]]
+    assert any(b"DevicePrepared" in piece for piece in data)
+    assert "\\_SB.PR00".encode("utf-16-le") in data
