@@ -431,3 +431,15 @@ def test_etw_event_bytes_once_a_session_enables_the_provider():
     data = [bytes.fromhex(piece) for piece in event["data"]]
     assert any(b"DevicePrepared" in piece for piece in data)
     assert "\\_SB.PR00".encode("utf-16-le") in data
+
+
+def test_wrmsr_reaches_the_host_and_its_fault_is_caught():
+    session = booted(FakeHost(msrs={0x199: 0}))
+    probe = symbol_address(session, "ppm_msr_probe_write")
+    done = session.command({"op": "call", "address": probe, "args": [0x199, 0x1234_0000_5678]})
+    assert done["rax"] & 0xFF == 1
+    assert session.host.msrs[0x199] == 0x1234_0000_5678
+    done = session.command({"op": "call", "address": probe, "args": [0x774, 1]})
+    assert done["rax"] & 0xFF == 0
+    last = session.command({"op": "report"})["seh"][-1]
+    assert last["handled"] and last["symbol"].startswith("__writemsr")
