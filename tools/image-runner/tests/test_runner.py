@@ -443,3 +443,19 @@ def test_wrmsr_reaches_the_host_and_its_fault_is_caught():
     assert done["rax"] & 0xFF == 0
     last = session.command({"op": "report"})["seh"][-1]
     assert last["handled"] and last["symbol"].startswith("__writemsr")
+
+
+def test_a_function_table_larger_than_kmdf_1_31_is_refused():
+    import re
+
+    session = Session()
+    text = MAP.read_text()
+    preferred = int(re.search(r"Preferred load address is ([0-9a-fA-F]+)", text).group(1), 16)
+    bind_info = int(re.search(r"\sbind_info\s+([0-9a-f]{16})", text).group(1), 16) - preferred
+    runner = session.runner
+    field = session.loaded["image_base"] + bind_info + 28  # WDF_BIND_INFO.FuncCount
+    assert runner.u32(field) == 458
+    runner.uc.mem_write(field, (459).to_bytes(4, "little"))
+    assert session.boot() == {"status": 0xC000000D}  # STATUS_INVALID_PARAMETER, from the bind
+    assert session.host.registered is None
+    assert session.command({"op": "report"})["kmdf"] == []
