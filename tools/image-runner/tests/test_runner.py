@@ -202,14 +202,14 @@ def test_nested_call_while_waiting_for_a_host_answer():
 
 
 def test_dbgprintex_format():
-    values = iter([18446744073709551615, 0x40, 0x50, 42, 7, ord("x"), 0x1234, 0xFFFFFFFF])
+    values = iter([18446744073709551615, 0x40, 0x50, 42, 7, ord("x"), 0x1234, 0xFFFFFFFF, 0x40])
     text = printf.format_message(
-        b"%llu %ws %s %5d|%-3u|%c %p %% %d",
+        b"%llu %ws %s %5d|%-3u|%c %p %% %d %ls",
         lambda: next(values),
         lambda address: "narrow" if address == 0x50 else "?",
         lambda address: "wide" if address == 0x40 else "?",
     )
-    assert text == "18446744073709551615 wide narrow    42|7  |x 0000000000001234 % -1"
+    assert text == "18446744073709551615 wide narrow    42|7  |x 0000000000001234 % -1 wide"
 
 
 def test_line_protocol_over_stdio():
