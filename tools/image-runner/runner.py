@@ -160,6 +160,7 @@ class Runner(Services):
         self.kmdf_calls: dict[int, int] = {}
         self.kmdf_count = 0
         self.etw_providers: dict[int, tuple[int, int]] = {}
+        self.kernel_information = 0  # the image's PEP_KERNEL_INFORMATION, once registered
         self.seh_log: list[dict[str, Any]] = []
         self.mirrors: list[dict[int, bytes]] = []  # per call level: page -> bytes served
         self.stack_floor = 0  # lowest stack address of the command before a nested repaint

@@ -200,6 +200,7 @@ class Services:
                     raise Fatal(f"register_plugin: function offset {offset} outside the structure")
                 data[offset : offset + 8] = (POFX_STUBS + offset).to_bytes(8, "little")
             self.write(kernel, bytes(data))
+            self.kernel_information = kernel
         return status
 
     # ---- HAL ----------------------------------------------------------------------------

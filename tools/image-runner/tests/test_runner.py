@@ -459,3 +459,21 @@ def test_a_function_table_larger_than_kmdf_1_31_is_refused():
     assert session.boot() == {"status": 0xC000000D}  # STATUS_INVALID_PARAMETER, from the bind
     assert session.host.registered is None
     assert session.command({"op": "report"})["kmdf"] == []
+
+
+def test_pofx_services_are_host_requests():
+    """register_plugin's `functions` offsets become stubs in the image's
+    PEP_KERNEL_INFORMATION; a call through one is a pofx_service request."""
+    from layout import POFX_STUBS
+
+    session = booted()
+    runner = session.runner
+    kernel = runner.kernel_information
+    assert runner.u64(kernel + 8) == 0x1234  # the POHANDLE the fake kernel returned
+    for offset in range(16, 96, 8):
+        assert runner.u64(kernel + offset) == POFX_STUBS + offset
+    done = session.command({"op": "call", "address": POFX_STUBS + 16, "args": [0x1234, 7]})
+    assert done["rax"] == 0
+    request = session.host.requests[-1]
+    assert request["host"] == "pofx_service" and request["offset"] == 16
+    assert request["args"][:2] == [0x1234, 7]
