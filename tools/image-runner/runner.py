@@ -325,20 +325,29 @@ class Runner(Services):
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         """One host request; a `call` command arriving meanwhile runs nested."""
-        self.channel.send(request)
-        while True:
-            message = self.channel.receive()
-            if message is None:
-                raise Fatal(f"ppm-sim closed the pipe while {request.get('host')} was waiting")
-            if "op" not in message:
-                if "error" in message:
-                    raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
-                return message
-            if message["op"] != "call":
-                raise ProtocolError(
-                    f"{message['op']!r} while a host request was waiting (only call may nest)"
-                )
-            self.channel.send({"done": self.cmd_call(message, nested=True)})
+        self.watchdog.pause()  # ppm-sim's time is not the image's
+        try:
+            self.channel.send(request)
+            while True:
+                message = self.channel.receive()
+                if message is None:
+                    raise Fatal(f"ppm-sim closed the pipe while {request.get('host')} was waiting")
+                if "op" not in message:
+                    if "error" in message:
+                        raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
+                    return message
+                if message["op"] != "call":
+                    raise ProtocolError(
+                        f"{message['op']!r} while a host request was waiting (only call may nest)"
+                    )
+                self.watchdog.resume()  # the nested call's time counts
+                try:
+                    done = self.cmd_call(message, nested=True)
+                finally:
+                    self.watchdog.pause()
+                self.channel.send({"done": done})
+        finally:
+            self.watchdog.resume()
 
     # ---- registers ----------------------------------------------------------------------
 

@@ -477,3 +477,21 @@ def test_pofx_services_are_host_requests():
     request = session.host.requests[-1]
     assert request["host"] == "pofx_service" and request["offset"] == 16
     assert request["args"][:2] == [0x1234, 7]
+
+
+def test_time_waiting_for_the_host_is_not_a_hang():
+    host = FakeHost()
+    session = Session(host)
+    session.runner.watchdog.limit_seconds = 0.3
+    answer = host.answer
+    slept = []
+
+    def slow(request):
+        if request["host"] == "stall" and not slept:
+            slept.append(True)
+            time.sleep(0.6)
+        return answer(request)
+
+    host.answer = slow
+    assert session.boot() == {"status": 0}
+    assert slept
