@@ -495,3 +495,14 @@ def test_time_waiting_for_the_host_is_not_a_hang():
     host.answer = slow
     assert session.boot() == {"status": 0}
     assert slept
+
+
+def test_divide_error_without_a_handler_is_bugcheck_0x1e():
+    session = booted()
+    cave = readmsr_address(session) + 0x4A  # ppm_image_readmsr's int3 padding
+    assert session.runner.read(cave, 4) == b"\xcc" * 4
+    session.runner.uc.mem_write(cave, b"\x31\xc9\xf7\xf1")  # xor ecx, ecx; div ecx
+    crash = session.command({"op": "call", "address": cave, "args": []})["crash"]
+    assert crash["code"] == 0x1E
+    assert crash["parameters"][:2] == [0xC0000094, cave + 2]
+    assert session.command({"op": "report"})["seh"][-1]["handled"] is False
