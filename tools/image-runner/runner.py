@@ -106,6 +106,24 @@ KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
 _PAINT_CHUNK = bytes([PAINT]) * 512
 
 
+def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
+    """The [start, end) runs of bytes that differ: 256-byte slices compared first (memcmp),
+    the differing ones XORed and scanned for non-zero runs."""
+    runs: list[tuple[int, int]] = []
+    for offset in range(0, len(after), 256):
+        old, new = before[offset : offset + 256], after[offset : offset + 256]
+        if old == new:
+            continue
+        changed = int.from_bytes(old, "little") ^ int.from_bytes(new, "little")
+        for run in _NONZERO.finditer(changed.to_bytes(len(new), "little")):
+            start, end = offset + run.start(), offset + run.end()
+            if runs and runs[-1][1] == start:
+                runs[-1] = (runs[-1][0], end)
+            else:
+                runs.append((start, end))
+    return runs
+
+
 class Registers:
     """64-bit register access straight through Unicorn's C API: the binding's reg_read and
     reg_write cost ~5 us each (register-class lookup per call), ~30 per FEEDBACK_READ. Relies
@@ -311,10 +329,9 @@ class Runner(Services):
             self.stale.add(page)
             if after == before:
                 continue
-            changed = int.from_bytes(after, "little") ^ int.from_bytes(before, "little")
-            for run in _NONZERO.finditer(changed.to_bytes(PAGE, "little")):
-                address = page + run.start()
-                data = after[run.start() : run.end()]
+            for start, end in _changed_runs(before, after):
+                address = page + start
+                data = after[start:end]
                 if ranges and ranges[-1][0] + len(ranges[-1][1]) == address:
                     ranges[-1][1] += data
                 else:

@@ -506,3 +506,15 @@ def test_divide_error_without_a_handler_is_bugcheck_0x1e():
     assert crash["code"] == 0x1E
     assert crash["parameters"][:2] == [0xC0000094, cave + 2]
     assert session.command({"op": "report"})["seh"][-1]["handled"] is False
+
+
+def test_changed_runs_span_slices_and_coalesce():
+    from runner import _changed_runs
+
+    before = bytes(4096)
+    after = bytearray(before)
+    after[250:262] = b"\xff" * 12  # across the 256-byte slice boundary
+    after[4095] = 1
+    after[1000] = 0  # unchanged
+    assert _changed_runs(before, bytes(after)) == [(250, 262), (4095, 4096)]
+    assert _changed_runs(before, before) == []
