@@ -2,7 +2,8 @@
 lld-link map's function symbols, and the privileged-instruction sites (capstone over the
 executable sections).
 
-Limits: an image of at most 64 MiB (SizeOfImage); a map file of at most 16 MiB.
+Limits: an image of at most 64 MiB (SizeOfImage) and 4096 imports; a map file of at most
+16 MiB.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pefile
 
 MAX_IMAGE_BYTES = 64 << 20
 MAX_MAP_BYTES = 16 << 20
+MAX_IMPORTS = 0x1000  # one stub byte each in the runner's import stub page
 PAGE = 0x1000
 
 # The instructions the runner answers from ppm-sim (mnemonic -> kind).
@@ -113,6 +115,8 @@ def parse_image(path: str, base: int) -> Image:
             if imp.name is None:
                 raise ImageError(f"{path}: {dll.dll.decode()} import by ordinal {imp.ordinal}")
             imports.append((dll.dll.decode(), imp.name.decode(), imp.address - opt.ImageBase))
+    if len(imports) > MAX_IMPORTS:
+        raise ImageError(f"{path}: {len(imports)} imports exceed the limit of {MAX_IMPORTS}")
     pdata = []
     exc = opt.DATA_DIRECTORY[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXCEPTION"]]
     if exc.Size:

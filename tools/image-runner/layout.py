@@ -31,10 +31,11 @@ WDFDRIVER = DATA + 0x7000
 WDFDEVICE = DATA + 0x7100
 WDFDEVICE_INIT = DATA + 0x7200
 
-INSTRUCTION_LIMIT = 50_000_000
+HANG_SECONDS = 5.0  # wall-clock limit of one command (a hang)
 MAX_STACK_BYTES = 1 << 20
 MAX_COPY_BYTES = 16 << 20
 MAX_CALL_ARGS = 8
+MAX_CACHED_PAGES = 256  # stale ppm-sim pages kept mapped between calls
 NESTED_GAP = 0x100  # bytes left between an interrupted frame's RSP and a nested call's frame
 PAINT = 0xDB  # the byte the stack is painted with before a command (low-water mark)
 
@@ -46,6 +47,7 @@ STATUS_ILLEGAL_INSTRUCTION = 0xC000001D
 STATUS_BREAKPOINT = 0x80000003
 KMODE_EXCEPTION_NOT_HANDLED = 0x1E
 PAGE_FAULT_IN_NONPAGED_AREA = 0x50
+ATTEMPTED_WRITE_TO_READONLY_MEMORY = 0xBE
 UNEXPECTED_KERNEL_MODE_TRAP = 0x7F
 KMDF_MAX_FUNCTIONS = 458
 RFLAGS_IF = 1 << 9

@@ -1,6 +1,6 @@
 """DbgPrintEx's format, as the kernel's CRT formats it: %s %d %i %u %x %X %lu %ld %lx %llu
-%lld %llx %p %c %% and %ws (%S), with flags (-, 0, +, space, #), width and precision (numbers or
-*), and the length modifiers h, hh, l, ll, I64, I32, z. `l` is 32 bits (LLP64)."""
+%lld %llx %p %c %% and %ws (%ls, %S), with flags (-, 0, +, space, #), width and precision
+(numbers or *), and the length modifiers h, hh, l, ll, I64, I32, z. `l` is 32 bits (LLP64)."""
 
 from __future__ import annotations
 
@@ -50,12 +50,12 @@ def format_message(
             text = f"{next_arg():016X}"
         elif conversion == "c":
             text = chr(next_arg() & 0xFF)
-        elif conversion == "s" and length != "w":
+        elif conversion == "s" and length not in ("w", "l"):
             text = read_string(next_arg())
             if precision is not None:
                 text = text[: int(precision)]
             text = _pad(flags, width, text)
-        elif conversion == "S" or (conversion == "s" and length == "w"):
+        elif conversion == "S" or conversion == "s":  # %S, %ws, %ls: UTF-16
             text = read_wide_string(next_arg())
             if precision is not None:
                 text = text[: int(precision)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import IO, Any
 
@@ -14,26 +15,38 @@ class ProtocolError(Exception):
 
 
 class Channel:
-    """stdin/stdout of the runner: commands and answers in, answers and host requests out."""
+    """stdin/stdout of the runner: commands and answers in, answers and host requests out.
+    Given no streams, it uses file descriptors 0 and 1 unbuffered-by-line directly (one
+    os.write per line: the text layers' flush cost counted on a 6-request FEEDBACK_READ)."""
 
     def __init__(self, reader: IO[str] | None = None, writer: IO[str] | None = None):
-        self.reader = reader or sys.stdin
-        self.writer = writer or sys.stdout
+        self.reader = reader
+        self.writer = writer
+        self.input = sys.stdin.buffer if reader is None else None
 
     def send(self, message: dict[str, Any]) -> None:
-        self.writer.write(json.dumps(message, separators=(",", ":")) + "\n")
-        self.writer.flush()
+        line = json.dumps(message, separators=(",", ":")) + "\n"
+        if self.writer is None:
+            data = line.encode()
+            while data:
+                data = data[os.write(1, data) :]
+        else:
+            self.writer.write(line)
+            self.writer.flush()
 
     def receive(self) -> dict[str, Any] | None:
-        line = self.reader.readline(MAX_LINE_BYTES + 1)
+        if self.input is not None:
+            line = self.input.readline(MAX_LINE_BYTES + 1)
+        else:
+            line = self.reader.readline(MAX_LINE_BYTES + 1)
         if not line:
             return None
         if len(line) > MAX_LINE_BYTES:
             raise ProtocolError(f"a line longer than {MAX_LINE_BYTES} bytes")
         try:
             message = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ProtocolError(f"not JSON: {error.msg} in {line[:80]!r}") from error
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ProtocolError(f"not JSON: {error} in {line[:80]!r}") from error
         if not isinstance(message, dict):
             raise ProtocolError(f"not a JSON object: {line[:80]!r}")
         return message

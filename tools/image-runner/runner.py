@@ -8,6 +8,7 @@ every shipped binary). Reads commands on stdin, writes answers and host requests
 
 from __future__ import annotations
 
+import ctypes
 import re
 import sys
 import traceback
@@ -18,37 +19,42 @@ import capstone
 from unicorn import (
     UC_ARCH_X86,
     UC_ERR_INSN_INVALID,
-    UC_HOOK_BLOCK,
     UC_HOOK_CODE,
     UC_HOOK_INTR,
     UC_HOOK_MEM_FETCH_UNMAPPED,
+    UC_HOOK_MEM_READ_PROT,
     UC_HOOK_MEM_READ_UNMAPPED,
+    UC_HOOK_MEM_WRITE_PROT,
     UC_HOOK_MEM_WRITE_UNMAPPED,
+    UC_MEM_WRITE_PROT,
     UC_MEM_WRITE_UNMAPPED,
     UC_MODE_64,
     UC_PROT_ALL,
     UC_PROT_EXEC,
+    UC_PROT_NONE,
     UC_PROT_READ,
     UC_PROT_WRITE,
     Uc,
     UcError,
 )
 from unicorn import x86_const as x86
+from unicorn.unicorn_py3.unicorn import uclib
 
 import image as pe_image
 import printf
 import seh
 from layout import (
+    ATTEMPTED_WRITE_TO_READONLY_MEMORY,
     DATA,
     DATA_SIZE,
     DRIVER_OBJECT,
+    HANG_SECONDS,
     IMAGE_BASE,
     IMPORT_STUBS,
-    INSTRUCTION_LIMIT,
-    # Address space. Unicorn's x86 has no paging here: virtual,
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
     KMODE_EXCEPTION_NOT_HANDLED,
+    MAX_CACHED_PAGES,
     MAX_CALL_ARGS,
     MAX_STACK_BYTES,
     NESTED_GAP,
@@ -79,6 +85,7 @@ from layout import (
 )
 from protocol import Channel, ProtocolError, hex_bytes, integer
 from services import Services
+from watchdog import Watchdog
 
 ARG_REGS = (x86.UC_X86_REG_RCX, x86.UC_X86_REG_RDX, x86.UC_X86_REG_R8, x86.UC_X86_REG_R9)
 NONVOLATILE_REGS = {
@@ -91,19 +98,60 @@ NONVOLATILE_REGS = {
     "r14": x86.UC_X86_REG_R14,
     "r15": x86.UC_X86_REG_R15,
 }
-ALL_REGS = {
-    "rax": x86.UC_X86_REG_RAX,
-    "rcx": x86.UC_X86_REG_RCX,
-    "rdx": x86.UC_X86_REG_RDX,
-    "rsp": x86.UC_X86_REG_RSP,
-    "r8": x86.UC_X86_REG_R8,
-    "r9": x86.UC_X86_REG_R9,
-    "r10": x86.UC_X86_REG_R10,
-    "r11": x86.UC_X86_REG_R11,
-    **NONVOLATILE_REGS,
-}
 ROOT = Path(__file__).resolve().parents[2]
+_NONZERO = re.compile(rb"[^\x00]+")
 KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
+
+
+_PAINT_CHUNK = bytes([PAINT]) * 512
+
+
+def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
+    """The [start, end) runs of bytes that differ: 256-byte slices compared first (memcmp),
+    the differing ones XORed and scanned for non-zero runs."""
+    runs: list[tuple[int, int]] = []
+    for offset in range(0, len(after), 256):
+        old, new = before[offset : offset + 256], after[offset : offset + 256]
+        if old == new:
+            continue
+        changed = int.from_bytes(old, "little") ^ int.from_bytes(new, "little")
+        for run in _NONZERO.finditer(changed.to_bytes(len(new), "little")):
+            start, end = offset + run.start(), offset + run.end()
+            if runs and runs[-1][1] == start:
+                runs[-1] = (runs[-1][0], end)
+            else:
+                runs.append((start, end))
+    return runs
+
+
+class Registers:
+    """64-bit register access straight through Unicorn's C API: the binding's reg_read and
+    reg_write cost ~5 us each (register-class lookup per call), ~30 per FEEDBACK_READ. Relies
+    on unicorn 2.1.4's `uclib` and `Uc._uch` (the pinned version)."""
+
+    def __init__(self, uc: Uc):
+        self.handle = uc._uch
+        self.value = ctypes.c_uint64()
+        self.pointer = ctypes.byref(self.value)
+
+    def read(self, register: int) -> int:
+        uclib.uc_reg_read(self.handle, register, self.pointer)
+        return self.value.value
+
+    def write(self, register: int, value: int) -> None:
+        self.value.value = value
+        uclib.uc_reg_write(self.handle, register, self.pointer)
+
+
+def _painted_prefix(data: bytes) -> int:
+    """How many leading bytes of `data` still hold the paint: whole 512-byte chunks compared
+    at C speed, then the first chunk that differs byte by byte."""
+    chunk = len(_PAINT_CHUNK)
+    offset = 0
+    while offset + chunk <= len(data) and data[offset : offset + chunk] == _PAINT_CHUNK:
+        offset += chunk
+    tail = data[offset : offset + chunk]
+    return offset + len(tail) - len(tail.lstrip(_PAINT_CHUNK[:1]))
 
 
 def kmdf_names(header: Path = KMDF_HEADER) -> dict[int, str]:
@@ -119,17 +167,23 @@ class Runner(Services):
     def __init__(self, channel: Channel):
         self.channel = channel
         self.uc: Uc | None = None
+        self.image: pe_image.Image | None = None
         self.crash: Crash | None = None
         self.fatal: BaseException | None = None
-        self.instructions = 0
-        self.instruction_limit = INSTRUCTION_LIMIT
-        self.limit = INSTRUCTION_LIMIT
-        self.blocks: dict[int, int] = {}
+        self.watchdog: Watchdog | None = None
+        self.hang_seconds = HANG_SECONDS
+        self.executed: set[int] = set()  # function start RVAs
+        self.function_hooks: dict[int, int] = {}  # function address -> its one-shot hook
         self.stack_report: dict[int, list[int]] = {}
         self.kmdf_calls: dict[int, int] = {}
         self.kmdf_count = 0
+        self.etw_providers: dict[int, tuple[int, int]] = {}
+        self.kernel_information = 0  # the image's PEP_KERNEL_INFORMATION, once registered
         self.seh_log: list[dict[str, Any]] = []
-        self.mirrors: list[dict[int, bytes]] = []
+        self.mirrors: list[dict[int, bytes]] = []  # per call level: page -> bytes served
+        self.stack_floor = 0  # lowest stack address of the command before a nested repaint
+        self.refresh: int | None = None  # a stale page the image touched (see _emulate)
+        self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         self.interrupts = True
         self.pool_next = POOL
         self.pool_mapped = POOL
@@ -142,20 +196,28 @@ class Runner(Services):
     # ---- memory -------------------------------------------------------------------------
 
     def _ensure(self, address: int, length: int) -> None:
-        """Maps the ppm-sim pages a helper is about to touch (the same lazy fetch as the
-        image's own accesses); anything else unmapped is a page fault."""
+        """Makes the ppm-sim pages in [address, address+length) live for this call (fetched
+        with `read`), the same lazy fetch as the image's own accesses; any other unmapped
+        address is a page fault."""
         page = address & ~(PAGE - 1)
         while page < address + length:
-            if not self._is_mapped(page):
-                if page + PAGE <= USER_LIMIT and self.mirrors:
-                    self._fetch_page(page)
-                else:
+            if page + PAGE <= USER_LIMIT:
+                if not self.mirrors:
                     raise Crash(
                         PAGE_FAULT_IN_NONPAGED_AREA,
                         [address, 0, self._rip(), 0],
-                        f"access to unmapped memory at {address:#x}",
+                        f"access to user-mode address {address:#x} outside a call",
                         self._rip(),
                     )
+                if not any(page in level for level in self.mirrors):
+                    self._fetch_page(page)
+            elif not self._is_mapped(page):
+                raise Crash(
+                    PAGE_FAULT_IN_NONPAGED_AREA,
+                    [address, 0, self._rip(), 0],
+                    f"access to unmapped memory at {address:#x}",
+                    self._rip(),
+                )
             page += PAGE
 
     def _is_mapped(self, page: int) -> bool:
@@ -168,6 +230,9 @@ class Runner(Services):
     def read(self, address: int, length: int) -> bytes:
         if length <= 0:
             return b""
+        if address < USER_LIMIT:
+            self._ensure(address, length)
+            return bytes(self.uc.mem_read(address, length))
         try:
             return bytes(self.uc.mem_read(address, length))
         except UcError:
@@ -176,6 +241,10 @@ class Runner(Services):
 
     def write(self, address: int, data: bytes) -> None:
         if not data:
+            return
+        if address < USER_LIMIT:
+            self._ensure(address, len(data))
+            self.uc.mem_write(address, data)
             return
         try:
             self.uc.mem_write(address, data)
@@ -221,6 +290,9 @@ class Runner(Services):
         return bytes(out)
 
     def _fetch_page(self, page: int) -> None:
+        """Serves a ppm-sim page to this call. Pages stay mapped between calls (mapping and
+        unmapping flush Unicorn's translated code, which cost more than the rest of a call),
+        protected PROT_NONE while stale, so the next touch fetches them again."""
         answer = self.ask({"host": "read", "address": page, "length": PAGE})
         if answer.get("fault"):
             raise Crash(
@@ -232,66 +304,79 @@ class Runner(Services):
         data = hex_bytes(answer, "bytes")
         if len(data) != PAGE:
             raise Fatal(f"read of {page:#x}: {len(data)} bytes instead of {PAGE}")
-        self.uc.mem_map(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
+        if page in self.stale:
+            self.stale.discard(page)
+            self.uc.mem_protect(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
+        else:
+            if len(self.stale) >= MAX_CACHED_PAGES:
+                for old in list(self.stale):
+                    self.uc.mem_unmap(old, PAGE)
+                self.stale.clear()
+            self.uc.mem_map(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
         self.uc.mem_write(page, data)
         self.mirrors[-1][page] = data
 
     def _release_mirrors(self) -> list[list[Any]]:
-        """The byte ranges the image changed in ppm-sim's pages, coalesced; unmaps them."""
+        """The byte ranges the image changed in ppm-sim's pages this call, coalesced; the
+        pages become stale. Compared with what ppm-sim served (a write of the same value is no
+        change)."""
         pages = self.mirrors.pop()
         ranges: list[list[Any]] = []
         for page in sorted(pages):
             before = pages[page]
             after = bytes(self.uc.mem_read(page, PAGE))
-            self.uc.mem_unmap(page, PAGE)
+            self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
+            self.stale.add(page)
             if after == before:
                 continue
-            index = 0
-            while index < PAGE:
-                if after[index] == before[index]:
-                    index += 1
-                    continue
-                end = index
-                while end < PAGE and after[end] != before[end]:
-                    end += 1
-                address = page + index
+            for start, end in _changed_runs(before, after):
+                address = page + start
+                data = after[start:end]
                 if ranges and ranges[-1][0] + len(ranges[-1][1]) == address:
-                    ranges[-1][1] += after[index:end]
+                    ranges[-1][1] += data
                 else:
-                    ranges.append([address, bytearray(after[index:end])])
-                index = end
+                    ranges.append([address, bytearray(data)])
         return [[address, bytes(data).hex()] for address, data in ranges]
 
     # ---- host requests ------------------------------------------------------------------
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         """One host request; a `call` command arriving meanwhile runs nested."""
-        self.channel.send(request)
-        while True:
-            message = self.channel.receive()
-            if message is None:
-                raise Fatal(f"ppm-sim closed the pipe while {request.get('host')} was waiting")
-            if "op" not in message:
-                if "error" in message:
-                    raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
-                return message
-            if message["op"] != "call":
-                raise ProtocolError(
-                    f"{message['op']!r} while a host request was waiting (only call may nest)"
-                )
-            self.channel.send({"done": self.cmd_call(message, nested=True)})
+        self.watchdog.pause()  # ppm-sim's time is not the image's
+        try:
+            self.channel.send(request)
+            while True:
+                message = self.channel.receive()
+                if message is None:
+                    raise Fatal(f"ppm-sim closed the pipe while {request.get('host')} was waiting")
+                if "op" not in message:
+                    if "error" in message:
+                        raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
+                    return message
+                if message["op"] != "call":
+                    raise ProtocolError(
+                        f"{message['op']!r} while a host request was waiting (only call may nest)"
+                    )
+                self.watchdog.resume()  # the nested call's time counts
+                try:
+                    done = self.cmd_call(message, nested=True)
+                finally:
+                    self.watchdog.pause()
+                self.channel.send({"done": done})
+        finally:
+            self.watchdog.resume()
 
     # ---- registers ----------------------------------------------------------------------
 
     _rsp_reg = x86.UC_X86_REG_RSP
 
     def _rip(self) -> int:
-        return self.uc.reg_read(x86.UC_X86_REG_RIP) if self.uc else 0
+        return self.regs.read(x86.UC_X86_REG_RIP) if self.uc else 0
 
     def arg(self, index: int) -> int:
         if index < 4:
-            return self.uc.reg_read(ARG_REGS[index])
-        return self.u64(self.uc.reg_read(x86.UC_X86_REG_RSP) + 8 + 8 * index)
+            return self.regs.read(ARG_REGS[index])
+        return self.u64(self.regs.read(x86.UC_X86_REG_RSP) + 8 + 8 * index)
 
     def arg32(self, index: int) -> int:
         return self.arg(index) & 0xFFFFFFFF
@@ -310,8 +395,6 @@ class Runner(Services):
         return f"{address:#x}"
 
     # ---- load ---------------------------------------------------------------------------
-
-    image: pe_image.Image | None = None
 
     def cmd_load(self, message: dict[str, Any]) -> dict[str, Any]:
         if self.uc is not None:
@@ -334,6 +417,8 @@ class Runner(Services):
         self.image, self.symbols = image, symbols
         uc = Uc(UC_ARCH_X86, UC_MODE_64)
         self.uc = uc
+        self.regs = Registers(uc)
+        self.watchdog = Watchdog(uc.emu_stop, self.hang_seconds)
         uc.mem_map(IMAGE_BASE, image.size, UC_PROT_ALL)
         uc.mem_write(IMAGE_BASE, image.headers)
         for rva, raw in image.contents:
@@ -373,17 +458,26 @@ class Runner(Services):
         uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
         self.unwinder = seh.Unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
         self.sites = pe_image.find_sites(image)
+        self.site_functions = set(self.sites) & set(symbols.rvas)
         for rva, (kind, length) in self.sites.items():
             uc.hook_add(
                 UC_HOOK_CODE, self._site, (kind, length), IMAGE_BASE + rva, IMAGE_BASE + rva
             )
         uc.hook_add(UC_HOOK_CODE, self._stub, None, STUBS, UNLOAD_THUNK - 1)
-        text = [s for s in image.sections if s.executable]
-        low = min(s.rva for s in text)
-        high = max(s.rva + s.size for s in text)
-        uc.hook_add(UC_HOOK_BLOCK, self._block, None, IMAGE_BASE + low, IMAGE_BASE + high - 1)
+        # Coverage: a code hook on each function's first instruction that removes itself when
+        # it fires, so a function costs one Python call in the whole run, not one per call.
+        for rva in symbols.rvas:
+            if (IMAGE_BASE + rva) not in self.function_hooks and rva not in self.sites:
+                address = IMAGE_BASE + rva
+                self.function_hooks[address] = uc.hook_add(
+                    UC_HOOK_CODE, self._function_entered, rva, address, address
+                )
         uc.hook_add(
-            UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
+            UC_HOOK_MEM_READ_UNMAPPED
+            | UC_HOOK_MEM_WRITE_UNMAPPED
+            | UC_HOOK_MEM_FETCH_UNMAPPED
+            | UC_HOOK_MEM_READ_PROT
+            | UC_HOOK_MEM_WRITE_PROT,
             self._unmapped,
         )
         uc.hook_add(UC_HOOK_INTR, self._interrupt)
@@ -403,9 +497,9 @@ class Runner(Services):
         """Calls `address` with `args` (Windows x64 convention); {"rax"} or {"crash"}."""
         uc = self.uc
         saved = uc.context_save() if nested else None
-        saved_state = (self.crash, self.limit, self.interrupts)
+        saved_state = (self.crash, self.interrupts)
         if nested:
-            sp = (uc.reg_read(x86.UC_X86_REG_RSP) - NESTED_GAP) & ~0xF
+            sp = (self.regs.read(x86.UC_X86_REG_RSP) - NESTED_GAP) & ~0xF
         else:
             sp = self.stack_top
         extra = args[4:]
@@ -419,43 +513,89 @@ class Runner(Services):
         entry_sp = sp
         sp -= 8
         uc.mem_write(sp, SENTINEL.to_bytes(8, "little"))
+        if nested:
+            # The interrupted command's low-water mark so far, before this call repaints it.
+            self.stack_floor = min(self.stack_floor, self._lowest_touched(sp))
+        else:
+            self.stack_floor = self.stack_top
         uc.mem_write(self.stack_low, bytes([PAINT]) * (sp - self.stack_low))
         for register, value in zip(ARG_REGS, args, strict=False):
-            uc.reg_write(register, value)
-        uc.reg_write(x86.UC_X86_REG_RSP, sp)
-        uc.reg_write(x86.UC_X86_REG_RFLAGS, 0x2 | (RFLAGS_IF if interrupts else 0))
+            self.regs.write(register, value)
+        self.regs.write(x86.UC_X86_REG_RSP, sp)
+        self.regs.write(x86.UC_X86_REG_RFLAGS, 0x2 | (RFLAGS_IF if interrupts else 0))
         self.interrupts = interrupts
         self.crash = None
-        self.limit = self.instructions + self.instruction_limit
         self.mirrors.append({})
+        if not nested:
+            self.watchdog.arm()
         try:
-            try:
-                uc.emu_start(address, SENTINEL)
-            except UcError as error:
-                if self.fatal is not None:
-                    raise self.fatal from None
-                if self.crash is None:
-                    self.crash = self._crash_from(error)
-            if self.fatal is not None:
-                raise self.fatal
-            rax = uc.reg_read(x86.UC_X86_REG_RAX)
+            self._emulate(address)
+            rax = self.regs.read(x86.UC_X86_REG_RAX)
+        finally:
+            if not nested:
+                self.watchdog.disarm()
             writes = self._release_mirrors()
-        except BaseException:
-            if self.mirrors:
-                self.mirrors.pop()
-            raise
-        painted = bytes(uc.mem_read(self.stack_low, entry_sp - self.stack_low))
-        lowest = self.stack_low + len(painted) - len(painted.lstrip(bytes([PAINT])))
+        lowest = self._lowest_touched(entry_sp)
+        if not nested:
+            lowest = min(lowest, self.stack_floor)
         record = self.stack_report.setdefault(address, [0, 0])
         record[0] += 1
         record[1] = max(record[1], entry_sp - lowest)
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        self.crash, self.limit, self.interrupts = saved_state
+        self.crash, self.interrupts = saved_state
         if crash is not None:
             return {"crash": self._crash_json(crash)}
         return {"rax": rax, "writes": writes}
+
+    def _lowest_touched(self, below: int) -> int:
+        """The lowest stack address written since the last paint (`below` if none)."""
+        painted = bytes(self.uc.mem_read(self.stack_low, below - self.stack_low))
+        return self.stack_low + _painted_prefix(painted)
+
+    def _emulate(self, address: int) -> None:
+        """Runs from `address` to the return sentinel. A touch of a stale ppm-sim page stops
+        the emulation (Unicorn 2.1.4 crashes when a protection hook changes protections), the
+        page is fetched again, and the instruction restarts."""
+        uc = self.uc
+        start = address
+        while True:
+            self.refresh = None
+            try:
+                uc.emu_start(start, SENTINEL)
+            except UcError as error:
+                if self.fatal is not None:
+                    raise self.fatal from None
+                if self.refresh is not None and self.crash is None and not self.watchdog.fired:
+                    try:
+                        self._fetch_page(self.refresh)
+                    except Crash as crash:
+                        self.crash = crash
+                        return
+                    start = self._rip()
+                    continue
+                if self.crash is None:
+                    self.crash = self._hang() if self.watchdog.fired else self._crash_from(error)
+                return
+            if self.fatal is not None:
+                raise self.fatal
+            if self.crash is None and self._rip() != SENTINEL:
+                self.crash = (
+                    self._hang()
+                    if self.watchdog.fired
+                    else Crash(0, [0, 0, 0, 0], "emulation stopped before the return", self._rip())
+                )
+            return
+
+    def _hang(self) -> Crash:
+        limit = self.watchdog.limit_seconds
+        return Crash(
+            0,
+            [int(limit * 1000), 0, 0, 0],
+            f"hang: the command ran longer than {limit:g} s",
+            self._rip(),
+        )
 
     def _crash_from(self, error: UcError) -> Crash:
         rip = self._rip()
@@ -484,30 +624,19 @@ class Runner(Services):
         if isinstance(error, Crash):
             self.crash = error
         else:
-            self.fatal = (
-                error
-                if isinstance(error, Fatal | ProtocolError)
-                else Fatal(f"runner bug: {error!r}\n{traceback.format_exc()}")
-            )
+            if not isinstance(error, Fatal | ProtocolError):
+                traceback.print_exc(file=sys.stderr)
+                error = Fatal(f"runner bug in a hook: {error!r}")
+            self.fatal = error
         self.uc.emu_stop()
 
     # ---- hooks --------------------------------------------------------------------------
 
-    def _block(self, uc: Uc, address: int, size: int, _: Any) -> None:
-        count = self.blocks.get(address)
-        if count is None:
-            count = sum(1 for _ in self.md.disasm_lite(bytes(uc.mem_read(address, size)), address))
-            self.blocks[address] = count
-        self.instructions += count
-        if self.instructions > self.limit:
-            self._stop(
-                Crash(
-                    0,
-                    [self.instruction_limit, 0, 0, 0],
-                    f"hang: more than {self.instruction_limit} instructions in one command",
-                    address,
-                )
-            )
+    def _function_entered(self, uc: Uc, address: int, size: int, rva: int) -> None:
+        self.executed.add(rva)
+        handle = self.function_hooks.pop(address, None)
+        if handle is not None:
+            uc.hook_del(handle)
 
     def _unmapped(self, uc: Uc, access: int, address: int, size: int, value: int, _: Any) -> bool:
         try:
@@ -519,11 +648,23 @@ class Runner(Services):
                     self._rip(),
                 )
             if address + size <= USER_LIMIT and self.mirrors:
+                page = address & ~(PAGE - 1)
+                if page in self.stale or (address + size - 1) & ~(PAGE - 1) in self.stale:
+                    self.refresh = page if page in self.stale else page + PAGE
+                    return False  # refetched by _emulate, outside the hook
                 self._ensure(address, max(size, 1))
                 return True
+            if access == UC_MEM_WRITE_PROT:
+                raise Crash(
+                    ATTEMPTED_WRITE_TO_READONLY_MEMORY,
+                    [address, 0, 0, 0],
+                    f"write to read-only memory at {address:#x} ({self.symbol(address)})",
+                    self._rip(),
+                )
+            write = access in (UC_MEM_WRITE_UNMAPPED, UC_MEM_WRITE_PROT)
             raise Crash(
                 PAGE_FAULT_IN_NONPAGED_AREA,
-                [address, 1 if access == UC_MEM_WRITE_UNMAPPED else 0, self._rip(), 0],
+                [address, 1 if write else 0, self._rip(), 0],
                 f"access to unmapped memory at {address:#x}",
                 self._rip(),
             )
@@ -549,9 +690,8 @@ class Runner(Services):
     def raise_exception(self, code: int, address: int) -> None:
         """Dispatches an exception raised at `address` through the image's __except scopes:
         resumes at the handler or ends the command with KMODE_EXCEPTION_NOT_HANDLED."""
-        uc = self.uc
-        regs = {name: uc.reg_read(reg) for name, reg in NONVOLATILE_REGS.items()}
-        regs["rsp"] = uc.reg_read(x86.UC_X86_REG_RSP)
+        regs = {name: self.regs.read(reg) for name, reg in NONVOLATILE_REGS.items()}
+        regs["rsp"] = self.regs.read(x86.UC_X86_REG_RSP)
         regs["rip"] = address
         try:
             dispatch = self.unwinder.dispatch(regs, lambda rip: rip == SENTINEL)
@@ -574,21 +714,23 @@ class Runner(Services):
                 address,
             )
         for name, reg in NONVOLATILE_REGS.items():
-            uc.reg_write(reg, dispatch.registers[name])
-        uc.reg_write(x86.UC_X86_REG_RSP, dispatch.registers["rsp"])
-        uc.reg_write(x86.UC_X86_REG_RAX, code)
-        uc.reg_write(x86.UC_X86_REG_RIP, dispatch.target)
+            self.regs.write(reg, dispatch.registers[name])
+        self.regs.write(x86.UC_X86_REG_RSP, dispatch.registers["rsp"])
+        self.regs.write(x86.UC_X86_REG_RAX, code)
+        self.regs.write(x86.UC_X86_REG_RIP, dispatch.target)
 
     def _site(self, uc: Uc, address: int, size: int, site: tuple[str, int]) -> None:
         kind, length = site
+        if address - IMAGE_BASE in self.site_functions:  # no coverage hook of its own there
+            self.executed.add(address - IMAGE_BASE)
         try:
             if kind in ("rdmsr", "wrmsr"):
-                msr = uc.reg_read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
+                msr = self.regs.read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
                 if kind == "rdmsr":
                     answer = self.ask({"host": "rdmsr", "msr": msr})
                 else:
-                    value = (uc.reg_read(x86.UC_X86_REG_RDX) & 0xFFFFFFFF) << 32 | (
-                        uc.reg_read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
+                    value = (self.regs.read(x86.UC_X86_REG_RDX) & 0xFFFFFFFF) << 32 | (
+                        self.regs.read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
                     )
                     answer = self.ask({"host": "wrmsr", "msr": msr, "value": value})
                 if answer.get("fault"):
@@ -600,10 +742,10 @@ class Runner(Services):
                 self._edx_eax(integer(self.ask({"host": "rdtsc"}), "value"))
                 if kind == "rdtscp":  # IA32_TSC_AUX: the processor's index, as Windows sets it
                     index = integer(self.ask({"host": "current_processor"}), "index", 32)
-                    uc.reg_write(x86.UC_X86_REG_RCX, index)
+                    self.regs.write(x86.UC_X86_REG_RCX, index)
             elif kind == "cpuid":
-                leaf = uc.reg_read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
-                subleaf = uc.reg_read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
+                leaf = self.regs.read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
+                subleaf = self.regs.read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
                 answer = self.ask({"host": "cpuid", "leaf": leaf, "subleaf": subleaf})
                 for name, reg in (
                     ("eax", x86.UC_X86_REG_RAX),
@@ -611,14 +753,14 @@ class Runner(Services):
                     ("ecx", x86.UC_X86_REG_RCX),
                     ("edx", x86.UC_X86_REG_RDX),
                 ):
-                    uc.reg_write(reg, integer(answer, name, 32))
+                    self.regs.write(reg, integer(answer, name, 32))
             elif kind in ("cli", "sti"):
                 enabled = kind == "sti"
                 if enabled != self.interrupts:
                     self.interrupts = enabled
                     self.ask({"host": "interrupts", "enabled": enabled})
-                flags = uc.reg_read(x86.UC_X86_REG_RFLAGS)
-                uc.reg_write(
+                flags = self.regs.read(x86.UC_X86_REG_RFLAGS)
+                self.regs.write(
                     x86.UC_X86_REG_RFLAGS, flags | RFLAGS_IF if enabled else flags & ~RFLAGS_IF
                 )
             else:
@@ -628,13 +770,13 @@ class Runner(Services):
                     f"{kind.upper()}: the protocol has no host request for it",
                     address,
                 )
-            uc.reg_write(x86.UC_X86_REG_RIP, address + length)
+            self.regs.write(x86.UC_X86_REG_RIP, address + length)
         except BaseException as error:  # noqa: BLE001
             self._stop(error)
 
     def _edx_eax(self, value: int) -> None:
-        self.uc.reg_write(x86.UC_X86_REG_RAX, value & 0xFFFFFFFF)
-        self.uc.reg_write(x86.UC_X86_REG_RDX, value >> 32)
+        self.regs.write(x86.UC_X86_REG_RAX, value & 0xFFFFFFFF)
+        self.regs.write(x86.UC_X86_REG_RDX, value >> 32)
 
     def _stub(self, uc: Uc, address: int, size: int, _: Any) -> None:
         try:
@@ -646,7 +788,7 @@ class Runner(Services):
                         KMODE_EXCEPTION_NOT_HANDLED,
                         [STATUS_ILLEGAL_INSTRUCTION, address, 0, 0],
                         f"call of {dll}!{name}: the runner does not translate it",
-                        self.u64(uc.reg_read(x86.UC_X86_REG_RSP)),
+                        self.u64(self.regs.read(x86.UC_X86_REG_RSP)),
                     )
                 result = handler()
             elif address < POFX_STUBS:
@@ -658,7 +800,7 @@ class Runner(Services):
                 )
                 result = integer(answer, "rax")
             if result is not None:
-                uc.reg_write(x86.UC_X86_REG_RAX, result & ((1 << 64) - 1))
+                self.regs.write(x86.UC_X86_REG_RAX, result & ((1 << 64) - 1))
         except BaseException as error:  # noqa: BLE001
             self._stop(error)
 
@@ -732,13 +874,7 @@ class Runner(Services):
 
     def cmd_report(self, message: dict[str, Any]) -> dict[str, Any]:
         self._need_image()
-        executed = sorted(
-            {
-                IMAGE_BASE + start
-                for address in self.blocks
-                if (start := self.symbols.function_start(address - IMAGE_BASE)) is not None
-            }
-        )
+        executed = sorted(IMAGE_BASE + rva for rva in self.executed)
         return {
             "stack": [
                 {
@@ -756,7 +892,6 @@ class Runner(Services):
             "kmdf_function_count": self.kmdf_count,
             "seh": self.seh_log,
             "functions": {"total": len(self.symbols.rvas), "executed": executed},
-            "instructions": self.instructions,
         }
 
     def kmdf_name(self, index: int) -> str:
@@ -790,9 +925,20 @@ class Runner(Services):
                 self.channel.send({"error": str(error)})
                 print(f"image-runner: {error}", file=sys.stderr)
                 return 2
+            except Exception as error:  # noqa: BLE001 - a bug of the runner: say so, exit 2
+                traceback.print_exc(file=sys.stderr)
+                self.channel.send({"error": f"runner bug: {error!r}"})
+                return 2
 
 
 def main() -> int:
+    if len(sys.argv) > 1:
+        print(
+            f"image-runner: unexpected argument {sys.argv[1]!r} (the runner takes none: "
+            "commands come on stdin; see docs/image-backend.md)",
+            file=sys.stderr,
+        )
+        return 2
     return Runner(Channel()).serve()
 
 

@@ -100,7 +100,7 @@ class Unwinder:
             i = 0
             while i < len(codes):
                 code_offset, op, info = codes[i] & 0xFF, (codes[i] >> 8) & 15, codes[i] >> 12
-                slots = _slots(op, info)
+                slots = _slots(op, info, version)
                 if in_prolog and code_offset > offset:
                     i += slots
                     continue
@@ -120,7 +120,7 @@ class Unwinder:
                     regs[REGISTERS[info]] = self.u64(frame + codes[i + 1] * 8)
                 elif op == 5:  # UWOP_SAVE_NONVOL_FAR
                     regs[REGISTERS[info]] = self.u64(frame + (codes[i + 1] | codes[i + 2] << 16))
-                elif op in (6, 8, 9):  # UWOP_EPILOG (v2) / SAVE_XMM128(_FAR): nothing to restore
+                elif op in (6, 7, 8, 9):  # epilog (v2), XMM saves: no general register
                     pass
                 elif op == 10:  # UWOP_PUSH_MACHFRAME
                     rsp = regs["rsp"] + (8 if info else 0)
@@ -197,8 +197,34 @@ class Unwinder:
             first = False
         return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
 
+    def backtrace(
+        self, regs: dict[str, int], stop: Callable[[int], bool]
+    ) -> tuple[list[int], dict[str, int]]:
+        """The return addresses of the frames above regs["rip"] (the first is regs["rip"]
+        itself), by the same virtual unwind as the dispatch, until `stop(rip)`; and the
+        registers unwound to that point."""
+        regs = dict(regs)
+        frames = []
+        for depth in range(MAX_FRAMES):
+            rip = regs["rip"]
+            if stop(rip):
+                return frames, regs
+            frames.append(rip)
+            rva = rip - self.base - (0 if depth == 0 else 1)
+            if not 0 <= rva < self.size:
+                raise UnwindError(f"frame at {rip:#x} outside the image")
+            function = self.function(rva)
+            if function is None:
+                regs["rip"] = self.u64(regs["rsp"])
+                regs["rsp"] += 8
+            else:
+                self.unwind(regs, function)
+        raise UnwindError(f"more than {MAX_FRAMES} frames")
 
-def _slots(op: int, info: int) -> int:
+
+def _slots(op: int, info: int, version: int) -> int:
+    """How many 16-bit slots an unwind code takes. Codes 6 and 7: version 1's
+    UWOP_SAVE_XMM/UWOP_SAVE_XMM_FAR (2 and 3 slots), version 2's UWOP_EPILOG (1 slot)."""
     if op == 1:
         return 2 if info == 0 else 3
     if op in (4, 8):
@@ -206,7 +232,9 @@ def _slots(op: int, info: int) -> int:
     if op in (5, 9):
         return 3
     if op == 6:
-        return 2
+        return 1 if version == 2 else 2
+    if op == 7:
+        return 1 if version == 2 else 3
     return 1
 
 

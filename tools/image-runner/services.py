@@ -81,7 +81,7 @@ class Services:
             code,
             [self.arg(n) for n in range(1, 5)],
             "KeBugCheckEx",
-            self.u64(self.uc.reg_read(self._rsp_reg)),
+            self.u64(self.regs.read(self._rsp_reg)),
         )
 
     def imp___C_specific_handler(self) -> int:
@@ -200,6 +200,7 @@ class Services:
                     raise Fatal(f"register_plugin: function offset {offset} outside the structure")
                 data[offset : offset + 8] = (POFX_STUBS + offset).to_bytes(8, "little")
             self.write(kernel, bytes(data))
+            self.kernel_information = kernel
         return status
 
     # ---- HAL ----------------------------------------------------------------------------
@@ -237,7 +238,10 @@ class Services:
         answer = self.ask({"host": "etw_register", "provider": self.read(self.arg(0), 16).hex()})
         status = _status(answer)
         if status == STATUS_SUCCESS:
-            self.put(self.arg(3), integer(answer, "handle"), 8)
+            handle = integer(answer, "handle")
+            self.put(self.arg(3), handle, 8)
+            # The provider's EnableCallback and its context (no ETW session calls it here).
+            self.etw_providers[handle] = (self.arg(1), self.arg(2))
         return status
 
     def imp_EtwWriteTransfer(self) -> int:
@@ -313,7 +317,7 @@ class Services:
                 KMODE_EXCEPTION_NOT_HANDLED,
                 [0xC0000005, index, 0, 0],
                 f"KMDF function table index {index} ({name}): not translated by the runner",
-                self.u64(self.uc.reg_read(self._rsp_reg)),
+                self.u64(self.regs.read(self._rsp_reg)),
             )
         return handler()
 

@@ -30,7 +30,13 @@ CPUID = {
 
 
 class FakeHost:
-    def __init__(self, msrs: dict[int, int] | None = None, registry: dict | None = None):
+    def __init__(
+        self,
+        msrs: dict[int, int] | None = None,
+        registry: dict | None = None,
+        advancing: bool = False,
+    ):
+        self.advancing = advancing
         self.msrs = {0xE7: 1000, 0xE8: 2000, 0x10: 12345} if msrs is None else msrs
         self.registry = registry or {}
         self.memory: dict[int, bytearray] = {}  # page address -> contents (ppm-sim memory)
@@ -52,6 +58,10 @@ class FakeHost:
         if kind == "cpuid":
             eax, ebx, ecx, edx = CPUID.get((request["leaf"], request["subleaf"]), (0, 0, 0, 0))
             return {"eax": eax, "ebx": ebx, "ecx": ecx, "edx": edx}
+        if kind == "rdmsr" and self.advancing and request["msr"] in (0xE7, 0xE8):
+            # IA32_MPERF (0xE7) and IA32_APERF (0xE8) advance: APERF at 3/4 of MPERF's rate.
+            self.tsc += 4000
+            return {"value": self.tsc * (3 if request["msr"] == 0xE8 else 4) // 4}
         if kind == "rdmsr":
             value = self.msrs.get(request["msr"])
             return {"fault": True} if value is None else {"value": value}

@@ -144,6 +144,8 @@ def test_kmdf_report_names_the_indices():
     functions = report["functions"]
     assert 0 < len(functions["executed"]) < functions["total"]
     assert session.loaded["entry"] in functions["executed"]
+    # ppm_image_readmsr starts with its RDMSR (a site hook, not a coverage hook).
+    assert readmsr_address(session) in functions["executed"]
 
 
 def test_untranslated_kmdf_index_is_a_crash():
@@ -155,16 +157,22 @@ def test_untranslated_kmdf_index_is_a_crash():
         assert f"index {index} ({name})" in crash["what"]
 
 
-def test_instruction_limit_ends_a_hang():
+def test_hang_limit_ends_a_hang():
     session = booted()
     runner = session.runner
-    runner.instruction_limit = 100_000
+    runner.watchdog.limit_seconds = 0.3
     # A `jmp $` in the image's int3 padding after ppm_image_readmsr's `ret`.
     loop = readmsr_address(session) + 0x4A
     assert runner.read(loop, 2) == b"\xcc\xcc"
     runner.uc.mem_write(loop, b"\xeb\xfe")
+    start = time.monotonic()
     crash = session.command({"op": "call", "address": loop, "args": []})["crash"]
     assert crash["code"] == 0 and "hang" in crash["what"]
+    assert crash["address"] == loop
+    assert time.monotonic() - start < 3
+    # The next command runs normally (the watchdog was disarmed).
+    done = session.command({"op": "call", "address": readmsr_address(session), "args": [0xE7]})
+    assert done["rax"] == session.host.msrs[0xE7]
 
 
 def test_cli_sti_reported_only_on_change():
@@ -188,17 +196,20 @@ def test_nested_call_while_waiting_for_a_host_answer():
     assert done["rax"] == host.msrs[0xE7]
     finals = session.channel.finals
     assert finals and finals[0]["done"]["writes"] == [[PAYLOAD + 8, "01"]]
+    # The interrupted call's stack figure includes the nested call's, which ran below it.
+    stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
+    assert stack[address]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
 
 
 def test_dbgprintex_format():
-    values = iter([18446744073709551615, 0x40, 0x50, 42, 7, ord("x"), 0x1234, 0xFFFFFFFF])
+    values = iter([18446744073709551615, 0x40, 0x50, 42, 7, ord("x"), 0x1234, 0xFFFFFFFF, 0x40])
     text = printf.format_message(
-        b"%llu %ws %s %5d|%-3u|%c %p %% %d",
+        b"%llu %ws %s %5d|%-3u|%c %p %% %d %ls",
         lambda: next(values),
         lambda address: "narrow" if address == 0x50 else "?",
         lambda address: "wide" if address == 0x40 else "?",
     )
-    assert text == "18446744073709551615 wide narrow    42|7  |x 0000000000001234 % -1"
+    assert text == "18446744073709551615 wide narrow    42|7  |x 0000000000001234 % -1 wide"
 
 
 def test_line_protocol_over_stdio():
@@ -242,3 +253,268 @@ def test_line_protocol_over_stdio():
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def symbol_address(session: Session, name: str) -> int:
+    runner = session.runner
+    return session.loaded["image_base"] + runner.symbols.rvas[runner.symbols.names.index(name)]
+
+
+def test_kebugcheckex_is_a_crash_with_its_arguments():
+    # The import thunk, called with five arguments: the fifth travels on the stack.
+    session = booted()
+    thunk = symbol_address(session, "KeBugCheckEx")
+    done = session.command({"op": "call", "address": thunk, "args": [0xDEAD, 1, 2, 3, 4]})
+    crash = done["crash"]
+    assert crash["code"] == 0xDEAD
+    assert crash["parameters"] == [1, 2, 3, 4]
+
+
+def test_device_add_and_unload():
+    session = booted()
+    done = session.command({"op": "device_add"})
+    assert done == {"status": 0}
+    wdf = [r for r in session.host.requests if r["host"] == "wdf"]
+    functions = [r["function"] for r in wdf]
+    assert "WdfDeviceCreate" in functions
+    stop_remove = next(r for r in wdf if r["function"] == "WdfDeviceSetStaticStopRemove")
+    assert stop_remove["stoppable"] is False
+    state = next(r for r in wdf if r["function"] == "WdfDeviceSetDeviceState")["state"]
+    assert state["Size"] == 28 and state["NotDisableable"] == 1 and state["Disabled"] == 2
+    # A registered PEP cannot be unloaded: src/driver.rs stops the system (DRIVER_VIOLATION).
+    crash = session.command({"op": "unload"})["crash"]
+    assert crash["code"] == 0x121
+    assert "evt_driver_unload" in crash["symbol"]
+
+
+def test_unload_of_an_unregistered_driver():
+    host = FakeHost(registry={"SkipRegistration": (4, (1).to_bytes(4, "little"))})
+    session = booted(host)
+    assert host.registered is None
+    assert session.command({"op": "unload"}) == {"called": True}
+    stack = {item["symbol"] for item in session.command({"op": "report"})["stack"]}
+    assert "stub_driver_unload" in stack
+
+
+def test_virtual_unwind_walks_every_frame_back_to_the_entry_point():
+    """The unwind codes replayed on the real image: from inside KeStallExecutionProcessor
+    (deep in calibration), frame by frame back to FxDriverEntry's caller, restoring the
+    non-volatile registers each function saved."""
+    from runner import NONVOLATILE_REGS, SENTINEL, x86
+
+    host = FakeHost()
+    session = Session(host)
+    runner = session.runner
+    traces = []
+    answer = host.answer
+
+    def capture(request):
+        if request["host"] == "stall" and not traces:
+            uc = runner.uc
+            regs = {name: uc.reg_read(reg) for name, reg in NONVOLATILE_REGS.items()}
+            regs["rsp"] = uc.reg_read(x86.UC_X86_REG_RSP) + 8  # the stub's return address
+            regs["rip"] = runner.u64(regs["rsp"] - 8)
+            frames, unwound = runner.unwinder.backtrace(regs, lambda rip: rip == SENTINEL)
+            traces.append([runner.symbol(rip).split("+")[0] for rip in frames])
+            restored.update(unwound)
+        return answer(request)
+
+    restored = {}
+    host.answer = capture
+    # The non-volatile registers at the entry: what unwinding every frame must give back.
+    markers = {name: 0x1111_0000_0000_0000 + n for n, name in enumerate(NONVOLATILE_REGS)}
+    for name, value in markers.items():
+        runner.uc.reg_write(NONVOLATILE_REGS[name], value)
+    assert session.boot() == {"status": 0}
+    (names,) = traces
+    assert names[-2:] == ["DriverEntry", "FxDriverEntry"]
+    assert {name: restored[name] for name in markers} == markers
+    assert restored["rsp"] == runner.stack_top - 0x20  # the entry's RSP after its return
+
+
+def test_bad_input_is_a_one_line_error():
+    import io
+
+    from protocol import Channel
+    from runner import Runner
+
+    for line, expected in (
+        ("not json\n", "not JSON"),
+        ('{"op": "call", "address": 1}\n', "no image loaded"),
+        ('{"op": "load", "image": "/nonexistent", "map": "/x", "stack_bytes": 24576}\n', ""),
+        ('{"op": "load", "image": "x", "map": "y", "stack_bytes": 100}\n', "stack_bytes"),
+    ):
+        out = io.StringIO()
+        assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+        (reply,) = [json.loads(text) for text in out.getvalue().splitlines()]
+        assert expected in reply["error"] and "\n" not in reply["error"]
+
+
+def apply(page: bytearray, writes: list) -> None:
+    for address, data in writes:
+        raw = bytes.fromhex(data)
+        page[address - PAYLOAD : address - PAYLOAD + len(raw)] = raw
+
+
+def registered_processor(session: Session) -> tuple[int, int]:
+    """PREPARE_DEVICE and REGISTER_DEVICE of \\_SB.PR00: the processor callback and the
+    PEPHANDLE the image returned."""
+    device, processor = callbacks(session)
+    session.host.memory[PAYLOAD] = prepare_device_page("\\_SB.PR00")
+    assert session.command({"op": "call", "address": device, "args": [1, PAYLOAD]})["rax"] & 0xFF
+    # PEP_REGISTER_DEVICE_V2: DeviceId +0, KernelHandle +8, Register +16, DeviceHandle +24
+    # out, DeviceAccepted +32 out; the id's UNICODE_STRING at +0x100.
+    page = bytearray(0x1000)
+    text = "\\_SB.PR00".encode("utf-16-le")
+    page[0:8] = (PAYLOAD + 0x100).to_bytes(8, "little")
+    page[8:16] = (0x5555).to_bytes(8, "little")
+    page[0x100:0x102] = page[0x102:0x104] = len(text).to_bytes(2, "little")
+    page[0x108:0x110] = (PAYLOAD + 0x120).to_bytes(8, "little")
+    page[0x120 : 0x120 + len(text)] = text
+    session.host.memory[PAYLOAD] = page
+    done = session.command({"op": "call", "address": device, "args": [3, PAYLOAD]})
+    assert done["rax"] & 0xFF == 1
+    apply(page, done["writes"])
+    assert int.from_bytes(page[32:36], "little") == 2  # PepDeviceAccepted
+    return processor, int.from_bytes(page[24:32], "little")
+
+
+def test_feedback_read_the_hot_path():
+    """QUERY_CAPABILITIES, QUERY_FEEDBACK_COUNTERS and FEEDBACK_READ: the counter reads of the
+    image's own RDMSRs, answered by the host, in the payload's NominalCount/ActualCount."""
+    session = booted(FakeHost(advancing=True))
+    processor, handle = registered_processor(session)
+    assert handle
+    host = session.host
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    done = session.command({"op": "call", "address": processor, "args": [handle, 1, PAYLOAD]})
+    assert done["rax"] & 0xFF == 1
+    capabilities = bytearray(0x1000)
+    apply(capabilities, done["writes"])
+    assert int.from_bytes(capabilities[0:4], "little") == 1  # FeedbackCounterCount
+    query = bytearray(0x1000)
+    query[0:4] = (1).to_bytes(4, "little")
+    host.memory[PAYLOAD] = query
+    done = session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
+    apply(query, done["writes"])
+    assert int.from_bytes(query[4:8], "little") & 0x7 == 0x3  # affinitized, relative
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    counts = []
+    for _ in range(3):
+        host.memory[PAYLOAD] = bytearray(0x1000)
+        done = session.command({**read, "interrupts": False})
+        assert done["rax"] & 0xFF == 1
+        page = bytearray(0x1000)
+        apply(page, done["writes"])
+        counts.append((int.from_bytes(page[8:16], "little"), int.from_bytes(page[16:24], "little")))
+    assert counts[1][0] > counts[0][0] and counts[2][0] > counts[1][0]
+    assert all(actual < nominal for nominal, actual in counts[1:])
+    msrs = [r["msr"] for r in host.requests[-8:] if r["host"] == "rdmsr"]
+    assert sorted(msrs[-2:]) == [0xE7, 0xE8]
+
+
+def test_etw_event_bytes_once_a_session_enables_the_provider():
+    """TraceLogging writes only when enabled: the test plays the ETW session, calling the
+    provider's EnableCallback (IsEnabled 1, level 5, every keyword), then PREPARE_DEVICE's
+    event arrives as EtwWriteTransfer's data descriptors' bytes."""
+    session = booted()
+    ((handle, (callback, context)),) = session.runner.etw_providers.items()
+    enable = [0, 1, 5, 0xFFFFFFFFFFFFFFFF, 0, 0, context]  # 5th..7th arguments on the stack
+    assert "crash" not in session.command({"op": "call", "address": callback, "args": enable})
+    device, _ = callbacks(session)
+    session.host.memory[PAYLOAD] = prepare_device_page("\\_SB.PR00")
+    before = len(session.host.requests)
+    session.command({"op": "call", "address": device, "args": [1, PAYLOAD]})
+    (event,) = [r for r in session.host.requests[before:] if r["host"] == "etw_write"]
+    assert event["handle"] == handle
+    assert len(bytes.fromhex(event["descriptor"])) == 16
+    data = [bytes.fromhex(piece) for piece in event["data"]]
+    assert any(b"DevicePrepared" in piece for piece in data)
+    assert "\\_SB.PR00".encode("utf-16-le") in data
+
+
+def test_wrmsr_reaches_the_host_and_its_fault_is_caught():
+    session = booted(FakeHost(msrs={0x199: 0}))
+    probe = symbol_address(session, "ppm_msr_probe_write")
+    done = session.command({"op": "call", "address": probe, "args": [0x199, 0x1234_0000_5678]})
+    assert done["rax"] & 0xFF == 1
+    assert session.host.msrs[0x199] == 0x1234_0000_5678
+    done = session.command({"op": "call", "address": probe, "args": [0x774, 1]})
+    assert done["rax"] & 0xFF == 0
+    last = session.command({"op": "report"})["seh"][-1]
+    assert last["handled"] and last["symbol"].startswith("__writemsr")
+
+
+def test_a_function_table_larger_than_kmdf_1_31_is_refused():
+    import re
+
+    session = Session()
+    text = MAP.read_text()
+    preferred = int(re.search(r"Preferred load address is ([0-9a-fA-F]+)", text).group(1), 16)
+    bind_info = int(re.search(r"\sbind_info\s+([0-9a-f]{16})", text).group(1), 16) - preferred
+    runner = session.runner
+    field = session.loaded["image_base"] + bind_info + 28  # WDF_BIND_INFO.FuncCount
+    assert runner.u32(field) == 458
+    runner.uc.mem_write(field, (459).to_bytes(4, "little"))
+    assert session.boot() == {"status": 0xC000000D}  # STATUS_INVALID_PARAMETER, from the bind
+    assert session.host.registered is None
+    assert session.command({"op": "report"})["kmdf"] == []
+
+
+def test_pofx_services_are_host_requests():
+    """register_plugin's `functions` offsets become stubs in the image's
+    PEP_KERNEL_INFORMATION; a call through one is a pofx_service request."""
+    from layout import POFX_STUBS
+
+    session = booted()
+    runner = session.runner
+    kernel = runner.kernel_information
+    assert runner.u64(kernel + 8) == 0x1234  # the POHANDLE the fake kernel returned
+    for offset in range(16, 96, 8):
+        assert runner.u64(kernel + offset) == POFX_STUBS + offset
+    done = session.command({"op": "call", "address": POFX_STUBS + 16, "args": [0x1234, 7]})
+    assert done["rax"] == 0
+    request = session.host.requests[-1]
+    assert request["host"] == "pofx_service" and request["offset"] == 16
+    assert request["args"][:2] == [0x1234, 7]
+
+
+def test_time_waiting_for_the_host_is_not_a_hang():
+    host = FakeHost()
+    session = Session(host)
+    session.runner.watchdog.limit_seconds = 0.3
+    answer = host.answer
+    slept = []
+
+    def slow(request):
+        if request["host"] == "stall" and not slept:
+            slept.append(True)
+            time.sleep(0.6)
+        return answer(request)
+
+    host.answer = slow
+    assert session.boot() == {"status": 0}
+    assert slept
+
+
+def test_divide_error_without_a_handler_is_bugcheck_0x1e():
+    session = booted()
+    cave = readmsr_address(session) + 0x4A  # ppm_image_readmsr's int3 padding
+    assert session.runner.read(cave, 4) == b"\xcc" * 4
+    session.runner.uc.mem_write(cave, b"\x31\xc9\xf7\xf1")  # xor ecx, ecx; div ecx
+    crash = session.command({"op": "call", "address": cave, "args": []})["crash"]
+    assert crash["code"] == 0x1E
+    assert crash["parameters"][:2] == [0xC0000094, cave + 2]
+    assert session.command({"op": "report"})["seh"][-1]["handled"] is False
+
+
+def test_changed_runs_span_slices_and_coalesce():
+    from runner import _changed_runs
+
+    before = bytes(4096)
+    after = bytearray(before)
+    after[250:262] = b"\xff" * 12  # across the 256-byte slice boundary
+    after[4095] = 1
+    after[1000] = 0  # unchanged
+    assert _changed_runs(before, bytes(after)) == [(250, 262), (4095, 4096)]
+    assert _changed_runs(before, before) == []
