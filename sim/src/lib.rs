@@ -135,6 +135,7 @@ pub fn run_image(
         observation.crash.as_ref(),
         observation.ledger.faults_raised,
         &observation.ledger.etw_events,
+        scenario.pofx.nested_notifications,
     )?;
     output.report = output.report.with_image(judged);
     output.observations.image = Some(observation);
