@@ -293,17 +293,7 @@ class Runner(Services):
         """Serves a ppm-sim page to this call. Pages stay mapped between calls (mapping and
         unmapping flush Unicorn's translated code, which cost more than the rest of a call),
         protected PROT_NONE while stale, so the next touch fetches them again."""
-        answer = self.ask({"host": "read", "address": page, "length": PAGE})
-        if answer.get("fault"):
-            raise Crash(
-                PAGE_FAULT_IN_NONPAGED_AREA,
-                [page, 0, self._rip(), 0],
-                f"ppm-sim memory at {page:#x} is not readable",
-                self._rip(),
-            )
-        data = hex_bytes(answer, "bytes")
-        if len(data) != PAGE:
-            raise Fatal(f"read of {page:#x}: {len(data)} bytes instead of {PAGE}")
+        data = self._read_page(page)
         if page in self.stale:
             self.stale.discard(page)
             self.uc.mem_protect(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
@@ -316,6 +306,40 @@ class Runner(Services):
         self.uc.mem_write(page, data)
         self.mirrors[-1][page] = data
 
+    def _read_page(self, page: int) -> bytes:
+        """One page of ppm-sim's memory, as it is now."""
+        answer = self.ask({"host": "read", "address": page, "length": PAGE})
+        if answer.get("fault"):
+            raise Crash(
+                PAGE_FAULT_IN_NONPAGED_AREA,
+                [page, 0, self._rip(), 0],
+                f"ppm-sim memory at {page:#x} is not readable",
+                self._rip(),
+            )
+        data = hex_bytes(answer, "bytes")
+        if len(data) != PAGE:
+            raise Fatal(f"read of {page:#x}: {len(data)} bytes instead of {PAGE}")
+        return data
+
+    def _share_outer_pages(self) -> None:
+        """A nested call starts: ppm-sim wrote its payload, maybe into a page an interrupted
+        call mirrors. Each such page is fetched again and the interrupted call's own changes
+        laid over it; the nested call starts from that, and the interrupted call's baseline
+        takes ppm-sim's bytes everywhere it changed nothing, so neither call reports the
+        other's bytes as its writes."""
+        nested = self.mirrors[-1]
+        for level in self.mirrors[:-1]:
+            for page, before in list(level.items()):
+                fresh = self._read_page(page)
+                current = bytes(self.uc.mem_read(page, PAGE))
+                merged, baseline = bytearray(fresh), bytearray(fresh)
+                for start, end in _changed_runs(before, current):
+                    merged[start:end] = current[start:end]
+                    baseline[start:end] = before[start:end]
+                self.uc.mem_write(page, bytes(merged))
+                level[page] = bytes(baseline)
+                nested[page] = bytes(merged)
+
     def _release_mirrors(self) -> list[list[Any]]:
         """The byte ranges the image changed in ppm-sim's pages this call, coalesced; the
         pages become stale. Compared with what ppm-sim served (a write of the same value is no
@@ -325,10 +349,19 @@ class Runner(Services):
         for page in sorted(pages):
             before = pages[page]
             after = bytes(self.uc.mem_read(page, PAGE))
-            self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
-            self.stale.add(page)
+            # A page an interrupted call mirrors stays live for it; its baseline takes this
+            # call's writes (ppm-sim applies them), so the interrupted call does not repeat them.
+            outer = next((level for level in self.mirrors if page in level), None)
+            if outer is None:
+                self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
+                self.stale.add(page)
             if after == before:
                 continue
+            if outer is not None:
+                baseline = bytearray(outer[page])
+                for start, end in _changed_runs(before, after):
+                    baseline[start:end] = after[start:end]
+                outer[page] = bytes(baseline)
             for start, end in _changed_runs(before, after):
                 address = page + start
                 data = after[start:end]
@@ -526,6 +559,8 @@ class Runner(Services):
         self.interrupts = interrupts
         self.crash = None
         self.mirrors.append({})
+        if nested:
+            self._share_outer_pages()
         if not nested:
             self.watchdog.arm()
         try:
