@@ -267,16 +267,14 @@ fn bench_command() -> Command {
 /// The PEP `--pep` and `--image` ask for.
 fn backend(matches: &clap::ArgMatches) -> PepBackend {
     match matches.get_one::<String>("pep").map(String::as_str) {
-        Some("image") => PepBackend::Image(
-            matches.get_one::<PathBuf>("image").cloned().unwrap_or_else(image::default_image),
-        ),
+        Some("image") => PepBackend::Image(matches.get_one::<PathBuf>("image").cloned()),
         _ => PepBackend::Engine,
     }
 }
 
 /// The image backend refuses a scenario its image cannot run.
 fn image_can_run(scenario: &Scenario) -> Result<(), String> {
-    if scenario.platform.cpu.is_arm64() {
+    if !image::runs_on_image(scenario) {
         return Err(format!(
             "{}: an ARM64 scenario; the image backend runs the x64 image only (the runner has no \
              AArch64 loader: see docs/image-backend.md)",
@@ -442,7 +440,8 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
         PepBackend::Engine => crate::run_with(&scenario, &options),
         PepBackend::Image(image) => {
             image_can_run(&scenario)?;
-            crate::run_image(&scenario, &options, image)?.report
+            crate::run_image(&scenario, &options, &image::image_for(&scenario, image.as_deref()))?
+                .report
         }
     };
     progress::finish();
@@ -587,15 +586,16 @@ fn validate(
                 PepBackend::Engine => SuiteReport::new(vec![crate::run(&scenario)]),
                 PepBackend::Image(image) => {
                     image_can_run(&scenario)?;
+                    let image = image::image_for(&scenario, image.as_deref());
                     SuiteReport::new(vec![
-                        crate::run_image(&scenario, &RunOptions::default(), image)?.report,
+                        crate::run_image(&scenario, &RunOptions::default(), &image)?.report,
                     ])
                 }
             }
         }
         None => match pep {
             PepBackend::Engine => crate::validate(),
-            PepBackend::Image(image) => crate::validate_image(image)?,
+            PepBackend::Image(image) => crate::validate_image(image.as_deref())?,
         },
     };
     // One scenario prints its full report; the whole suite prints a line per scenario.

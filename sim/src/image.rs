@@ -33,8 +33,9 @@ pub enum PepBackend {
     /// The engine, compiled for this host, called directly (the default).
     #[default]
     Engine,
-    /// The linked driver image at this path, executed by the runner.
-    Image(PathBuf),
+    /// The linked driver image, executed by the runner: the one at this path, or (`None`)
+    /// the one `scripts/build-driver-image.sh` builds for the scenario's architecture.
+    Image(Option<PathBuf>),
 }
 
 impl PepBackend {
@@ -64,6 +65,28 @@ pub fn default_image() -> PathBuf {
 #[must_use]
 pub fn default_arm64_image() -> PathBuf {
     repository().join("target/driver-image/arm64/ppm_pep.sys")
+}
+
+/// The image a scenario runs on: `explicit`, or the default image of its architecture.
+#[must_use]
+pub fn image_for(scenario: &crate::scenario::Scenario, explicit: Option<&Path>) -> PathBuf {
+    explicit.map_or_else(
+        || if scenario.platform.cpu.is_arm64() { default_arm64_image() } else { default_image() },
+        Path::to_path_buf,
+    )
+}
+
+/// Whether the image backend runs `scenario`: every x64 scenario; ARM64 ones once the runner
+/// executes AArch64 images (see docs/image-backend.md).
+#[must_use]
+pub const fn runs_on_image(scenario: &crate::scenario::Scenario) -> bool {
+    !scenario.platform.cpu.is_arm64()
+}
+
+/// The architecture a scenario's processors need of the image (`x64`, `arm64`).
+#[must_use]
+pub const fn architecture_of(scenario: &crate::scenario::Scenario) -> &'static str {
+    if scenario.platform.cpu.is_arm64() { "arm64" } else { "x64" }
 }
 
 /// Checks that `image` exists before a run starts, with the message a user needs when it does

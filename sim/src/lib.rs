@@ -109,8 +109,13 @@ pub fn run_image(
     image::check_image(image_path)?;
     let script = image::repository().join("scripts/image-runner.sh");
     let runner = Arc::new(
-        image::Runner::start(&script, image_path, IMAGE_STACK_BYTES)
-            .map_err(|error| error.to_string())?,
+        image::Runner::start(
+            &script,
+            image_path,
+            image::architecture_of(scenario),
+            IMAGE_STACK_BYTES,
+        )
+        .map_err(|error| error.to_string())?,
     );
     let options = RunOptions { image: Some(Arc::clone(&runner)), ..options.clone() };
     let mut output = run_detailed(scenario, &options);
@@ -142,26 +147,32 @@ pub fn run_image(
     Ok(output)
 }
 
-/// Every built-in scenario against the image (`ppm-sim validate --pep image`), with the
-/// image's function coverage over the whole suite.
+/// Every built-in scenario against the image (`ppm-sim validate --pep image`): each on the
+/// image of its architecture (`explicit` for every scenario of that image's architecture),
+/// with the x64 image's function coverage over the whole suite.
 ///
 /// # Errors
 /// As [`run_image`], for the first scenario that could not run.
-pub fn validate_image(image_path: &std::path::Path) -> Result<SuiteReport, String> {
+pub fn validate_image(explicit: Option<&std::path::Path>) -> Result<SuiteReport, String> {
     let mut reports = Vec::new();
     let mut executed = std::collections::BTreeSet::new();
+    let x64_image = explicit.map_or_else(image::default_image, std::path::Path::to_path_buf);
     for (_, scenario) in builtin::all() {
-        // The x64 image runs the x64 scenarios (the runner has no AArch64 loader).
-        if scenario.platform.cpu.is_arm64() {
+        if !image::runs_on_image(&scenario) {
             continue;
         }
+        let image_path = &image::image_for(&scenario, explicit);
         let output = run_image(&scenario, &RunOptions::default(), image_path)?;
+        if scenario.platform.cpu.is_arm64() {
+            reports.push(output.report);
+            continue;
+        }
         if let Some(image) = &output.report.image {
             executed.extend(image.executed_rvas.iter().copied());
         }
         reports.push(output.report);
     }
-    let (coverage, check) = image::measurements_coverage(image_path, &executed)?;
+    let (coverage, check) = image::measurements_coverage(&x64_image, &executed)?;
     Ok(SuiteReport::new(reports).with_image_coverage(coverage, check))
 }
 

@@ -287,3 +287,44 @@ fn a_bad_file_names_the_file_and_the_field() {
         )
     );
 }
+
+#[test]
+fn the_image_backend_without_an_image_says_how_to_build_one() {
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/single.toml");
+    for args in [
+        &["run", scenario, "--pep", "image", "--image", "/nonexistent/ppm_pep.sys"][..],
+        &["validate", "single", "--pep", "image", "--image", "/nonexistent/ppm_pep.sys"],
+        &["validate", "--pep", "image", "--image", "/nonexistent/ppm_pep.sys"],
+    ] {
+        let (code, out, err) = cli(args);
+        assert_eq!(code, EXIT_USAGE, "{args:?}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(
+            err.contains("no driver image at /nonexistent/ppm_pep.sys")
+                && err.contains("bash scripts/build-driver-image.sh")
+                && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    // --image names the image of --pep image, and --pep takes the two backends only.
+    let (code, _, err) = cli(&["run", scenario, "--image", "x.sys"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    let (code, _, err) = cli(&["run", scenario, "--pep", "firmware"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("engine") && err.contains("image"), "{err}");
+}
+
+#[test]
+fn an_image_without_its_map_is_refused_before_any_run() {
+    let directory = std::env::temp_dir().join(format!("ppm-sim-image-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).expect("temporary directory");
+    let image = directory.join("ppm_pep.sys");
+    std::fs::write(&image, b"MZ").expect("image");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/single.toml");
+    let (code, out, err) =
+        cli(&["run", scenario, "--pep", "image", "--image", &image.to_string_lossy()]);
+    let _ = std::fs::remove_dir_all(&directory);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("no linker map beside the image"), "{err}");
+}

@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use super::callbacks;
 use super::runner::{hex, unhex};
 use crate::boot::{SimKernel, SimParameters, SimState};
+use crate::cpu::sysreg;
 use crate::platform::{OnProcessor, SimPlatform};
+use ppm_engine::arm64::SystemRegister;
 
 /// `STATUS_OBJECT_NAME_NOT_FOUND`.
 const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32.cast_signed();
@@ -28,6 +30,8 @@ const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32.cast_signed();
 const STATUS_BUFFER_OVERFLOW: NTSTATUS = 0x8000_0005_u32.cast_signed();
 /// `STATUS_NOT_SUPPORTED`.
 const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BB_u32.cast_signed();
+/// `TRACE_LEVEL_VERBOSE`: the level the emulated trace session enables.
+const ETW_LEVEL_VERBOSE: u64 = 5;
 /// `ALL_PROCESSOR_GROUPS`.
 const ALL_PROCESSOR_GROUPS: u64 = 0xFFFF;
 /// Processors per group, as the emulated kernel lays them out.
@@ -196,7 +200,13 @@ impl<'k> ImageHost<'k> {
             | "current_processor"
             | "performance_counter"
             | "stall" => self.machine(&request),
-            "etw_register" => Ok(json!({"status": 0, "handle": 1})),
+            // A session enables every provider at every level, as the boot trace of
+            // docs/windows.md does (`wpr -boottrace`): the image's events are written.
+            "etw_register" => Ok(json!({
+                "status": 0,
+                "handle": 1,
+                "enable": {"level": ETW_LEVEL_VERBOSE, "keywords": u64::MAX},
+            })),
             "etw_write" => {
                 self.etw_write(&request);
                 Ok(json!({"status": 0}))
@@ -242,6 +252,23 @@ impl<'k> ImageHost<'k> {
                 Err(_) => self.fault(),
             },
             "rdtsc" => json!({"value": platform.read_timestamp().unwrap_or(0)}),
+            "mrs" => {
+                let field = |key: &str| request.u32(key);
+                let encoding =
+                    (field("op0")?, field("op1")?, field("crn")?, field("crm")?, field("op2")?);
+                if encoding == CNTVCT_EL0 {
+                    json!({"value": platform.read_timestamp().unwrap_or(0)})
+                } else {
+                    match system_register(encoding) {
+                        Some(register) => match platform.read_system_register(register) {
+                            Ok(value) => json!({"value": value}),
+                            Err(_) => self.fault(),
+                        },
+                        // A register the emulated processors do not model: undefined.
+                        None => self.fault(),
+                    }
+                }
+            }
             "interrupts" => {
                 if request.bool("enabled")? {
                     platform.unmask_interrupts();
@@ -605,6 +632,24 @@ impl<'k> ImageHost<'k> {
     }
 }
 
+/// `CNTVCT_EL0` (op0, op1, CRn, CRm, op2): the virtual count, the ARM64 time stamp.
+const CNTVCT_EL0: (u32, u32, u32, u32, u32) = (3, 3, 14, 0, 2);
+
+/// The engine's system register with this encoding (op0, op1, CRn, CRm, op2), if any.
+fn system_register((op0, op1, crn, crm, op2): (u32, u32, u32, u32, u32)) -> Option<SystemRegister> {
+    let number = 0x0A64_0000 | (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
+    [
+        SystemRegister::IdAa64Pfr0El1,
+        SystemRegister::AmcgcrEl0,
+        SystemRegister::Amcntenset0El0,
+        SystemRegister::Amevcntr00El0,
+        SystemRegister::Amevcntr01El0,
+        SystemRegister::CntfrqEl0,
+    ]
+    .into_iter()
+    .find(|register| sysreg::id(*register) == number)
+}
+
 /// A `REG_SZ` value's text: UTF-16LE with its NUL terminator (`None` when malformed).
 fn reg_sz(data: &[u8]) -> Option<String> {
     if data.len() % 2 != 0 {
@@ -686,6 +731,14 @@ mod tests {
         data.extend([0, 0]);
         assert_eq!(reg_sz(&data).as_deref(), Some("x64"));
         assert_eq!(reg_sz(&data[1..]), None);
+    }
+
+    #[test]
+    fn system_registers_by_encoding() {
+        assert_eq!(system_register((3, 3, 13, 4, 1)), Some(SystemRegister::Amevcntr01El0));
+        assert_eq!(system_register((3, 0, 0, 4, 0)), Some(SystemRegister::IdAa64Pfr0El1));
+        assert_eq!(system_register((3, 3, 14, 0, 0)), Some(SystemRegister::CntfrqEl0));
+        assert_eq!(system_register((3, 0, 0, 0, 0)), None);
     }
 
     #[test]

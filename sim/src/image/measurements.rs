@@ -32,15 +32,17 @@ pub const KMDF_FUNCTIONS_CALLED: [&str; 12] = [
     "WdfRegistryQueryValue",
 ];
 
-/// Functions of the driver's own code (`src/`, its C shim, the KMDF stub) that no scenario
-/// runs, each with the reason (README's "What the image backend proves" lists them).
-pub const NOT_EXECUTED: [(&str, &str); 2] = [
+/// Functions the map attributes to the driver's own object that no scenario runs, each with
+/// the reason (README's "The image backend" lists them). With LTO, the map names one object
+/// for all Rust code; these three are `wdk-sys`'s `#[no_mangle]` stand-ins.
+pub const NOT_EXECUTED: [(&str, &str); 3] = [
     (
-        "ppm_msr_probe_write",
-        "the SEH-guarded WRMSR probe; the engine writes only the fixed-counter controls, which \
-         the probe reads first, and no scenario faults a WRMSR before that read",
+        "__CxxFrameHandler3",
+        "wdk-sys's stand-in for the C++ exception personality routine the msvc target \
+         references; a panic = \"abort\" kernel driver never unwinds",
     ),
-    ("__writemsr", "called only by ppm_msr_probe_write"),
+    ("__CxxFrameHandler4", "as __CxxFrameHandler3"),
+    ("__GSHandlerCheck_EH4", "as __CxxFrameHandler3 (the /GS variant)"),
 ];
 
 /// One entry point's stack: measured against the static figure.
@@ -118,7 +120,8 @@ pub fn map_functions(map: &Path) -> Result<(u64, Vec<(u64, String, String)>), St
     for line in text.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let [place, name, address, object, ..] = fields[..] else { continue };
-        if !place.starts_with("0001:") || name.starts_with(".weak.") {
+        // `$ehgcr_…` labels mark __except continuations inside a function, not functions.
+        if !place.starts_with("0001:") || name.starts_with(".weak.") || name.starts_with('$') {
             continue;
         }
         // Import thunks are the kernel's, not the image's functions.
@@ -369,7 +372,11 @@ fn stack_check(stack: &[StackFigure], nested: bool) -> CheckResult {
         failures.push("the runner measured no entry point".to_owned());
     }
     if failures.is_empty() {
-        CheckResult::new("image.stack", true, format!("deepest stack per entry: {}", figures.join(", ")))
+        CheckResult::new(
+            "image.stack",
+            true,
+            format!("deepest stack per entry: {}", figures.join(", ")),
+        )
     } else {
         CheckResult::new("image.stack", false, failures.join("; "))
     }
@@ -430,26 +437,34 @@ pub fn coverage_check(
     Ok((coverage, check))
 }
 
-/// A symbol as a reader knows it: a Rust v0 symbol's identifiers joined with `::` (hashes
-/// and disambiguators dropped; not a full demangler), anything else as it is.
+/// A symbol as a reader knows it: a Rust v0 symbol's identifiers joined with `::`
+/// (disambiguators, back-references and const values skipped: not a full demangler, for
+/// messages only), anything else as it is.
 #[must_use]
 pub fn readable(name: &str) -> String {
-    let Some(mut rest) = name.strip_prefix("_R") else { return name.to_owned() };
+    let Some(body) = name.strip_prefix("_R") else { return name.to_owned() };
+    let bytes = body.as_bytes();
     let mut words = Vec::new();
-    while !rest.is_empty() {
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if digits.is_empty() {
-            rest = &rest[rest.chars().next().map_or(1, char::len_utf8)..];
-            continue;
+    let mut index = 0;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if byte.is_ascii_digit() {
+            let digits = bytes[index..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+            let length: usize = body[index..index + digits].parse().unwrap_or(0);
+            let mut start = index + digits;
+            if bytes.get(start) == Some(&b'_') {
+                start += 1;
+            }
+            let Some(word) = body.get(start..start + length) else { break };
+            words.push(word);
+            index = start + length;
+        } else if matches!(byte, b's' | b'B' | b'K') {
+            // Runs to the next `_`.
+            index = body[index..].find('_').map_or(bytes.len(), |end| index + end + 1);
+        } else {
+            index += 1;
         }
-        let length: usize = digits.parse().unwrap_or(0);
-        let after = &rest[digits.len()..];
-        let after = after.strip_prefix('_').unwrap_or(after);
-        let Some(word) = after.get(..length) else { break };
-        words.push(word.to_owned());
-        rest = &after[length..];
     }
-    words.retain(|word| !word.is_empty());
     if words.is_empty() { name.to_owned() } else { words.join("::") }
 }
 

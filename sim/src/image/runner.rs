@@ -84,12 +84,17 @@ impl fmt::Debug for Runner {
 }
 
 impl Runner {
-    /// Starts `script` (`scripts/image-runner.sh`) and loads `image` with `stack_bytes` of
-    /// kernel stack.
+    /// Starts `script` (`scripts/image-runner.sh`) and loads `image`, built for `arch` (`x64`,
+    /// `arm64`), with `stack_bytes` of kernel stack.
     ///
     /// # Errors
     /// When the runner cannot be started or cannot load the image.
-    pub fn start(script: &Path, image: &Path, stack_bytes: u64) -> Result<Self, RunnerError> {
+    pub fn start(
+        script: &Path,
+        image: &Path,
+        arch: &str,
+        stack_bytes: u64,
+    ) -> Result<Self, RunnerError> {
         let mut child = Command::new("bash")
             .arg(script)
             .stdin(Stdio::piped())
@@ -121,7 +126,7 @@ impl Runner {
                 "op": "load",
                 "image": image.to_string_lossy(),
                 "map": map.to_string_lossy(),
-                "arch": "x64",
+                "arch": arch,
                 "stack_bytes": stack_bytes,
             }),
             &ImageHost::machine_only(),
