@@ -94,8 +94,6 @@ pub struct ImageReport {
     pub executed_rvas: BTreeSet<u64>,
     /// ETW events written, by name.
     pub etw_events: BTreeMap<String, usize>,
-    /// Instructions executed.
-    pub instructions: u64,
     /// The `image.*` checks (also in the run's checks).
     #[serde(skip)]
     pub checks: Vec<CheckResult>,
@@ -319,7 +317,6 @@ pub fn judge(
         not_executed,
         executed_rvas,
         etw_events,
-        instructions: number(&Value::Object(report.clone()), "instructions"),
         checks,
     })
 }
