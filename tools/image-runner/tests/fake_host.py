@@ -102,9 +102,10 @@ class FakeHost:
             register = tuple(request[name] for name in ("op0", "op1", "crn", "crm", "op2"))
             amu = self.system_registers.get(ID_AA64PFR0_EL1, 0) >> 44 & 0xF
             if register == CNTVCT_EL0 or (amu and register in (AMEVCNTR00_EL0, AMEVCNTR01_EL0)):
-                # The clock advances with every read; core cycles at `core_hz`.
-                self.tsc += 1000
-                self.cycles += 1000 * self.core_hz // CNTFRQ_HZ
+                # The clock advances with every read, by 10 ticks (0.5 us: a counter pair's
+                # reads stay within the engine's bound, as on hardware); cycles at `core_hz`.
+                self.tsc += 10
+                self.cycles += 10 * self.core_hz // CNTFRQ_HZ
                 return {"value": self.cycles if register == AMEVCNTR00_EL0 else self.tsc}
             value = self.system_registers.get(register)
             return {"fault": True} if value is None else {"value": value}
