@@ -24,7 +24,7 @@ from fake_host import (
     FakeHost,
     Session,
 )
-from test_runner import PAYLOAD, apply, callbacks, registered_processor
+from test_runner import PAYLOAD, apply, callbacks, prepare_device_page, registered_processor
 
 from layout import KMDF_TABLE
 
@@ -269,3 +269,41 @@ def test_arm64_feedback_read_cost():
         assert session.command({**read, "interrupts": True})["rax"] & 0xFF == 1
     per_call = (time.perf_counter() - start) / rounds
     print(f"ARM64 FEEDBACK_READ in process: {per_call * 1e6:.0f} us")
+
+
+def test_arm64_nested_call_while_waiting_for_an_mrs_answer():
+    """ppm-sim sends PREPARE_DEVICE while FEEDBACK_READ waits for its first MRS answer: the
+    nested call runs below the interrupted frame and the interrupted call resumes intact."""
+    host = FakeHost()
+    session = booted(host)
+    processor, handle = registered_processor(session)
+    device, _ = callbacks(session)
+    query = bytearray(0x1000)
+    query[0:4] = (1).to_bytes(4, "little")
+    host.memory[PAYLOAD] = query
+    session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    session.command(read)  # the first read is the baseline (zero counts)
+    nested_payload = PAYLOAD + 0x20000
+    page = prepare_device_page("\\_SB.PR00")
+    page[0:8] = (nested_payload + 0x10).to_bytes(8, "little")
+    page[0x18:0x20] = (nested_payload + 0x20).to_bytes(8, "little")
+    host.memory[nested_payload] = page
+    host.inject.append({"op": "call", "address": device, "args": [1, nested_payload]})
+    host.inject_on = "mrs"
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    first = session.command({**read, "interrupts": False})
+    assert host.inject_on is None, "the nested call was not sent"
+    assert session.channel.finals[-1]["done"]["writes"] == [[nested_payload + 8, "01"]]
+    assert first["rax"] & 0xFF == 1
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    second = session.command({**read, "interrupts": False})
+    counts = []
+    for done in (first, second):
+        counts_page = bytearray(0x1000)
+        apply(counts_page, done["writes"])
+        counts.append(int.from_bytes(counts_page[16:24], "little"))
+    assert counts[1] > counts[0] > 0
+    stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
+    assert stack[processor]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
