@@ -8,8 +8,8 @@
 #                 answers and host requests on stdout (the line protocol), diagnostics on stderr
 #   --setup-only  prepares the venv and exits
 #   --self-test   ruff check, ruff format --check and pytest over tools/image-runner (the tests
-#                 boot target/driver-image/x64/ppm_pep.sys: build it first with
-#                 scripts/build-driver-image.sh)
+#                 boot target/driver-image/x64/ppm_pep.sys and target/driver-image/arm64/ppm_pep.sys:
+#                 build them first with scripts/build-driver-image.sh --arch x64 / --arch arm64)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOL=$ROOT/tools/image-runner
@@ -48,10 +48,12 @@ fi
 case $mode in
     setup) exit 0 ;;
     self-test)
-        if [[ ! -f $ROOT/target/driver-image/x64/ppm_pep.sys ]]; then
-            echo "image-runner: no image at target/driver-image/x64/ppm_pep.sys (run scripts/build-driver-image.sh)" >&2
-            exit 2
-        fi
+        for arch in x64 arm64; do
+            if [[ ! -f $ROOT/target/driver-image/$arch/ppm_pep.sys ]]; then
+                echo "image-runner: no image at target/driver-image/$arch/ppm_pep.sys (run scripts/build-driver-image.sh --arch $arch)" >&2
+                exit 2
+            fi
+        done
         cd "$TOOL"
         "$VENV/bin/ruff" check --no-cache -q .
         "$VENV/bin/ruff" format --no-cache --check -q .

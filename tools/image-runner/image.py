@@ -67,13 +67,21 @@ class Image:
         return any(s.executable and s.rva <= rva < s.rva + s.size for s in self.sections)
 
 
-def parse_image(path: str, base: int) -> Image:
+MACHINES = {0x8664: "x64", 0xAA64: "arm64"}
+
+
+def parse_image(path: str, base: int, arch: str = "x64", max_imports: int = MAX_IMPORTS) -> Image:
     try:
         pe = pefile.PE(path, fast_load=True)
     except (OSError, pefile.PEFormatError) as error:
         raise ImageError(f"{path}: not a PE image ({error})") from error
-    if pe.FILE_HEADER.Machine != pefile.MACHINE_TYPE["IMAGE_FILE_MACHINE_AMD64"]:
-        raise ImageError(f"{path}: not an x64 image (machine {pe.FILE_HEADER.Machine:#x})")
+    machine = pe.FILE_HEADER.Machine
+    if MACHINES.get(machine) != arch:
+        found = MACHINES.get(machine, "unknown")
+        raise ImageError(
+            f"{path}: not an {arch} image (machine {machine:#x}: {found}); load it with the "
+            "arch it was built for"
+        )
     pe.parse_data_directories(
         directories=[
             pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
@@ -115,11 +123,13 @@ def parse_image(path: str, base: int) -> Image:
             if imp.name is None:
                 raise ImageError(f"{path}: {dll.dll.decode()} import by ordinal {imp.ordinal}")
             imports.append((dll.dll.decode(), imp.name.decode(), imp.address - opt.ImageBase))
-    if len(imports) > MAX_IMPORTS:
-        raise ImageError(f"{path}: {len(imports)} imports exceed the limit of {MAX_IMPORTS}")
+    if len(imports) > max_imports:
+        raise ImageError(f"{path}: {len(imports)} imports exceed the limit of {max_imports}")
     pdata = []
     exc = opt.DATA_DIRECTORY[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXCEPTION"]]
-    if exc.Size:
+    if arch == "arm64":
+        _refuse_arm64_handlers(pe, path, exc, imports)
+    elif exc.Size:
         data = pe.get_data(exc.VirtualAddress, exc.Size)
         for offset in range(0, len(data) - 11, 12):
             begin, end, unwind = (
@@ -140,6 +150,27 @@ def parse_image(path: str, base: int) -> Image:
         imports=imports,
         pdata=pdata,
     )
+
+
+def _refuse_arm64_handlers(pe: pefile.PE, path: str, exc, imports) -> None:
+    """The runner has no ARM64 exception dispatch: an image that could need one is refused.
+    ARM64 .pdata entries are {BeginAddress, UnwindData}; UnwindData with Flag (bits 1:0) 0 is
+    the RVA of an .xdata record whose first word's X bit (20) says an exception handler
+    follows. Packed unwind data (Flag 1 or 2) has none."""
+    names = {name for _, name, _ in imports}
+    if "__C_specific_handler" in names:
+        raise ImageError(
+            f"{path}: imports __C_specific_handler: the runner has no ARM64 exception dispatch"
+        )
+    data = pe.get_data(exc.VirtualAddress, exc.Size) if exc.Size else b""
+    for offset in range(0, len(data) - 7, 8):
+        begin = int.from_bytes(data[offset : offset + 4], "little")
+        unwind = int.from_bytes(data[offset + 4 : offset + 8], "little")
+        if unwind & 3 == 0 and int.from_bytes(pe.get_data(unwind, 4), "little") >> 20 & 1:
+            raise ImageError(
+                f"{path}: the function at RVA {begin:#x} has an exception handler: the runner "
+                "has no ARM64 exception dispatch"
+            )
 
 
 _MAP_LINE = re.compile(r"^\s*([0-9a-fA-F]{4}):([0-9a-fA-F]{8})\s+(\S+)\s+([0-9a-fA-F]{16})\b")
@@ -191,7 +222,59 @@ def parse_map(path: str, image: Image) -> SymbolMap:
     return SymbolMap(functions)
 
 
-def find_sites(image: Image) -> dict[int, tuple[str, int]]:
+def find_sites(image: Image, arch: str = "x64") -> dict[int, tuple]:
+    if arch == "arm64":
+        return find_arm64_sites(image)
+    return find_x64_sites(image)
+
+
+# ARM64 system instructions (Arm ARM C5.2 / C6.2): MRS Xt, (op0 op1 CRn CRm op2);
+# MSR (op0 op1 CRn CRm op2), Xt; MSR (immediate) DAIFSet/DAIFClr, #imm (op1 3, CRn 4, op2 6/7).
+MRS_MASK, MRS = 0xFFF00000, 0xD5300000
+MSR_REG_MASK, MSR_REG = 0xFFF00000, 0xD5100000
+MSR_IMM_MASK = 0xFFFFF0FF
+DAIFSET, DAIFCLR = 0xD50340DF, 0xD50340FF
+DAIF = (3, 3, 4, 2, 1)  # the DAIF register's encoding
+
+
+def system_register(word: int) -> tuple[int, int, int, int, int]:
+    """(op0, op1, CRn, CRm, op2) of an MRS/MSR (register) word."""
+    return (
+        2 + (word >> 19 & 1),
+        word >> 16 & 7,
+        word >> 12 & 0xF,
+        word >> 8 & 0xF,
+        word >> 5 & 7,
+    )
+
+
+def find_arm64_sites(image: Image) -> dict[int, tuple]:
+    """Every MRS (but of DAIF: CPU state, executed as is), MSR (register) and DAIFSet/DAIFClr
+    in the executable sections: RVA -> ("mrs" | "msr", encoding, Rt) | ("msr_daif", DAIF,
+    Rt) | ("daifset" | "daifclr", imm, None). A64 instructions are 4-byte words at 4-byte
+    aligned addresses, so a sweep of the words decodes every instruction exactly (no
+    resynchronisation as on x64: a data word that happens to match is never executed)."""
+    sites: dict[int, tuple] = {}
+    for section, (rva, raw) in zip(image.sections, image.contents, strict=True):
+        if not section.executable:
+            continue
+        for offset in range(0, len(raw) - 3, 4):
+            word = int.from_bytes(raw[offset : offset + 4], "little")
+            if word & MRS_MASK == MRS:
+                encoding = system_register(word)
+                if encoding != DAIF:
+                    sites[rva + offset] = ("mrs", encoding, word & 0x1F)
+            elif word & MSR_REG_MASK == MSR_REG:
+                encoding = system_register(word)
+                kind = "msr_daif" if encoding == DAIF else "msr"
+                sites[rva + offset] = (kind, encoding, word & 0x1F)
+            elif word & MSR_IMM_MASK in (DAIFSET, DAIFCLR):
+                kind = "daifset" if word & MSR_IMM_MASK == DAIFSET else "daifclr"
+                sites[rva + offset] = (kind, word >> 8 & 0xF, None)
+    return sites
+
+
+def find_x64_sites(image: Image) -> dict[int, tuple[str, int]]:
     """Every privileged or machine-answered instruction in the executable sections:
     RVA -> (kind, length). A linear sweep that resynchronises one byte past undecodable bytes."""
     md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)

@@ -17,7 +17,6 @@ from typing import Any
 
 import capstone
 from unicorn import (
-    UC_ARCH_X86,
     UC_ERR_INSN_INVALID,
     UC_HOOK_CODE,
     UC_HOOK_INTR,
@@ -28,7 +27,6 @@ from unicorn import (
     UC_HOOK_MEM_WRITE_UNMAPPED,
     UC_MEM_WRITE_PROT,
     UC_MEM_WRITE_UNMAPPED,
-    UC_MODE_64,
     UC_PROT_ALL,
     UC_PROT_EXEC,
     UC_PROT_NONE,
@@ -37,12 +35,14 @@ from unicorn import (
     Uc,
     UcError,
 )
+from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 from unicorn.unicorn_py3.unicorn import uclib
 
 import image as pe_image
 import printf
 import seh
+from arch import ARCHES, DAIF_I, DAIF_SHIFT, Arch
 from layout import (
     ATTEMPTED_WRITE_TO_READONLY_MEMORY,
     DATA,
@@ -87,7 +87,21 @@ from protocol import Channel, ProtocolError, hex_bytes, integer
 from services import Services
 from watchdog import Watchdog
 
-ARG_REGS = (x86.UC_X86_REG_RCX, x86.UC_X86_REG_RDX, x86.UC_X86_REG_R8, x86.UC_X86_REG_R9)
+# X0..X30 (Unicorn numbers X29 and X30 apart from the others); 31 is XZR in MRS/MSR.
+ARM64_X = tuple(getattr(arm64, f"UC_ARM64_REG_X{n}") for n in range(29)) + (
+    arm64.UC_ARM64_REG_X29,
+    arm64.UC_ARM64_REG_X30,
+)
+ARM64_CPACR_FPEN = 3 << 20  # FP/SIMD not trapped at EL1 (Windows enables it for drivers)
+# Unicorn's ARM64 exception numbers (QEMU's EXCP_*) and the BRK immediates Windows defines.
+ARM64_EXCP_UDEF = 1
+ARM64_EXCP_BKPT = 7
+ARM64_EXCP_ABORTS = (3, 4)  # prefetch abort, data abort
+ARM64_BRK_IMMEDIATES = {
+    0xF000: STATUS_BREAKPOINT,  # __debugbreak
+    0xF004: STATUS_INTEGER_DIVIDE_BY_ZERO,  # the compiler's divide-by-zero check
+}
+ARM64_BRK_FASTFAIL = 0xF003
 NONVOLATILE_REGS = {
     "rbx": x86.UC_X86_REG_RBX,
     "rbp": x86.UC_X86_REG_RBP,
@@ -189,6 +203,7 @@ class Runner(Services):
         self.pool_mapped = POOL
         self.device_add: int = 0
         self.driver_unload: int = 0
+        self.arch: Arch = ARCHES["x64"]
         self.md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self.kmdf_index_names = kmdf_names()
         self.imports_by_stub: dict[int, tuple[str, str]] = {}
@@ -401,15 +416,23 @@ class Runner(Services):
 
     # ---- registers ----------------------------------------------------------------------
 
-    _rsp_reg = x86.UC_X86_REG_RSP
-
     def _rip(self) -> int:
-        return self.regs.read(x86.UC_X86_REG_RIP) if self.uc else 0
+        return self.regs.read(self.arch.pc) if self.uc else 0
 
     def arg(self, index: int) -> int:
-        if index < 4:
-            return self.regs.read(ARG_REGS[index])
-        return self.u64(self.regs.read(x86.UC_X86_REG_RSP) + 8 + 8 * index)
+        """Argument `index` (0-based) of the call being made, at its callee's first
+        instruction: the architecture's argument registers, then the stack."""
+        registers = self.arch.arg_registers
+        if index < len(registers):
+            return self.regs.read(registers[index])
+        return self.u64(self.arch.stack_argument(self.regs.read(self.arch.sp), index))
+
+    def return_address(self) -> int:
+        """Where the call being made returns to (at its callee's first instruction)."""
+        return self.arch.return_address(self.regs.read, self.u64)
+
+    def stub_address(self, base: int, index: int) -> int:
+        return base + index * len(self.arch.stub_bytes)
 
     def arg32(self, index: int) -> int:
         return self.arg(index) & 0xFFFFFFFF
@@ -423,8 +446,8 @@ class Runner(Services):
         if address in self.imports_by_stub:
             dll, name = self.imports_by_stub[address]
             return f"{dll}!{name}"
-        if KMDF_STUBS <= address < KMDF_STUBS + KMDF_MAX_FUNCTIONS:
-            return f"WdfFunctions[{address - KMDF_STUBS}]"
+        if KMDF_STUBS <= address < self.stub_address(KMDF_STUBS, KMDF_MAX_FUNCTIONS):
+            return f"WdfFunctions[{(address - KMDF_STUBS) // len(self.arch.stub_bytes)}]"
         return f"{address:#x}"
 
     # ---- load ---------------------------------------------------------------------------
@@ -432,8 +455,10 @@ class Runner(Services):
     def cmd_load(self, message: dict[str, Any]) -> dict[str, Any]:
         if self.uc is not None:
             raise ProtocolError("load: an image is already loaded")
-        if message.get("arch", "x64") != "x64":
-            raise ProtocolError(f"load: arch {message.get('arch')!r}: only x64 is supported")
+        arch = message.get("arch", "x64")
+        if arch not in ARCHES:
+            raise ProtocolError(f"load: arch {arch!r}: x64 or arm64")
+        self.arch = ARCHES[arch]
         path, map_path = message.get("image"), message.get("map")
         if not isinstance(path, str) or not isinstance(map_path, str):
             raise ProtocolError("load: 'image' and 'map' must be paths")
@@ -443,12 +468,17 @@ class Runner(Services):
                 f"load: stack_bytes {stack_bytes}: a multiple of 4096 up to {MAX_STACK_BYTES}"
             )
         try:
-            image = pe_image.parse_image(path, IMAGE_BASE)
+            image = pe_image.parse_image(path, IMAGE_BASE, arch, self.arch.max_imports)
             symbols = pe_image.parse_map(map_path, image)
         except pe_image.ImageError as error:
             raise Fatal(str(error)) from error
         self.image, self.symbols = image, symbols
-        uc = Uc(UC_ARCH_X86, UC_MODE_64)
+        uc = Uc(self.arch.uc_arch, self.arch.uc_mode)
+        if arch == "arm64":
+            # The "max" CPU (every A64 feature QEMU 5 implements, e.g. LSE atomics) at EL1,
+            # where Unicorn starts; FP/SIMD enabled as Windows runs drivers.
+            uc.ctl_set_cpu_model(arm64.UC_CPU_ARM64_MAX)
+            uc.reg_write(arm64.UC_ARM64_REG_CPACR_EL1, ARM64_CPACR_FPEN)
         self.uc = uc
         self.regs = Registers(uc)
         self.watchdog = Watchdog(uc.emu_stop, self.hang_seconds)
@@ -464,10 +494,11 @@ class Runner(Services):
             )
         # Stubs: one `ret` per import, per KMDF index and per PoFx service offset.
         uc.mem_map(STUBS, STUBS_SIZE, UC_PROT_READ | UC_PROT_EXEC)
-        uc.mem_write(STUBS, b"\xc3" * STUBS_SIZE)
+        stub_bytes = self.arch.stub_bytes
+        uc.mem_write(STUBS, stub_bytes * (STUBS_SIZE // len(stub_bytes)))
         c_specific = set()
         for number, (dll, name, iat_rva) in enumerate(image.imports):
-            stub = IMPORT_STUBS + number
+            stub = self.stub_address(IMPORT_STUBS, number)
             self.imports_by_stub[stub] = (dll, name)
             uc.mem_write(IMAGE_BASE + iat_rva, stub.to_bytes(8, "little"))
         for rva, name in zip(symbols.rvas, symbols.names, strict=True):
@@ -489,13 +520,17 @@ class Runner(Services):
         self.stack_top = self.stack_low + stack_bytes
         uc.mem_map(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE)
         uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
-        self.unwinder = seh.Unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
-        self.sites = pe_image.find_sites(image)
+        # x64 SEH from .pdata; ARM64 needs none (parse_image refused an image with a handler).
+        self.unwinder = (
+            seh.Unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
+            if arch == "x64"
+            else None
+        )
+        self.sites = pe_image.find_sites(image, arch)
         self.site_functions = set(self.sites) & set(symbols.rvas)
-        for rva, (kind, length) in self.sites.items():
-            uc.hook_add(
-                UC_HOOK_CODE, self._site, (kind, length), IMAGE_BASE + rva, IMAGE_BASE + rva
-            )
+        site_hook = self._site if arch == "x64" else self._site_arm64
+        for rva, site in self.sites.items():
+            uc.hook_add(UC_HOOK_CODE, site_hook, site, IMAGE_BASE + rva, IMAGE_BASE + rva)
         uc.hook_add(UC_HOOK_CODE, self._stub, None, STUBS, UNLOAD_THUNK - 1)
         # Coverage: a code hook on each function's first instruction that removes itself when
         # it fires, so a function costs one Python call in the whole run, not one per call.
@@ -513,7 +548,7 @@ class Runner(Services):
             | UC_HOOK_MEM_WRITE_PROT,
             self._unmapped,
         )
-        uc.hook_add(UC_HOOK_INTR, self._interrupt)
+        uc.hook_add(UC_HOOK_INTR, self._interrupt if arch == "x64" else self._interrupt_arm64)
         self.import_handlers = {
             stub: getattr(self, f"imp_{name}", None)
             for stub, (_, name) in self.imports_by_stub.items()
@@ -527,35 +562,37 @@ class Runner(Services):
     # ---- execution ----------------------------------------------------------------------
 
     def execute(self, address: int, args: list[int], interrupts: bool, nested: bool) -> dict:
-        """Calls `address` with `args` (Windows x64 convention); {"rax"} or {"crash"}."""
+        """Calls `address` with `args` (the Windows convention of the image's architecture);
+        {"rax"} (the return register: RAX or X0) or {"crash"}."""
         uc = self.uc
+        arch = self.arch
         saved = uc.context_save() if nested else None
         saved_state = (self.crash, self.interrupts)
         if nested:
-            sp = (self.regs.read(x86.UC_X86_REG_RSP) - NESTED_GAP) & ~0xF
+            top = (self.regs.read(arch.sp) - NESTED_GAP) & ~0xF
         else:
-            sp = self.stack_top
-        extra = args[4:]
-        sp -= (0x20 + 8 * len(extra) + 15) & ~0xF
-        if sp - 8 <= self.stack_low:
+            top = self.stack_top
+        extra = args[len(arch.arg_registers) :]
+        entry_sp, stack_args, sp = arch.frame(top, len(extra))
+        if sp <= self.stack_low:
             raise Crash(
                 UNEXPECTED_KERNEL_MODE_TRAP, [8, 0, 0, 0], "no stack left for a nested call"
             )
         for number, value in enumerate(extra):
-            uc.mem_write(sp + 0x20 + 8 * number, value.to_bytes(8, "little"))
-        entry_sp = sp
-        sp -= 8
-        uc.mem_write(sp, SENTINEL.to_bytes(8, "little"))
+            uc.mem_write(stack_args + 8 * number, value.to_bytes(8, "little"))
+        if arch.return_on_stack:
+            uc.mem_write(sp, SENTINEL.to_bytes(8, "little"))
         if nested:
             # The interrupted command's low-water mark so far, before this call repaints it.
             self.stack_floor = min(self.stack_floor, self._lowest_touched(sp))
         else:
             self.stack_floor = self.stack_top
         uc.mem_write(self.stack_low, bytes([PAINT]) * (sp - self.stack_low))
-        for register, value in zip(ARG_REGS, args, strict=False):
+        for register, value in zip(arch.arg_registers, args, strict=False):
             self.regs.write(register, value)
-        self.regs.write(x86.UC_X86_REG_RSP, sp)
-        self.regs.write(x86.UC_X86_REG_RFLAGS, 0x2 | (RFLAGS_IF if interrupts else 0))
+        self.regs.write(arch.sp, sp)
+        for register, value in arch.call_registers(interrupts, SENTINEL):
+            self.regs.write(register, value)
         self.interrupts = interrupts
         self.crash = None
         self.mirrors.append({})
@@ -565,7 +602,7 @@ class Runner(Services):
             self.watchdog.arm()
         try:
             self._emulate(address)
-            rax = self.regs.read(x86.UC_X86_REG_RAX)
+            rax = self.regs.read(arch.result)
         finally:
             if not nested:
                 self.watchdog.disarm()
@@ -813,6 +850,99 @@ class Runner(Services):
         self.regs.write(x86.UC_X86_REG_RAX, value & 0xFFFFFFFF)
         self.regs.write(x86.UC_X86_REG_RDX, value >> 32)
 
+    def _site_arm64(self, uc: Uc, address: int, size: int, site: tuple) -> None:
+        """An ARM64 MRS (but of DAIF), MSR or DAIFSet/DAIFClr: asks ppm-sim, sets the
+        registers and writes PC past the instruction (4 bytes)."""
+        kind, field, rt = site
+        if address - IMAGE_BASE in self.site_functions:
+            self.executed.add(address - IMAGE_BASE)
+        try:
+            if kind == "mrs":
+                op0, op1, crn, crm, op2 = field
+                answer = self.ask(
+                    {"host": "mrs", "op0": op0, "op1": op1, "crn": crn, "crm": crm, "op2": op2}
+                )
+                if answer.get("fault"):
+                    # An undefined-instruction exception; the image has no handler on ARM64
+                    # (parse_image refuses one that has): what Windows bugchecks with.
+                    raise Crash(
+                        KMODE_EXCEPTION_NOT_HANDLED,
+                        [STATUS_ILLEGAL_INSTRUCTION, address, 0, 0],
+                        f"MRS of S{op0}_{op1}_C{crn}_C{crm}_{op2}: undefined instruction",
+                        address,
+                    )
+                if rt != 31:  # XZR
+                    self.regs.write(ARM64_X[rt], integer(answer, "value"))
+            elif kind in ("daifset", "daifclr", "msr_daif"):
+                pstate = self.uc.reg_read(arm64.UC_ARM64_REG_PSTATE)
+                if kind == "msr_daif":
+                    value = self.regs.read(ARM64_X[rt]) if rt != 31 else 0
+                    daif = value & (0xF << DAIF_SHIFT)
+                elif kind == "daifset":
+                    daif = pstate | field << DAIF_SHIFT
+                else:
+                    daif = pstate & ~(field << DAIF_SHIFT)
+                enabled = not daif & DAIF_I
+                if enabled != self.interrupts:
+                    self.interrupts = enabled
+                    self.ask({"host": "interrupts", "enabled": enabled})
+                pstate = pstate & ~(0xF << DAIF_SHIFT) | daif & (0xF << DAIF_SHIFT)
+                self.uc.reg_write(arm64.UC_ARM64_REG_PSTATE, pstate)
+            else:
+                op0, op1, crn, crm, op2 = field
+                raise Crash(
+                    KMODE_EXCEPTION_NOT_HANDLED,
+                    [STATUS_ILLEGAL_INSTRUCTION, address, 0, 0],
+                    f"MSR S{op0}_{op1}_C{crn}_C{crm}_{op2}: the protocol has no host request "
+                    "for it",
+                    address,
+                )
+            self.regs.write(self.arch.pc, address + 4)
+        except BaseException as error:  # noqa: BLE001
+            self._stop(error)
+
+    def _interrupt_arm64(self, uc: Uc, number: int, _: Any) -> None:
+        """An ARM64 exception Unicorn raised: an undefined instruction, BRK (a breakpoint,
+        __fastfail, the compiler's traps) or an abort; none has a handler in the image."""
+        try:
+            pc = self._rip()
+            if number == ARM64_EXCP_BKPT:
+                address, immediate = self._brk(pc)
+                if immediate == ARM64_BRK_FASTFAIL:
+                    raise Crash(0x139, [self.arg(0), 0, 0, 0], "__fastfail (brk #0xf003)", address)
+                code = ARM64_BRK_IMMEDIATES.get(immediate, STATUS_BREAKPOINT)
+                raise Crash(
+                    KMODE_EXCEPTION_NOT_HANDLED,
+                    [code, address, immediate, 0],
+                    f"brk #{immediate:#x}: exception {code:#x}, no handler on ARM64",
+                    address,
+                )
+            if number == ARM64_EXCP_UDEF:
+                raise Crash(
+                    KMODE_EXCEPTION_NOT_HANDLED,
+                    [STATUS_ILLEGAL_INSTRUCTION, pc, 0, 0],
+                    "undefined instruction",
+                    pc,
+                )
+            if number in ARM64_EXCP_ABORTS:
+                raise Crash(
+                    PAGE_FAULT_IN_NONPAGED_AREA, [0, 0, pc, 0], f"abort (exception {number})", pc
+                )
+            raise Crash(UNEXPECTED_KERNEL_MODE_TRAP, [number, 0, 0, 0], f"exception {number}", pc)
+        except BaseException as error:  # noqa: BLE001
+            self._stop(error)
+
+    def _brk(self, pc: int) -> tuple[int, int]:
+        """The BRK instruction at or just before `pc` and its 16-bit immediate."""
+        for address in (pc, pc - 4):
+            try:
+                word = int.from_bytes(self.uc.mem_read(address, 4), "little")
+            except UcError:
+                continue
+            if word & 0xFFE0001F == 0xD4200000:
+                return address, word >> 5 & 0xFFFF
+        return pc, 0
+
     def _stub(self, uc: Uc, address: int, size: int, _: Any) -> None:
         try:
             if address < KMDF_STUBS:
@@ -823,11 +953,11 @@ class Runner(Services):
                         KMODE_EXCEPTION_NOT_HANDLED,
                         [STATUS_ILLEGAL_INSTRUCTION, address, 0, 0],
                         f"call of {dll}!{name}: the runner does not translate it",
-                        self.u64(self.regs.read(x86.UC_X86_REG_RSP)),
+                        self.return_address(),
                     )
                 result = handler()
             elif address < POFX_STUBS:
-                result = self._kmdf(address - KMDF_STUBS)
+                result = self._kmdf((address - KMDF_STUBS) // len(self.arch.stub_bytes))
             else:
                 args = [self.arg(n) for n in range(4)]
                 answer = self.ask(
@@ -835,7 +965,7 @@ class Runner(Services):
                 )
                 result = integer(answer, "rax")
             if result is not None:
-                self.regs.write(x86.UC_X86_REG_RAX, result & ((1 << 64) - 1))
+                self.regs.write(self.arch.result, result & ((1 << 64) - 1))
         except BaseException as error:  # noqa: BLE001
             self._stop(error)
 

@@ -1,7 +1,8 @@
 """The kernel and KMDF calls of the image, each translated into one host request to ppm-sim
 (docs/image-backend.md, "Host requests"). A mixin of runner.Runner: `self.arg(n)` is the n-th
 argument of the call being made, `self.ask` the host request, `self.read`/`self.write` emulated
-memory. A handler returns RAX (None: leave it)."""
+memory. A handler returns the return value, RAX or X0 (None: leave it). Each is written
+once for both architectures: `self.arg(n)` follows the image's calling convention."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ class Services:
             code,
             [self.arg(n) for n in range(1, 5)],
             "KeBugCheckEx",
-            self.u64(self.regs.read(self._rsp_reg)),
+            self.return_address(),
         )
 
     def imp___C_specific_handler(self) -> int:
@@ -198,6 +199,8 @@ class Services:
                 offset = integer({"offset": offset}, "offset", 32)
                 if offset + 8 > len(data) or offset >= PAGE:
                     raise Fatal(f"register_plugin: function offset {offset} outside the structure")
+                if offset % len(self.arch.stub_bytes):
+                    raise Fatal(f"register_plugin: function offset {offset} is not aligned")
                 data[offset : offset + 8] = (POFX_STUBS + offset).to_bytes(8, "little")
             self.write(kernel, bytes(data))
             self.kernel_information = kernel
@@ -220,8 +223,8 @@ class Services:
             count = self.u32(resource_list)
             if count > MAX_COUNTERS:
                 return STATUS_INVALID_PARAMETER
-            # PHYSICAL_COUNTER_RESOURCE_LIST: Count, padding, then 24-byte descriptors (Type, Flags, a
-            # 16-byte union); the structure declares one.
+            # PHYSICAL_COUNTER_RESOURCE_LIST: Count, padding, then 24-byte descriptors (Type,
+            # Flags, a 16-byte union); the structure declares one.
             listing = self.read(resource_list, 8 + 24 * max(count, 1)).hex()
         answer = self.ask({"host": "hal_allocate_counters", "list": listing})
         status = _status(answer)
@@ -296,7 +299,8 @@ class Services:
             return STATUS_INVALID_PARAMETER
         self.kmdf_count = count
         self.write(
-            KMDF_TABLE, b"".join((KMDF_STUBS + n).to_bytes(8, "little") for n in range(count))
+            KMDF_TABLE,
+            b"".join(self.stub_address(KMDF_STUBS, n).to_bytes(8, "little") for n in range(count)),
         )
         self.put(table, KMDF_TABLE, 8)
         self.write(WDF_GLOBALS, b"\0" * 0x40)
@@ -317,7 +321,7 @@ class Services:
                 KMODE_EXCEPTION_NOT_HANDLED,
                 [0xC0000005, index, 0, 0],
                 f"KMDF function table index {index} ({name}): not translated by the runner",
-                self.u64(self.regs.read(self._rsp_reg)),
+                self.return_address(),
             )
         return handler()
 
@@ -336,14 +340,7 @@ class Services:
             self.put(WDF_GLOBALS, WDFDRIVER, 8)
             if unload:
                 # The framework's DriverUnload: EvtDriverUnload(WDFDRIVER), as a tail call.
-                thunk = (
-                    b"\x48\xb9"
-                    + WDFDRIVER.to_bytes(8, "little")  # mov rcx, WDFDRIVER
-                    + b"\x48\xb8"
-                    + unload.to_bytes(8, "little")  # mov rax, EvtDriverUnload
-                    + b"\xff\xe0"  # jmp rax
-                )
-                self.uc.mem_write(UNLOAD_THUNK, thunk)
+                self.uc.mem_write(UNLOAD_THUNK, self.arch.unload_thunk(WDFDRIVER, unload))
                 self.put(DRIVER_OBJECT + 0x68, UNLOAD_THUNK, 8)
         return status
 

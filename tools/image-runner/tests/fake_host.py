@@ -29,15 +29,43 @@ CPUID = {
 }
 
 
+# ARM64 system registers by their (op0, op1, CRn, CRm, op2) encodings.
+ID_AA64PFR0_EL1 = (3, 0, 0, 4, 0)
+AMCGCR_EL0 = (3, 3, 13, 2, 2)
+AMCNTENSET0_EL0 = (3, 3, 13, 2, 5)
+AMEVCNTR00_EL0 = (3, 3, 13, 4, 0)
+AMEVCNTR01_EL0 = (3, 3, 13, 4, 1)
+CNTFRQ_EL0 = (3, 3, 14, 0, 0)
+CNTVCT_EL0 = (3, 3, 14, 0, 2)
+CNTFRQ_HZ = 19_200_000
+CORE_HZ = 1_536_000_000  # AMEVCNTR00 (core cycles): 80 times the system counter's rate
+# A processor whose ID_AA64PFR0_EL1 announces AMUv1 (bits 47:44), with 4 group-0 counters,
+# counters 0 and 1 enabled, and a 19.2 MHz system counter. AMEVCNTR00/01 and CNTVCT_EL0 are
+# served from the host's clock (`tsc`, in system-counter ticks), AMEVCNTR0x only while the ID
+# register announces the AMU (else an undefined instruction, as on hardware).
+SYSTEM_REGISTERS = {
+    ID_AA64PFR0_EL1: 1 << 44,
+    AMCGCR_EL0: 4,
+    AMCNTENSET0_EL0: 0b11,
+    CNTFRQ_EL0: CNTFRQ_HZ,
+}
+
+
 class FakeHost:
     def __init__(
         self,
         msrs: dict[int, int] | None = None,
         registry: dict | None = None,
         advancing: bool = False,
+        system_registers: dict[tuple[int, ...], int] | None = None,
     ):
         self.advancing = advancing
         self.msrs = {0xE7: 1000, 0xE8: 2000, 0x10: 12345} if msrs is None else msrs
+        self.system_registers = (
+            dict(SYSTEM_REGISTERS) if system_registers is None else system_registers
+        )
+        self.core_hz = CORE_HZ  # the rate AMEVCNTR00 (core cycles) counts at from now on
+        self.cycles = 0
         self.registry = registry or {}
         self.memory: dict[int, bytearray] = {}  # page address -> contents (ppm-sim memory)
         self.requests: list[dict[str, Any]] = []
@@ -70,6 +98,17 @@ class FakeHost:
                 return {"fault": True}
             self.msrs[request["msr"]] = request["value"]
             return {}
+        if kind == "mrs":
+            register = tuple(request[name] for name in ("op0", "op1", "crn", "crm", "op2"))
+            amu = self.system_registers.get(ID_AA64PFR0_EL1, 0) >> 44 & 0xF
+            if register == CNTVCT_EL0 or (amu and register in (AMEVCNTR00_EL0, AMEVCNTR01_EL0)):
+                # The clock advances with every read, by 10 ticks (0.5 us: a counter pair's
+                # reads stay within the engine's bound, as on hardware); cycles at `core_hz`.
+                self.tsc += 10
+                self.cycles += 10 * self.core_hz // CNTFRQ_HZ
+                return {"value": self.cycles if register == AMEVCNTR00_EL0 else self.tsc}
+            value = self.system_registers.get(register)
+            return {"fault": True} if value is None else {"value": value}
         if kind == "rdtsc":
             self.tsc += 1000
             return {"value": self.tsc}
@@ -178,22 +217,26 @@ class FakeChannel(Channel):
 
 IMAGE = ROOT / "target" / "driver-image" / "x64" / "ppm_pep.sys"
 MAP = ROOT / "target" / "driver-image" / "x64" / "ppm_pep.map"
+ARM64_IMAGE = ROOT / "target" / "driver-image" / "arm64" / "ppm_pep.sys"
+ARM64_MAP = ROOT / "target" / "driver-image" / "arm64" / "ppm_pep.map"
+IMAGES = {"x64": (IMAGE, MAP), "arm64": (ARM64_IMAGE, ARM64_MAP)}
 REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep"
 
 
 class Session:
     """One runner with one fake host; `command` runs a command and returns its `done`."""
 
-    def __init__(self, host: FakeHost | None = None, stack_bytes: int = 24576):
+    def __init__(self, host: FakeHost | None = None, stack_bytes: int = 24576, arch: str = "x64"):
         self.host = host or FakeHost()
         self.channel = FakeChannel(self.host)
         self.runner = Runner(self.channel)
+        image, map_path = IMAGES[arch]
         self.loaded = self.command(
             {
                 "op": "load",
-                "image": str(IMAGE),
-                "map": str(MAP),
-                "arch": "x64",
+                "image": str(image),
+                "map": str(map_path),
+                "arch": arch,
                 "stack_bytes": stack_bytes,
             }
         )

@@ -1,0 +1,309 @@
+"""The runner against the real ARM64 image, target/driver-image/arm64/ppm_pep.sys, with the
+fake host answering the image's MRS reads (an AMU-equipped processor)."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pytest
+from fake_host import (
+    AMCGCR_EL0,
+    AMEVCNTR00_EL0,
+    AMEVCNTR01_EL0,
+    ARM64_IMAGE,
+    ARM64_MAP,
+    CNTFRQ_EL0,
+    CNTFRQ_HZ,
+    CNTVCT_EL0,
+    CORE_HZ,
+    ID_AA64PFR0_EL1,
+    IMAGE,
+    MAP,
+    FakeHost,
+    Session,
+)
+from test_runner import PAYLOAD, apply, callbacks, prepare_device_page, registered_processor
+
+from layout import KMDF_TABLE
+
+pytestmark = pytest.mark.skipif(
+    not ARM64_IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh --arch arm64"
+)
+
+STATUS_ILLEGAL_INSTRUCTION = 0xC000001D
+
+
+def booted(host: FakeHost | None = None) -> Session:
+    session = Session(host, arch="arm64")
+    assert session.boot() == {"status": 0}
+    return session
+
+
+def mrs_reads(host: FakeHost, since: int = 0) -> list[tuple[int, ...]]:
+    return [
+        tuple(r[name] for name in ("op0", "op1", "crn", "crm", "op2"))
+        for r in host.requests[since:]
+        if r["host"] == "mrs"
+    ]
+
+
+def symbol_address(session: Session, name: str) -> int:
+    runner = session.runner
+    return session.loaded["image_base"] + runner.symbols.rvas[runner.symbols.names.index(name)]
+
+
+def test_arm64_boots_to_register_plugin_with_success():
+    host = FakeHost()
+    session = booted(host)
+    registered = host.registered
+    assert registered is not None, "PoFxRegisterPluginEx was never called"
+    information = bytes.fromhex(registered["information"])
+    assert int.from_bytes(information[0:2], "little") == 3  # PEP_INFORMATION_V3
+    device, processor = callbacks(session)
+    base, size = session.loaded["image_base"], session.loaded["image_size"]
+    assert base <= device < base + size and base <= processor < base + size
+    # The AMU found through the image's own MRS reads: the ID register first, the AMU
+    # registers only after it.
+    reads = mrs_reads(host)
+    assert reads[0] == ID_AA64PFR0_EL1
+    assert {AMCGCR_EL0, AMEVCNTR00_EL0, AMEVCNTR01_EL0} <= set(reads)
+    (line,) = [text for text in host.logs if "registered" in text]
+    assert "source amu" in line
+    # Calibrated from the counters: AMEVCNTR00 at CORE_HZ against CNTVCT at CNTFRQ.
+    assert f"nominal {CORE_HZ // 1_000_000} MHz" in line
+    # DAIF masking reported only when the I bit changes, starting with a mask.
+    assert host.interrupts and host.interrupts[0] is False
+    assert all(a != b for a, b in zip(host.interrupts, host.interrupts[1:], strict=False))
+    report = session.command({"op": "report"})
+    assert {"index": 116, "name": "WdfDriverCreate", "calls": 1} in report["kmdf"]
+    assert report["seh"] == []
+    assert session.loaded["entry"] in report["functions"]["executed"]
+
+
+def test_arm64_without_the_amu_touches_no_amu_register():
+    """ID_AA64PFR0_EL1.AMU = 0 and every AMU register undefined: the image must not read
+    one (it would be an undefined instruction: a bugcheck)."""
+    host = FakeHost(system_registers={ID_AA64PFR0_EL1: 0, CNTFRQ_EL0: CNTFRQ_HZ})
+    booted(host)
+    assert all(register[2] != 13 for register in mrs_reads(host))  # CRn 13: the AMU
+    assert host.registered is not None
+
+
+def test_arm64_mrs_fault_is_bugcheck_0x1e_illegal_instruction():
+    """The ID register announces the AMU but AMCGCR_EL0 is undefined: the image's MRS takes an
+    undefined-instruction exception, which nothing in the ARM64 image handles."""
+    host = FakeHost()
+    del host.system_registers[AMCGCR_EL0]
+    session = Session(host, arch="arm64")
+    crash = session.boot()["crash"]
+    assert crash["code"] == 0x1E
+    assert crash["parameters"][0] == STATUS_ILLEGAL_INSTRUCTION
+    assert crash["parameters"][1] == crash["address"]
+    assert "S3_3_C13_C2_2" in crash["what"]
+    assert host.registered is None
+
+
+def test_arm64_feedback_read_returns_advancing_counts():
+    """QUERY_CAPABILITIES, QUERY_FEEDBACK_COUNTERS and FEEDBACK_READ on ARM64: the counts come
+    from the image's MRS of AMEVCNTR00/01, answered by the host."""
+    host = FakeHost()
+    session = booted(host)
+    processor, handle = registered_processor(session)
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    done = session.command({"op": "call", "address": processor, "args": [handle, 1, PAYLOAD]})
+    assert done["rax"] & 0xFF == 1
+    capabilities = bytearray(0x1000)
+    apply(capabilities, done["writes"])
+    assert int.from_bytes(capabilities[0:4], "little") == 1  # FeedbackCounterCount
+    query = bytearray(0x1000)
+    query[0:4] = (1).to_bytes(4, "little")
+    host.memory[PAYLOAD] = query
+    done = session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
+    apply(query, done["writes"])
+    assert int.from_bytes(query[4:8], "little") & 0x7 == 0x3  # affinitized, relative
+    # The core now runs at 3/4 of the nominal rate the driver calibrated.
+    host.core_hz = CORE_HZ * 3 // 4
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    counts = []
+    for interrupts in (True, False, True):
+        host.memory[PAYLOAD] = bytearray(0x1000)
+        before, changes = len(host.requests), len(host.interrupts)
+        done = session.command({**read, "interrupts": interrupts})
+        assert done["rax"] & 0xFF == 1
+        page = bytearray(0x1000)
+        apply(page, done["writes"])
+        counts.append((int.from_bytes(page[8:16], "little"), int.from_bytes(page[16:24], "little")))
+        reads = mrs_reads(host, before)
+        assert reads.count(AMEVCNTR00_EL0) == reads.count(AMEVCNTR01_EL0) >= 1
+        assert CNTVCT_EL0 in reads
+        # Masked around the counter reads: reported only where the call began unmasked.
+        assert host.interrupts[changes:] == ([False, True] if interrupts else [])
+    assert counts[1][0] > counts[0][0] and counts[2][0] > counts[1][0]
+    assert counts[1][1] > counts[0][1] and counts[2][1] > counts[1][1]
+    assert all(actual < nominal for nominal, actual in counts[1:])
+
+
+def test_arm64_device_add_and_unload_through_the_framework_thunk():
+    session = booted()
+    assert session.command({"op": "device_add"}) == {"status": 0}
+    # A registered PEP cannot be unloaded: src/driver.rs stops the system (DRIVER_VIOLATION),
+    # reached through the ARM64 unload thunk (x0 = WDFDRIVER, br EvtDriverUnload).
+    crash = session.command({"op": "unload"})["crash"]
+    assert crash["code"] == 0x121
+    assert "evt_driver_unload" in crash["symbol"]
+
+
+def test_arm64_unload_of_an_unregistered_driver():
+    host = FakeHost(registry={"SkipRegistration": (4, (1).to_bytes(4, "little"))})
+    session = booted(host)
+    assert host.registered is None
+    assert session.command({"op": "unload"}) == {"called": True}
+
+
+def test_arm64_stack_low_water_mark():
+    session = booted()
+    stack = session.command({"op": "report"})["stack"]
+    entry = next(item for item in stack if item["symbol"] == "FxDriverEntry")
+    assert entry["calls"] == 1
+    assert 1024 < entry["deepest_bytes"] < 24576
+    small = Session(stack_bytes=4096, arch="arm64")
+    crash = small.boot()["crash"]
+    assert crash["code"] == 0x7F and crash["parameters"][0] == 8
+
+
+def test_arm64_kebugcheckex_with_five_register_arguments():
+    session = booted()
+    thunk = symbol_address(session, "KeBugCheckEx")
+    done = session.command({"op": "call", "address": thunk, "args": [0xDEAD, 1, 2, 3, 4]})
+    crash = done["crash"]
+    assert crash["code"] == 0xDEAD
+    assert crash["parameters"] == [1, 2, 3, 4]
+
+
+def test_arm64_untranslated_kmdf_index_is_a_crash():
+    session = booted()
+    stub = session.runner.u64(KMDF_TABLE + 8 * 315)
+    crash = session.command({"op": "call", "address": stub, "args": []})["crash"]
+    assert crash["code"] == 0x1E
+    assert "index 315 (WdfSpinLockCreate)" in crash["what"]
+
+
+def text_padding(session: Session) -> int:
+    """An address in the zeroed tail of .text's last page, past its last instruction."""
+    runner = session.runner
+    text = next(section for section in runner.image.sections if section.name == ".text")
+    cave = session.loaded["image_base"] + ((text.rva + text.size + 15) & ~15)
+    assert cave % 0x1000 and runner.read(cave, 8) == bytes(8)  # udf #0
+    return cave
+
+
+def test_arm64_undefined_instruction_brk_fastfail_and_trap():
+    session = booted()
+    runner = session.runner
+    cave = text_padding(session)
+    crash = session.command({"op": "call", "address": cave, "args": []})["crash"]
+    assert crash["code"] == 0x1E  # udf #0: an undefined instruction
+    assert crash["parameters"][:2] == [STATUS_ILLEGAL_INSTRUCTION, cave]
+    # Each snippet at its own address (Unicorn keeps code it translated); written through
+    # Unicorn (the section is read-execute for the image).
+    fastfail, trap = cave + 16, cave + 32
+    runner.uc.mem_write(fastfail, (0xD4200000 | 0xF003 << 5).to_bytes(4, "little"))
+    crash = session.command({"op": "call", "address": fastfail, "args": [7]})["crash"]
+    assert crash["code"] == 0x139 and crash["parameters"][0] == 7
+    assert crash["address"] == fastfail
+    runner.uc.mem_write(trap, (0xD4200000 | 1 << 5).to_bytes(4, "little"))  # brk #1
+    crash = session.command({"op": "call", "address": trap, "args": []})["crash"]
+    assert crash["code"] == 0x1E and crash["parameters"][:3] == [0x80000003, trap, 1]
+
+
+def test_arm64_hang_limit():
+    session = booted()
+    runner = session.runner
+    runner.watchdog.limit_seconds = 0.3
+    loop = text_padding(session)
+    runner.uc.mem_write(loop, (0x14000000).to_bytes(4, "little"))  # b . (to itself)
+    start = time.monotonic()
+    crash = session.command({"op": "call", "address": loop, "args": []})["crash"]
+    assert crash["code"] == 0 and "hang" in crash["what"] and crash["address"] == loop
+    assert time.monotonic() - start < 3
+
+
+def test_mismatched_arch_is_refused():
+    from protocol import Channel
+    from runner import Runner
+
+    for image, map_path, arch, found in (
+        (ARM64_IMAGE, ARM64_MAP, "x64", "arm64"),
+        (IMAGE, MAP, "arm64", "x64"),
+    ):
+        if not image.exists():
+            continue
+        load = {"op": "load", "image": str(image), "map": str(map_path), "arch": arch}
+        out = io.StringIO()
+        line = json.dumps({**load, "stack_bytes": 24576}) + "\n"
+        assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+        (reply,) = [json.loads(text) for text in out.getvalue().splitlines()]
+        assert f"not an {arch} image" in reply["error"] and f": {found})" in reply["error"]
+    out = io.StringIO()
+    line = json.dumps({"op": "load", "image": "x", "map": "y", "arch": "riscv"}) + "\n"
+    assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+    assert "x64 or arm64" in json.loads(out.getvalue())["error"]
+
+
+def test_arm64_feedback_read_cost():
+    """Not a limit: prints the in-process cost of one FEEDBACK_READ (fake host included)."""
+    host = FakeHost()
+    session = booted(host)
+    processor, handle = registered_processor(session)
+    query = bytearray(0x1000)
+    query[0:4] = (1).to_bytes(4, "little")
+    host.memory[PAYLOAD] = query
+    session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    rounds = 300
+    start = time.perf_counter()
+    for _ in range(rounds):
+        host.memory[PAYLOAD] = bytearray(0x1000)
+        assert session.command({**read, "interrupts": True})["rax"] & 0xFF == 1
+    per_call = (time.perf_counter() - start) / rounds
+    print(f"ARM64 FEEDBACK_READ in process: {per_call * 1e6:.0f} us")
+
+
+def test_arm64_nested_call_while_waiting_for_an_mrs_answer():
+    """ppm-sim sends PREPARE_DEVICE while FEEDBACK_READ waits for its first MRS answer: the
+    nested call runs below the interrupted frame and the interrupted call resumes intact."""
+    host = FakeHost()
+    session = booted(host)
+    processor, handle = registered_processor(session)
+    device, _ = callbacks(session)
+    query = bytearray(0x1000)
+    query[0:4] = (1).to_bytes(4, "little")
+    host.memory[PAYLOAD] = query
+    session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    session.command(read)  # the first read is the baseline (zero counts)
+    nested_payload = PAYLOAD + 0x20000
+    page = prepare_device_page("\\_SB.PR00")
+    page[0:8] = (nested_payload + 0x10).to_bytes(8, "little")
+    page[0x18:0x20] = (nested_payload + 0x20).to_bytes(8, "little")
+    host.memory[nested_payload] = page
+    host.inject.append({"op": "call", "address": device, "args": [1, nested_payload]})
+    host.inject_on = "mrs"
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    first = session.command({**read, "interrupts": False})
+    assert host.inject_on is None, "the nested call was not sent"
+    assert session.channel.finals[-1]["done"]["writes"] == [[nested_payload + 8, "01"]]
+    assert first["rax"] & 0xFF == 1
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    second = session.command({**read, "interrupts": False})
+    counts = []
+    for done in (first, second):
+        counts_page = bytearray(0x1000)
+        apply(counts_page, done["writes"])
+        counts.append(int.from_bytes(counts_page[16:24], "little"))
+    assert counts[1] > counts[0] > 0
+    stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
+    assert stack[processor]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
