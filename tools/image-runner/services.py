@@ -29,8 +29,9 @@ from layout import (
     Crash,
     Fatal,
 )
-from protocol import hex_bytes, integer
+from protocol import ProtocolError, hex_bytes, integer
 
+EVENT_CONTROL_CODE_ENABLE_PROVIDER = 1
 KMODE_EXCEPTION_NOT_HANDLED = 0x1E
 MAX_COUNTERS = 64
 MAX_ETW_DESCRIPTORS = 128
@@ -238,14 +239,30 @@ class Services:
     # ---- ETW ----------------------------------------------------------------------------
 
     def imp_EtwRegister(self) -> int:
-        answer = self.ask({"host": "etw_register", "provider": self.read(self.arg(0), 16).hex()})
+        provider, callback, context, handle_out = (self.arg(n) for n in range(4))
+        answer = self.ask({"host": "etw_register", "provider": self.read(provider, 16).hex()})
         status = _status(answer)
         if status == STATUS_SUCCESS:
             handle = integer(answer, "handle")
-            self.put(self.arg(3), handle, 8)
-            # The provider's EnableCallback and its context (no ETW session calls it here).
-            self.etw_providers[handle] = (self.arg(1), self.arg(2))
+            self.put(handle_out, handle, 8)
+            self.etw_providers[handle] = (callback, context)
+            if answer.get("enable") is not None and callback:
+                self._etw_enable(provider, callback, context, answer["enable"])
         return status
+
+    def _etw_enable(self, provider: int, callback: int, context: int, enable: Any) -> None:
+        """A session already enables the provider (a boot trace): Windows calls its
+        EnableCallback from inside EtwRegister, on the same thread, before EtwRegister returns:
+        (SourceId, IsEnabled, Level, MatchAnyKeyword, MatchAllKeyword, FilterData,
+        CallbackContext)."""
+        if not isinstance(enable, dict):
+            raise ProtocolError(f"etw_register: 'enable' must be an object, got {enable!r}")
+        level, keywords = integer(enable, "level", 8), integer(enable, "keywords")
+        arguments = [provider, EVENT_CONTROL_CODE_ENABLE_PROVIDER, level, keywords, 0, 0, context]
+        result = self.execute(callback, arguments, self.interrupts, nested=True)
+        crash = result.get("crash")
+        if crash is not None:
+            raise Crash(crash["code"], crash["parameters"], crash["what"], crash["address"])
 
     def imp_EtwWriteTransfer(self) -> int:
         handle, descriptor, count, data = self.arg(0), self.arg(1), self.arg32(4), self.arg(5)

@@ -76,6 +76,7 @@ class FakeHost:
         self.inject: deque[dict[str, Any]] = deque()  # commands to send before an answer
         self.inject_on: str | None = None
         self.interrupts: list[bool] = []
+        self.etw_enable: dict[str, int] | None = None  # a session enabling the provider at boot
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         self.requests.append(request)
@@ -155,7 +156,8 @@ class FakeHost:
             self.logs.append(request["text"])
             return {}
         if kind == "etw_register":
-            return {"status": 0, "handle": 0x55}
+            enable = {} if self.etw_enable is None else {"enable": self.etw_enable}
+            return {"status": 0, "handle": 0x55, **enable}
         if kind in ("etw_write", "etw_set_information", "etw_unregister"):
             return {"status": 0}
         if kind in ("stall", "revert_affinity"):

@@ -433,6 +433,53 @@ def test_etw_event_bytes_once_a_session_enables_the_provider():
     assert "\\_SB.PR00".encode("utf-16-le") in data
 
 
+ALL_KEYWORDS = 0xFFFF_FFFF_FFFF_FFFF
+KEYWORD_PNP = 0x2  # src/trace.rs: the DriverEntry events are keyword 0x1
+
+
+def boot_with_session(level: int, keywords: int) -> tuple[Session, list[dict]]:
+    """Boots with `etw_register` answering that a session enables the provider; returns the
+    session and the etw_write requests DriverEntry made."""
+    host = FakeHost()
+    host.etw_enable = {"level": level, "keywords": keywords}
+    session = booted(host)
+    return session, [r for r in host.requests if r["host"] == "etw_write"]
+
+
+def event_named(write: dict, name: bytes) -> bool:
+    return any(name in bytes.fromhex(piece) for piece in write["data"])
+
+
+def test_a_session_enabled_at_registration_receives_driver_entrys_events():
+    """ppm-sim answers etw_register with `enable` (a boot trace): the runner calls the
+    provider's EnableCallback inside EtwRegister, so DriverEntry's own events reach the host."""
+    session, writes = boot_with_session(5, ALL_KEYWORDS)
+    assert writes, "no etw_write: the EnableCallback did not enable the provider"
+    assert all(write["handle"] == 0x55 for write in writes)
+    (result,) = [w for w in writes if event_named(w, b"DriverEntryResult")]
+    assert b"\0\0\0\0" in [bytes.fromhex(piece) for piece in result["data"]]  # Status 0
+    requests = [r["host"] for r in session.host.requests]
+    assert requests.index("etw_register") < requests.index("etw_write")
+    ((_, (callback, _)),) = session.runner.etw_providers.items()
+    assert session.runner.stack_report[callback][0] == 1, "the callback ran once, emulated"
+
+
+def test_without_a_session_driver_entry_writes_no_event():
+    host = FakeHost()
+    booted(host)
+    assert "etw_write" not in [r["host"] for r in host.requests]
+
+
+@pytest.mark.parametrize(
+    ("level", "keywords"), [(5, KEYWORD_PNP), (2, ALL_KEYWORDS)], ids=["pnp-only", "errors-only"]
+)
+def test_the_sessions_level_and_keywords_reach_the_callback(level, keywords):
+    """A session for PnP events only, or for errors only: none of DriverEntry's informational
+    events (keyword 0x1, level 4) is written."""
+    _, writes = boot_with_session(level, keywords)
+    assert not [w for w in writes if event_named(w, b"DriverEntry")]
+
+
 def test_wrmsr_reaches_the_host_and_its_fault_is_caught():
     session = booted(FakeHost(msrs={0x199: 0}))
     probe = symbol_address(session, "ppm_msr_probe_write")

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The image backend (docs/image-backend.md): every built-in scenario run against the machine
+# code of the linked driver image, target/driver-image/x64/ppm_pep.sys, by `ppm-sim validate
+# --pep image`, after the runner's own lint and tests.
+#
+# Usage: scripts/check-image-backend.sh [--self-test]
+#   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image-runner), then
+#                `ppm-sim validate --pep image` over every built-in scenario (debug ppm-sim,
+#                the shared target/), its output and wall time printed
+#   --self-test  also proves the checks can fail: three copies of the image broken on purpose
+#                (tools/image-runner/broken_image.py, written to target/image-runner/self-test/,
+#                the real image never modified) must each fail `validate default` with a named
+#                check, and the unbroken image must pass it:
+#                  kmdf-index         WdfDriverCreate called through KMDF table index 117
+#                                     -> image.kmdf_table (and image.bugcheck)
+#                  swapped-callbacks  PEP_INFORMATION's DPM and PPM callback fields swapped
+#                                     -> dpm.processors_accepted (and ppm.boot_queries)
+#                  early-return       the PPM callback returns TRUE before writing its output
+#                                     -> capabilities.consistent (and ppm.null_data_refused)
+# Needs the image and its stack.txt: scripts/check-driver-image.sh builds and checks both
+# (scripts/build-driver-image.sh builds the image alone). Exit 1 when a check fails, 2 when
+# the image is missing or the arguments are wrong.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+SELF_TEST=false
+case "${1:-}" in
+    "") ;;
+    --self-test) SELF_TEST=true ;;
+    *) echo "usage: $0 [--self-test]" >&2; exit 2 ;;
+esac
+if [[ $# -gt 1 ]]; then
+    echo "usage: $0 [--self-test]" >&2
+    exit 2
+fi
+
+IMAGE=$ROOT/target/driver-image/x64/ppm_pep.sys
+if [[ ! -f $IMAGE ]]; then
+    echo "check-image-backend: no image at target/driver-image/x64/ppm_pep.sys: build it with" \
+        "\`bash scripts/build-driver-image.sh\` (or scripts/check-driver-image.sh, which also" \
+        "writes its stack.txt)" >&2
+    exit 2
+fi
+if [[ ! -f $(dirname "$IMAGE")/stack.txt ]]; then
+    echo "check-image-backend: no target/driver-image/x64/stack.txt beside the image (the" \
+        "static stack figures image.stack compares with): run \`bash scripts/check-driver-image.sh\`" >&2
+    exit 2
+fi
+
+echo "== the runner: ruff, pytest"
+start=$SECONDS
+bash scripts/image-runner.sh --self-test
+echo "   $((SECONDS - start)) s"
+
+echo "== ppm-sim (debug)"
+cargo build -q -p ppm-sim
+SIM=$ROOT/target/debug/ppm-sim
+
+echo "== ppm-sim validate --pep image (every built-in scenario)"
+start=${EPOCHREALTIME/./}
+status=0
+"$SIM" validate --pep image || status=1
+elapsed=$(( (${EPOCHREALTIME/./} - start) / 100000 ))
+echo "   $((elapsed / 10)).$((elapsed % 10)) s (validate --pep image)"
+if [[ $status -ne 0 ]]; then
+    echo "check-image-backend: validate --pep image failed" >&2
+fi
+
+if $SELF_TEST; then
+    # shellcheck source=scripts/lib/self-test.sh
+    source "$ROOT/scripts/lib/self-test.sh"
+    echo "== self-test: broken images must fail named checks"
+    start=$SECONDS
+    broken=$ROOT/target/image-runner/self-test
+    mkdir -p "$broken"
+    PY=$ROOT/target/image-runner/venv/bin/python
+    validate() {
+        "$SIM" validate default --pep image --image "$1"
+    }
+    # The unbroken image passes the scenario the broken ones fail.
+    if validate "$IMAGE" >"$broken/unbroken.log" 2>&1; then
+        echo "   unbroken image: validate default passed"
+    else
+        echo "self-test: the unbroken image fails validate default (see $broken/unbroken.log)" >&2
+        status=1
+    fi
+    # Per broken image: the FAIL line expect_refused requires, then others the same run must
+    # also print.
+    declare -A expected=(
+        [kmdf-index]='^  FAIL image\.kmdf_table +table entries src/ never calls: .*\(index 117\)'
+        [swapped-callbacks]='^  FAIL dpm\.processors_accepted +\\_SB\.CPU0: PREPARE_DEVICE returned FALSE'
+        [early-return]='^  FAIL capabilities\.consistent +processor 0: FeedbackCounterCount 0 '
+    )
+    declare -A also=(
+        [kmdf-index]='^  FAIL image\.bugcheck +bugcheck 0x1e at DriverEntry\+0x[0-9a-f]+: KMDF function table index 117'
+        [swapped-callbacks]='^  FAIL ppm\.boot_queries +QUERY_PLATFORM_STATES: FALSE'
+        [early-return]='^  FAIL ppm\.null_data_refused +QUERY_CAPABILITIES with NULL data: returned TRUE'
+    )
+    for kind in kmdf-index swapped-callbacks early-return; do
+        image=$broken/$kind.sys
+        log=$broken/$kind.log
+        rm -f "$image"
+        if ! "$PY" tools/image-runner/broken_image.py "$kind" "$IMAGE" "$image" | sed 's/^/   /'; then
+            echo "self-test $kind: the image could not be broken as intended" >&2
+            status=1
+            continue
+        fi
+        if ! expect_refused "$kind" "${expected[$kind]}" "$log" validate "$image"; then
+            status=1
+        elif line=$(grep -m1 -E "${also[$kind]}" "$log"); then
+            echo "   also:    $line"
+        else
+            echo "self-test $kind: no line matching ${also[$kind]} (see $log)" >&2
+            status=1
+        fi
+    done
+    echo "   $((SECONDS - start)) s (self-test)"
+fi
+exit "$status"
