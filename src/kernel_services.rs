@@ -168,6 +168,11 @@ impl KernelServices for Kernel {
         unsafe { pofx::register(information) }
     }
 
+    // Kept out of line: after an unrelated change (the per-block pool tags), ARM64's
+    // `read_configuration` frame grew past 4 KiB, where the compiler calls a `__chkstk` stack
+    // probe that a kernel image has no library for, and the ARM64 link failed; out of line, the
+    // line buffers of the log and the ETW message stay in this function's own frame.
+    #[inline(never)]
     fn log(&self, level: LogLevel, message: fmt::Arguments<'_>) {
         // Both: ETW keeps the line at boot with no debugger attached; DbgPrintEx serves a
         // kernel-debugger session.

@@ -1,10 +1,10 @@
 //! Scratch.
 fn main() {
-    let image = ppm_sim::image::default_image();
-    for name in std::env::args().skip(1) {
-        let scenario = ppm_sim::builtin::get(&name).unwrap();
+    for (name, scenario) in ppm_sim::builtin::all() {
+        if !ppm_sim::image::runs_on_image(&scenario) { continue; }
+        let image = ppm_sim::image::image_for(&scenario, None);
+        let start = std::time::Instant::now();
         let out = ppm_sim::run_image(&scenario, &ppm_sim::pofx::RunOptions::default(), &image).unwrap();
-        println!("{name}: {}", out.report.tally());
-        for c in out.report.failures() { println!("  {} {}", c.id, &c.detail[..c.detail.len().min(200)]); }
+        println!("{name:28} {:6.2} s  {}", start.elapsed().as_secs_f64(), out.report.tally());
     }
 }

@@ -76,12 +76,21 @@ pub fn image_for(scenario: &crate::scenario::Scenario, explicit: Option<&Path>) 
     )
 }
 
-/// Whether the image backend runs `scenario`: every x64 scenario; ARM64 ones once the runner
-/// executes AArch64 images (see docs/image-backend.md).
+/// Whether the image backend runs `scenario`: every one, x64 and ARM64 alike (each on the
+/// image of its architecture).
 #[must_use]
-pub const fn runs_on_image(scenario: &crate::scenario::Scenario) -> bool {
-    !scenario.platform.cpu.is_arm64()
+pub const fn runs_on_image(_scenario: &crate::scenario::Scenario) -> bool {
+    true
 }
+
+/// The built-in scenarios `validate --pep image` leaves out, each with the reason (README and
+/// docs/image-backend.md list them; `validate NAME --pep image` still runs one).
+pub const LEFT_OUT: [(&str, &str); 1] = [(
+    "arm64",
+    "its msr-fault event makes an AMU read undefined for a while: the ARM64 image reads the AMU \
+     with a plain MRS (no exception handling on ARM64 yet), so it bugchecks 0x1E, a defect of \
+     the ARM64 driver this backend found, not fixed",
+)];
 
 /// The architecture a scenario's processors need of the image (`x64`, `arm64`).
 #[must_use]

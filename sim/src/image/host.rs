@@ -196,6 +196,7 @@ impl<'k> ImageHost<'k> {
             | "rdmsr"
             | "wrmsr"
             | "rdtsc"
+            | "mrs"
             | "interrupts"
             | "current_processor"
             | "performance_counter"

@@ -324,11 +324,15 @@ pub fn judge(
 /// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/driver-image/stack.py`).
 pub const DRIVER_ENTRY_BUDGET: u64 = 12 * 1024;
 
+/// The bytes the runner leaves between an interrupted call's stack pointer and a nested
+/// call's frame (docs/image-backend.md), standing for the interrupt's own frame.
+pub const NESTED_GAP_BYTES: u64 = 256;
+
 /// `image.stack`: each callback's deepest measured stack within its static figure (the
 /// static call graph of a callback is complete: the image check fails any callback from which
 /// an indirect call is reachable), plus, with nested notifications, the deepest callback's
-/// figure once more (a notification nested in a read runs on the same stack, below it, one
-/// level deep); `FxDriverEntry`'s within its 12 KiB budget, its static figure reported beside
+/// figure once more and the runner's gap (a notification nested in a read runs on the same
+/// stack, below it, one level deep); `FxDriverEntry`'s within its 12 KiB budget, its static figure reported beside
 /// (it does not follow `DriverEntry`'s indirect calls: KMDF's table, `core::fmt`'s
 /// formatters, so the measured stack may exceed it).
 fn stack_check(stack: &[StackFigure], nested: bool) -> CheckResult {
@@ -350,7 +354,10 @@ fn stack_check(stack: &[StackFigure], nested: bool) -> CheckResult {
         let (bound, what) = if figure.entry == "FxDriverEntry" {
             (DRIVER_ENTRY_BUDGET, "budget")
         } else if nested {
-            (static_bytes + deepest_callback, "static figure plus a nested callback's")
+            (
+                static_bytes + NESTED_GAP_BYTES + deepest_callback,
+                "static figure plus the interrupt's gap and a nested callback's",
+            )
         } else {
             (static_bytes, "static figure")
         };
