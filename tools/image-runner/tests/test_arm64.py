@@ -307,3 +307,36 @@ def test_arm64_nested_call_while_waiting_for_an_mrs_answer():
     assert counts[1] > counts[0] > 0
     stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
     assert stack[processor]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
+
+
+def test_arm64_image_with_an_exception_handler_is_refused(tmp_path):
+    """The runner has no ARM64 exception dispatch: an image whose .xdata announces a handler
+    (the X bit) is refused at load rather than run without one."""
+    import pefile
+
+    pe = pefile.PE(str(ARM64_IMAGE))
+    directory = pe.OPTIONAL_HEADER.DATA_DIRECTORY[3]  # IMAGE_DIRECTORY_ENTRY_EXCEPTION
+    pdata = pe.get_data(directory.VirtualAddress, directory.Size)
+    unwind = next(
+        word
+        for word in (
+            int.from_bytes(pdata[n + 4 : n + 8], "little") for n in range(0, len(pdata), 8)
+        )
+        if word & 3 == 0  # an .xdata record, not packed unwind data
+    )
+    offset = pe.get_offset_from_rva(unwind)
+    data = bytearray(ARM64_IMAGE.read_bytes())
+    header = int.from_bytes(data[offset : offset + 4], "little")
+    assert not header >> 20 & 1
+    data[offset : offset + 4] = (header | 1 << 20).to_bytes(4, "little")
+    broken = tmp_path / "ppm_pep.sys"
+    broken.write_bytes(bytes(data))
+    from protocol import Channel
+    from runner import Runner
+
+    load = {"op": "load", "image": str(broken), "map": str(ARM64_MAP), "arch": "arm64"}
+    out = io.StringIO()
+    line = json.dumps({**load, "stack_bytes": 24576}) + "\n"
+    assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+    error = json.loads(out.getvalue())["error"]
+    assert "exception handler" in error and "no ARM64 exception dispatch" in error
