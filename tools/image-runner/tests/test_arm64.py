@@ -340,3 +340,44 @@ def test_arm64_image_with_an_exception_handler_is_refused(tmp_path):
     assert Runner(Channel(io.StringIO(line), out)).serve() == 2
     error = json.loads(out.getvalue())["error"]
     assert "exception handler" in error and "no ARM64 exception dispatch" in error
+
+
+def test_arm64_over_the_line_protocol():
+    """scripts/image-runner.sh as ppm-sim starts it: the ARM64 image boots over JSON lines,
+    its MRS reads arriving as mrs requests."""
+    import os
+    import subprocess
+
+    from fake_host import REGISTRY_PATH, ROOT
+
+    host = FakeHost()
+    process = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "image-runner.sh")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+
+    def command(message: dict) -> dict:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        while True:
+            reply = json.loads(process.stdout.readline())
+            if "host" not in reply:
+                return reply
+            process.stdin.write(json.dumps(host.answer(reply)) + "\n")
+            process.stdin.flush()
+
+    try:
+        load = {"op": "load", "image": str(ARM64_IMAGE), "map": str(ARM64_MAP), "arch": "arm64"}
+        assert "image_base" in command({**load, "stack_bytes": 24576})["done"]
+        boot = {"op": "driver_entry", "registry_path": REGISTRY_PATH}
+        assert command(boot) == {"done": {"status": 0}}
+        assert mrs_reads(host)[0] == ID_AA64PFR0_EL1
+        assert host.registered is not None
+        process.stdin.close()
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
