@@ -166,7 +166,15 @@ def _refuse_arm64_handlers(pe: pefile.PE, path: str, exc, imports) -> None:
     for offset in range(0, len(data) - 7, 8):
         begin = int.from_bytes(data[offset : offset + 4], "little")
         unwind = int.from_bytes(data[offset + 4 : offset + 8], "little")
-        if unwind & 3 == 0 and int.from_bytes(pe.get_data(unwind, 4), "little") >> 20 & 1:
+        if unwind & 3:
+            continue  # packed unwind data: no handler
+        try:
+            header = int.from_bytes(pe.get_data(unwind, 4), "little")
+        except pefile.PEFormatError as error:
+            raise ImageError(
+                f"{path}: .pdata names unwind data at {unwind:#x} ({error})"
+            ) from error
+        if header >> 20 & 1:
             raise ImageError(
                 f"{path}: the function at RVA {begin:#x} has an exception handler: the runner "
                 "has no ARM64 exception dispatch"

@@ -307,3 +307,77 @@ def test_arm64_nested_call_while_waiting_for_an_mrs_answer():
     assert counts[1] > counts[0] > 0
     stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
     assert stack[processor]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
+
+
+def test_arm64_image_with_an_exception_handler_is_refused(tmp_path):
+    """The runner has no ARM64 exception dispatch: an image whose .xdata announces a handler
+    (the X bit) is refused at load rather than run without one."""
+    import pefile
+
+    pe = pefile.PE(str(ARM64_IMAGE))
+    directory = pe.OPTIONAL_HEADER.DATA_DIRECTORY[3]  # IMAGE_DIRECTORY_ENTRY_EXCEPTION
+    pdata = pe.get_data(directory.VirtualAddress, directory.Size)
+    unwind = next(
+        word
+        for word in (
+            int.from_bytes(pdata[n + 4 : n + 8], "little") for n in range(0, len(pdata), 8)
+        )
+        if word & 3 == 0  # an .xdata record, not packed unwind data
+    )
+    offset = pe.get_offset_from_rva(unwind)
+    data = bytearray(ARM64_IMAGE.read_bytes())
+    header = int.from_bytes(data[offset : offset + 4], "little")
+    assert not header >> 20 & 1
+    data[offset : offset + 4] = (header | 1 << 20).to_bytes(4, "little")
+    broken = tmp_path / "ppm_pep.sys"
+    broken.write_bytes(bytes(data))
+    from protocol import Channel
+    from runner import Runner
+
+    load = {"op": "load", "image": str(broken), "map": str(ARM64_MAP), "arch": "arm64"}
+    out = io.StringIO()
+    line = json.dumps({**load, "stack_bytes": 24576}) + "\n"
+    assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+    error = json.loads(out.getvalue())["error"]
+    assert "exception handler" in error and "no ARM64 exception dispatch" in error
+
+
+def test_arm64_over_the_line_protocol():
+    """scripts/image-runner.sh as ppm-sim starts it: the ARM64 image boots over JSON lines,
+    its MRS reads arriving as mrs requests."""
+    import os
+    import subprocess
+
+    from fake_host import REGISTRY_PATH, ROOT
+
+    host = FakeHost()
+    process = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "image-runner.sh")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+
+    def command(message: dict) -> dict:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        while True:
+            reply = json.loads(process.stdout.readline())
+            if "host" not in reply:
+                return reply
+            process.stdin.write(json.dumps(host.answer(reply)) + "\n")
+            process.stdin.flush()
+
+    try:
+        load = {"op": "load", "image": str(ARM64_IMAGE), "map": str(ARM64_MAP), "arch": "arm64"}
+        assert "image_base" in command({**load, "stack_bytes": 24576})["done"]
+        boot = {"op": "driver_entry", "registry_path": REGISTRY_PATH}
+        assert command(boot) == {"done": {"status": 0}}
+        assert mrs_reads(host)[0] == ID_AA64PFR0_EL1
+        assert host.registered is not None
+        process.stdin.close()
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
