@@ -35,17 +35,19 @@ if [[ $# -gt 1 ]]; then
 fi
 
 IMAGE=$ROOT/target/driver-image/x64/ppm_pep.sys
-if [[ ! -f $IMAGE ]]; then
-    echo "check-image-backend: no image at target/driver-image/x64/ppm_pep.sys: build it with" \
-        "\`bash scripts/build-driver-image.sh\` (or scripts/check-driver-image.sh, which also" \
-        "writes its stack.txt)" >&2
-    exit 2
-fi
-if [[ ! -f $(dirname "$IMAGE")/stack.txt ]]; then
-    echo "check-image-backend: no target/driver-image/x64/stack.txt beside the image (the" \
-        "static stack figures image.stack compares with): run \`bash scripts/check-driver-image.sh\`" >&2
-    exit 2
-fi
+for arch in x64 arm64; do
+    if [[ ! -f $ROOT/target/driver-image/$arch/ppm_pep.sys ]]; then
+        echo "check-image-backend: no image at target/driver-image/$arch/ppm_pep.sys: build it" \
+            "with \`bash scripts/build-driver-image.sh --arch $arch\` (or" \
+            "scripts/check-driver-image.sh, which builds both and writes their stack.txt)" >&2
+        exit 2
+    fi
+    if [[ ! -f $ROOT/target/driver-image/$arch/stack.txt ]]; then
+        echo "check-image-backend: no target/driver-image/$arch/stack.txt beside the image (the" \
+            "static stack figures image.stack compares with): run \`bash scripts/check-driver-image.sh\`" >&2
+        exit 2
+    fi
+done
 
 echo "== the runner: ruff, pytest"
 start=$SECONDS

@@ -85,6 +85,12 @@ impl CheckResult {
         }
     }
 
+    /// The same check, marked as not applicable (its detail says why).
+    #[must_use]
+    pub(crate) fn into_not_applicable(self) -> Self {
+        Self { status: CheckStatus::NotApplicable, passed: true, ..self }
+    }
+
     /// Whether the check did not apply.
     #[must_use]
     pub fn is_not_applicable(&self) -> bool {

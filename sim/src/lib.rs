@@ -141,6 +141,7 @@ pub fn run_image(
         observation.ledger.faults_raised,
         &observation.ledger.etw_events,
         scenario.pofx.nested_notifications,
+        output.observations.devices.len(),
     )?;
     output.report = output.report.with_image(judged);
     output.observations.image = Some(observation);

@@ -217,6 +217,7 @@ pub fn judge(
     faults_raised: usize,
     etw: &[String],
     nested: bool,
+    devices_offered: usize,
 ) -> Result<ImageReport, String> {
     let (_, functions) = map_functions(&image.with_extension("map"))?;
     let statics = static_stack(image);
@@ -302,10 +303,11 @@ pub fn judge(
         .unwrap_or_default();
     let (coverage, not_executed) = coverage(&functions, &executed_rvas);
 
-    let mut etw_events = BTreeMap::new();
+    let mut etw_events: BTreeMap<String, usize> = BTreeMap::new();
     for name in etw {
         *etw_events.entry(name.clone()).or_default() += 1;
     }
+    checks.push(etw_check(&etw_events, devices_offered, crash.is_some()));
     Ok(ImageReport {
         image: image.display().to_string(),
         bugcheck: crash.map(ToString::to_string),
@@ -323,6 +325,33 @@ pub fn judge(
 
 /// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/driver-image/stack.py`).
 pub const DRIVER_ENTRY_BUDGET: u64 = 12 * 1024;
+
+/// `image.etw`: with a trace session enabling the `PpmPep` provider (the emulated kernel's),
+/// `DriverEntry` writes `DriverEntryResult` once and every device PoFx offered at boot gets a
+/// `DevicePrepared` event (docs/windows.md's event table).
+fn etw_check(events: &BTreeMap<String, usize>, devices_offered: usize, crashed: bool) -> CheckResult {
+    let count = |name: &str| events.get(name).copied().unwrap_or(0);
+    if crashed {
+        return CheckResult::new("image.etw", true, "not applicable: the image bugchecked")
+            .into_not_applicable();
+    }
+    let mut failures = Vec::new();
+    if count("DriverEntryResult") != 1 {
+        failures.push(format!("DriverEntryResult written {} times, not once", count("DriverEntryResult")));
+    }
+    if count("DevicePrepared") < devices_offered {
+        failures.push(format!(
+            "{} DevicePrepared events for {devices_offered} devices offered at boot",
+            count("DevicePrepared")
+        ));
+    }
+    if failures.is_empty() {
+        let all: Vec<String> = events.iter().map(|(name, count)| format!("{name} {count}")).collect();
+        CheckResult::new("image.etw", true, format!("events written: {}", all.join(", ")))
+    } else {
+        CheckResult::new("image.etw", false, failures.join("; "))
+    }
+}
 
 /// The bytes the runner leaves between an interrupted call's stack pointer and a nested
 /// call's frame (docs/image-backend.md), standing for the interrupt's own frame.
