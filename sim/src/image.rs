@@ -1,7 +1,8 @@
-//! The image backend: the scenarios run against the machine code of the linked driver,
-//! `ppm_pep.sys`, executed by the dev-only runner process (`scripts/image-runner.sh`:
-//! Unicorn, GPL-2.0, never inside `ppm-sim`). See `docs/image-backend.md` for the design and
-//! the protocol.
+//! The image backend: the scenarios run against the machine code of the linked driver.
+//!
+//! The image, `ppm_pep.sys`, is executed by the dev-only runner process
+//! (`scripts/image-runner.sh`: Unicorn, GPL-2.0, never inside `ppm-sim`). See
+//! `docs/image-backend.md` for the design and the protocol.
 //!
 //! `ppm-sim` stays the kernel and the machine: [`host`] answers every request the runner makes
 //! for the image (a Windows or KMDF call, an `RDMSR`, a touch of a notification's payload) from
@@ -23,7 +24,8 @@ mod runner;
 pub use callbacks::{ImageCallbacks, enter, image_dpm, image_ppm};
 pub use host::{ImageHost, KernelKeys, KernelLedger};
 pub use measurements::{
-    Coverage, EntryNames, ImageReport, StackFigure, coverage_check as measurements_coverage, judge,
+    Coverage, EntryNames, ImageReport, RunFacts, StackFigure,
+    coverage_check as measurements_coverage, judge,
 };
 pub use runner::{Crash, Runner, RunnerError, crash_of, hex, unhex};
 
@@ -139,10 +141,12 @@ pub struct ImageObservation {
     pub error: Option<RunnerError>,
 }
 
-/// The image's boot: `DriverEntry`, then what the I/O manager and `PnP` do with a driver that
-/// loaded (`EvtDriverDeviceAdd` for the device node the INF installs; `DriverUnload` for a
-/// driver that loaded without registering, which is unloadable), and whether the callbacks
-/// still reach a PEP after a boot that did not register.
+/// The image's boot, as the checks and the runtime need it.
+///
+/// `DriverEntry`, then what the I/O manager and `PnP` do with a driver that loaded
+/// (`EvtDriverDeviceAdd` for the device node the INF installs; `DriverUnload` for a driver that
+/// loaded without registering, which is unloadable), and whether the callbacks still reach a
+/// PEP after a boot that did not register.
 pub struct ImageBoot {
     /// The boot, as the checks read it.
     pub record: crate::boot::BootRecord,

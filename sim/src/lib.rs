@@ -134,23 +134,27 @@ pub fn run_image(
     };
     let judged = image::judge(
         image_path,
-        observation.image_base,
-        &report,
-        &entries,
-        observation.crash.as_ref(),
-        observation.ledger.faults_raised,
-        &observation.ledger.etw_events,
-        scenario.pofx.nested_notifications,
-        output.observations.devices.len(),
+        &image::RunFacts {
+            image_base: observation.image_base,
+            report: &report,
+            entries: &entries,
+            crash: observation.crash.as_ref(),
+            faults_raised: observation.ledger.faults_raised,
+            etw: &observation.ledger.etw_events,
+            nested: scenario.pofx.nested_notifications,
+            devices_offered: output.observations.devices.len(),
+        },
     )?;
     output.report = output.report.with_image(judged);
     output.observations.image = Some(observation);
     Ok(output)
 }
 
-/// Every built-in scenario against the image (`ppm-sim validate --pep image`): each on the
-/// image of its architecture (`explicit` for every scenario of that image's architecture),
-/// with the x64 image's function coverage over the whole suite.
+/// Every built-in scenario against the image (`ppm-sim validate --pep image`).
+///
+/// Each runs on the image of its architecture (`explicit` for every scenario of that image's
+/// architecture), but those [`image::LEFT_OUT`] names; the suite adds the x64 image's function
+/// coverage over all of them.
 ///
 /// # Errors
 /// As [`run_image`], for the first scenario that could not run.

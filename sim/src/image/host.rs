@@ -70,7 +70,7 @@ impl<'k> KernelKeys<'k> {
 /// What the image did through the kernel besides the services [`SimKernel`] records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelLedger {
-    /// ETW events written (`EtwWriteTransfer`), by TraceLogging event name, in order.
+    /// ETW events written (`EtwWriteTransfer`), by `TraceLogging` event name, in order.
     pub etw_events: Vec<String>,
     /// Debugger lines printed outside `DriverEntry` (a notification path must not log).
     pub runtime_log: Vec<String>,
@@ -149,14 +149,14 @@ impl<'k> ImageHost<'k> {
 
     /// The image's two callback addresses, if it called `PoFxRegisterPluginEx` with both.
     #[must_use]
-    pub fn registered(&self) -> Option<(u64, u64)> {
+    pub const fn registered(&self) -> Option<(u64, u64)> {
         self.registered.get()
     }
 
     /// The image's two callback addresses as it passed them to `PoFxRegisterPluginEx`, whether
     /// or not the call succeeded.
     #[must_use]
-    pub fn attempted(&self) -> Option<(u64, u64)> {
+    pub const fn attempted(&self) -> Option<(u64, u64)> {
         self.attempted.get()
     }
 
@@ -244,14 +244,12 @@ impl<'k> ImageHost<'k> {
                 let answer = platform.cpuid(request.u32("leaf")?, request.u32("subleaf")?);
                 json!({"eax": answer.eax, "ebx": answer.ebx, "ecx": answer.ecx, "edx": answer.edx})
             }
-            "rdmsr" => match platform.read_msr(request.u32("msr")?) {
-                Ok(value) => json!({"value": value}),
-                Err(_) => self.fault(),
-            },
-            "wrmsr" => match platform.write_msr(request.u32("msr")?, request.u64("value")?) {
-                Ok(()) => json!({}),
-                Err(_) => self.fault(),
-            },
+            "rdmsr" => platform
+                .read_msr(request.u32("msr")?)
+                .map_or_else(|_| self.fault(), |value| json!({"value": value})),
+            "wrmsr" => platform
+                .write_msr(request.u32("msr")?, request.u64("value")?)
+                .map_or_else(|_| self.fault(), |()| json!({})),
             "rdtsc" => json!({"value": platform.read_timestamp().unwrap_or(0)}),
             "mrs" => {
                 let field = |key: &str| request.u32(key);
@@ -260,14 +258,10 @@ impl<'k> ImageHost<'k> {
                 if encoding == CNTVCT_EL0 {
                     json!({"value": platform.read_timestamp().unwrap_or(0)})
                 } else {
-                    match system_register(encoding) {
-                        Some(register) => match platform.read_system_register(register) {
-                            Ok(value) => json!({"value": value}),
-                            Err(_) => self.fault(),
-                        },
-                        // A register the emulated processors do not model: undefined.
-                        None => self.fault(),
-                    }
+                    // A register the emulated processors do not model is undefined.
+                    system_register(encoding)
+                        .and_then(|register| platform.read_system_register(register).ok())
+                        .map_or_else(|| self.fault(), |value| json!({"value": value}))
                 }
             }
             "interrupts" => {
@@ -316,12 +310,12 @@ impl<'k> ImageHost<'k> {
                 };
                 json!({"count": count})
             }
-            "processor_number" => match kernel.active_processor(request.u32("index")?) {
-                Some(processor) => {
+            "processor_number" => kernel.active_processor(request.u32("index")?).map_or_else(
+                || json!({"status": STATUS_INVALID_PARAMETER, "group": 0, "number": 0}),
+                |processor| {
                     json!({"status": STATUS_SUCCESS, "group": processor / GROUP_SIZE, "number": processor % GROUP_SIZE})
-                }
-                None => json!({"status": STATUS_INVALID_PARAMETER, "group": 0, "number": 0}),
-            },
+                },
+            ),
             "set_affinity" => self.set_affinity(kernel, request)?,
             "revert_affinity" => {
                 let (on, faulting) = self.affinity.borrow_mut().pop().ok_or(
@@ -336,12 +330,11 @@ impl<'k> ImageHost<'k> {
             "pool_allocate" => {
                 let tag = request.u32("tag")?;
                 let block = PoolBlock::from_tag(tag);
-                let granted = match block {
-                    Some(block) => kernel.grant_pool(block, request.u64("bytes")?),
-                    None => {
-                        self.ledger.borrow_mut().untagged_blocks.push(u64::from(tag));
-                        true
-                    }
+                let granted = if let Some(block) = block {
+                    kernel.grant_pool(block, request.u64("bytes")?)
+                } else {
+                    self.ledger.borrow_mut().untagged_blocks.push(u64::from(tag));
+                    true
                 };
                 if granted {
                     self.pool.borrow_mut().push((request.u64("address")?, block));
@@ -472,7 +465,7 @@ impl<'k> ImageHost<'k> {
         Ok(json!({}))
     }
 
-    /// Records a TraceLogging event by name: the event metadata (the second data descriptor)
+    /// Records a `TraceLogging` event by name: the event metadata (the second data descriptor)
     /// is its size (2 bytes), its tags (bytes while the high bit is set) and the NUL-terminated
     /// name.
     fn etw_write(&self, request: &Request<'_>) {
@@ -498,8 +491,7 @@ impl<'k> ImageHost<'k> {
         let function = request.str("function")?;
         let wdf = Request { name: function, message: request.message };
         Ok(match function {
-            "WdfDriverCreate" => json!({"status": STATUS_SUCCESS}),
-            "WdfDeviceCreate" => json!({"status": STATUS_SUCCESS}),
+            "WdfDriverCreate" | "WdfDeviceCreate" => json!({"status": STATUS_SUCCESS}),
             "WdfDeviceSetStaticStopRemove" => {
                 self.ledger.borrow_mut().static_stop_remove = Some(!wdf.bool("stoppable")?);
                 json!({})
@@ -576,23 +568,7 @@ impl<'k> ImageHost<'k> {
                         json!({"status": STATUS_OBJECT_NAME_NOT_FOUND, "type": 0, "length": 0, "data": ""}),
                     );
                 };
-                match parameters.read_named(name) {
-                    Lookup::Found { value_type, data } if data.len() as u64 <= capacity => {
-                        json!({"status": STATUS_SUCCESS, "type": value_type, "length": data.len(), "data": hex(data)})
-                    }
-                    Lookup::Found { value_type, data } => {
-                        json!({"status": STATUS_BUFFER_OVERFLOW, "type": value_type, "length": data.len(), "data": ""})
-                    }
-                    Lookup::TooLarge { needed } => {
-                        json!({"status": STATUS_BUFFER_OVERFLOW, "type": 0, "length": needed, "data": ""})
-                    }
-                    Lookup::Absent => {
-                        json!({"status": STATUS_OBJECT_NAME_NOT_FOUND, "type": 0, "length": 0, "data": ""})
-                    }
-                    Lookup::Failed { status } => {
-                        json!({"status": status, "type": 0, "length": 0, "data": ""})
-                    }
-                }
+                query_value(parameters, name, capacity)
             }
             "WdfRegistryAssignULong" => {
                 let name = request.str("name")?;
@@ -633,10 +609,10 @@ impl<'k> ImageHost<'k> {
     }
 }
 
-/// `CNTVCT_EL0` (op0, op1, CRn, CRm, op2): the virtual count, the ARM64 time stamp.
+/// `CNTVCT_EL0` (`op0`, `op1`, `CRn`, `CRm`, `op2`): the virtual count, the ARM64 time stamp.
 const CNTVCT_EL0: (u32, u32, u32, u32, u32) = (3, 3, 14, 0, 2);
 
-/// The engine's system register with this encoding (op0, op1, CRn, CRm, op2), if any.
+/// The engine's system register with this encoding (`op0`, `op1`, `CRn`, `CRm`, `op2`), if any.
 fn system_register((op0, op1, crn, crm, op2): (u32, u32, u32, u32, u32)) -> Option<SystemRegister> {
     let number = 0x0A64_0000 | (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
     [
@@ -651,9 +627,28 @@ fn system_register((op0, op1, crn, crm, op2): (u32, u32, u32, u32, u32)) -> Opti
     .find(|register| sysreg::id(*register) == number)
 }
 
+/// `WdfRegistryQueryValue` of `name` in the `Parameters` key, into a buffer of `capacity`
+/// bytes: the value, or its length with `STATUS_BUFFER_OVERFLOW`, or the failure.
+fn query_value(parameters: &mut SimParameters<'_>, name: &str, capacity: u64) -> Value {
+    let (status, value_type, length, data) = match parameters.read_named(name) {
+        Lookup::Found { value_type, data } if data.len() as u64 <= capacity => {
+            (STATUS_SUCCESS, value_type, data.len() as u64, hex(data))
+        }
+        Lookup::Found { value_type, data } => {
+            (STATUS_BUFFER_OVERFLOW, value_type, data.len() as u64, String::new())
+        }
+        Lookup::TooLarge { needed } => {
+            (STATUS_BUFFER_OVERFLOW, 0, u64::from(needed), String::new())
+        }
+        Lookup::Absent => (STATUS_OBJECT_NAME_NOT_FOUND, 0, 0, String::new()),
+        Lookup::Failed { status } => (status, 0, 0, String::new()),
+    };
+    json!({"status": status, "type": value_type, "length": length, "data": data})
+}
+
 /// A `REG_SZ` value's text: UTF-16LE with its NUL terminator (`None` when malformed).
 fn reg_sz(data: &[u8]) -> Option<String> {
-    if data.len() % 2 != 0 {
+    if !data.len().is_multiple_of(2) {
         return None;
     }
     let units: Vec<u16> =
@@ -679,8 +674,8 @@ fn counter_list(bytes: &Value) -> Result<PHYSICAL_COUNTER_RESOURCE_LIST, String>
             data.as_ptr(),
             std::ptr::from_mut(&mut list).cast::<u8>(),
             size,
-        )
-    };
+        );
+    }
     Ok(list)
 }
 

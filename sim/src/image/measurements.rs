@@ -71,7 +71,7 @@ pub struct Coverage {
 }
 
 /// What the image backend measured in one run.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct ImageReport {
     /// The image run.
     pub image: String,
@@ -99,12 +99,15 @@ pub struct ImageReport {
     pub checks: Vec<CheckResult>,
 }
 
+/// One function of the map: its address relative to the preferred base, its symbol, its crate.
+pub type MapFunction = (u64, String, String);
+
 /// The image's functions from its lld-link map: (address relative to the preferred base,
 /// symbol) for every symbol in the code section, import thunks excluded.
 ///
 /// # Errors
 /// When the map cannot be read or is not an lld-link map.
-pub fn map_functions(map: &Path) -> Result<(u64, Vec<(u64, String, String)>), String> {
+pub fn map_functions(map: &Path) -> Result<(u64, Vec<MapFunction>), String> {
     let text =
         std::fs::read_to_string(map).map_err(|error| format!("{}: {error}", map.display()))?;
     let base = text
@@ -155,7 +158,8 @@ fn unit_of(name: &str, object: &str) -> String {
         }
         return "rust".to_owned();
     }
-    if object.ends_with(".obj") {
+    if Path::new(object).extension().is_some_and(|extension| extension.eq_ignore_ascii_case("obj"))
+    {
         return "C".to_owned();
     }
     // `DriverEntry` (an export name) lives in the driver crate's object.
@@ -203,34 +207,51 @@ impl EntryNames {
     }
 }
 
-/// Judges the runner's `report` of a run of `image` (loaded at `image_base`).
+/// What a run of the image gives the judge.
+pub struct RunFacts<'a> {
+    /// Where the runner mapped the image.
+    pub image_base: u64,
+    /// The runner's `report`.
+    pub report: &'a Map<String, Value>,
+    /// The entry points' addresses.
+    pub entries: &'a EntryNames,
+    /// The bugcheck, if any.
+    pub crash: Option<&'a Crash>,
+    /// The machine faults raised for the image.
+    pub faults_raised: usize,
+    /// The ETW events written, by name.
+    pub etw: &'a [String],
+    /// Whether the scenario nests notifications.
+    pub nested: bool,
+    /// The devices PoFx offered at boot.
+    pub devices_offered: usize,
+}
+
+/// Judges the runner's `report` of a run of `image`.
 ///
 /// # Errors
 /// When the report or the map is malformed.
-#[expect(clippy::too_many_lines, reason = "one check after another, in report order")]
-pub fn judge(
-    image: &Path,
-    image_base: u64,
-    report: &Map<String, Value>,
-    entries: &EntryNames,
-    crash: Option<&Crash>,
-    faults_raised: usize,
-    etw: &[String],
-    nested: bool,
-    devices_offered: usize,
-) -> Result<ImageReport, String> {
+pub fn judge(image: &Path, facts: &RunFacts<'_>) -> Result<ImageReport, String> {
+    let RunFacts {
+        image_base,
+        report,
+        entries,
+        crash,
+        faults_raised,
+        etw,
+        nested,
+        devices_offered,
+    } = *facts;
     let (_, functions) = map_functions(&image.with_extension("map"))?;
     let statics = static_stack(image);
     let empty = Vec::new();
     let list = |key: &str| report.get(key).and_then(Value::as_array).unwrap_or(&empty);
     let mut checks = Vec::new();
 
-    checks.push(match crash {
-        None => {
-            CheckResult::new("image.bugcheck", true, "the image ran to the end without a bugcheck")
-        }
-        Some(crash) => CheckResult::new("image.bugcheck", false, &crash.to_string()),
-    });
+    checks.push(crash.map_or_else(
+        || CheckResult::new("image.bugcheck", true, "the image ran to the end without a bugcheck"),
+        |crash| CheckResult::new("image.bugcheck", false, crash.to_string()),
+    ));
 
     let mut stack = Vec::new();
     for entry in list("stack") {
@@ -252,32 +273,7 @@ pub fn judge(
         })
         .collect();
     let declared = report.get("kmdf_function_count").and_then(Value::as_u64);
-    let strangers: Vec<String> = kmdf
-        .iter()
-        .filter(|(_, name, _)| !KMDF_FUNCTIONS_CALLED.contains(&name.as_str()))
-        .map(|(index, name, _)| format!("{name} (index {index})"))
-        .collect();
-    checks.push(if declared != Some(KMDF_FUNCTION_COUNT) {
-        CheckResult::new(
-            "image.kmdf_table",
-            false,
-            &format!(
-                "WDF_BIND_INFO declares {declared:?} functions, KMDF 1.31 has {KMDF_FUNCTION_COUNT}"
-            ),
-        )
-    } else if !strangers.is_empty() {
-        CheckResult::new(
-            "image.kmdf_table",
-            false,
-            &format!("table entries src/ never calls: {}", strangers.join(", ")),
-        )
-    } else {
-        CheckResult::new(
-            "image.kmdf_table",
-            true,
-            &format!("{} KMDF functions called, each at its KMDF 1.31 index", kmdf.len()),
-        )
-    });
+    checks.push(kmdf_check(&kmdf, declared));
 
     let seh = list("seh");
     let handled = seh
@@ -285,9 +281,9 @@ pub fn judge(
         .filter(|entry| entry.get("handled").and_then(Value::as_bool) == Some(true))
         .count();
     checks.push(if handled == faults_raised && seh.len() == handled {
-        CheckResult::new("image.seh", true, &format!("{faults_raised} machine faults, each caught by the image's own __except"))
+        CheckResult::new("image.seh", true, format!("{faults_raised} machine faults, each caught by the image's own __except"))
     } else {
-        CheckResult::new("image.seh", false, &format!("{faults_raised} machine faults raised, {} exceptions dispatched, {handled} handled", seh.len()))
+        CheckResult::new("image.seh", false, format!("{faults_raised} machine faults raised, {} exceptions dispatched, {handled} handled", seh.len()))
     });
 
     let executed_rvas: BTreeSet<u64> = report
@@ -326,10 +322,45 @@ pub fn judge(
 /// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/driver-image/stack.py`).
 pub const DRIVER_ENTRY_BUDGET: u64 = 12 * 1024;
 
+/// `image.kmdf_table`: the image's `WDF_BIND_INFO` declares KMDF 1.31's function count, and
+/// every table entry it called is one `src/` calls (a wrong index calls another function).
+fn kmdf_check(kmdf: &[(u64, String, u64)], declared: Option<u64>) -> CheckResult {
+    let strangers: Vec<String> = kmdf
+        .iter()
+        .filter(|(_, name, _)| !KMDF_FUNCTIONS_CALLED.contains(&name.as_str()))
+        .map(|(index, name, _)| format!("{name} (index {index})"))
+        .collect();
+    if declared != Some(KMDF_FUNCTION_COUNT) {
+        CheckResult::new(
+            "image.kmdf_table",
+            false,
+            format!(
+                "WDF_BIND_INFO declares {declared:?} functions, KMDF 1.31 has {KMDF_FUNCTION_COUNT}"
+            ),
+        )
+    } else if !strangers.is_empty() {
+        CheckResult::new(
+            "image.kmdf_table",
+            false,
+            format!("table entries src/ never calls: {}", strangers.join(", ")),
+        )
+    } else {
+        CheckResult::new(
+            "image.kmdf_table",
+            true,
+            format!("{} KMDF functions called, each at its KMDF 1.31 index", kmdf.len()),
+        )
+    }
+}
+
 /// `image.etw`: with a trace session enabling the `PpmPep` provider (the emulated kernel's),
 /// `DriverEntry` writes `DriverEntryResult` once and every device PoFx offered at boot gets a
 /// `DevicePrepared` event (docs/windows.md's event table).
-fn etw_check(events: &BTreeMap<String, usize>, devices_offered: usize, crashed: bool) -> CheckResult {
+fn etw_check(
+    events: &BTreeMap<String, usize>,
+    devices_offered: usize,
+    crashed: bool,
+) -> CheckResult {
     let count = |name: &str| events.get(name).copied().unwrap_or(0);
     if crashed {
         return CheckResult::new("image.etw", true, "not applicable: the image bugchecked")
@@ -337,7 +368,10 @@ fn etw_check(events: &BTreeMap<String, usize>, devices_offered: usize, crashed: 
     }
     let mut failures = Vec::new();
     if count("DriverEntryResult") != 1 {
-        failures.push(format!("DriverEntryResult written {} times, not once", count("DriverEntryResult")));
+        failures.push(format!(
+            "DriverEntryResult written {} times, not once",
+            count("DriverEntryResult")
+        ));
     }
     if count("DevicePrepared") < devices_offered {
         failures.push(format!(
@@ -346,7 +380,8 @@ fn etw_check(events: &BTreeMap<String, usize>, devices_offered: usize, crashed: 
         ));
     }
     if failures.is_empty() {
-        let all: Vec<String> = events.iter().map(|(name, count)| format!("{name} {count}")).collect();
+        let all: Vec<String> =
+            events.iter().map(|(name, count)| format!("{name} {count}")).collect();
         CheckResult::new("image.etw", true, format!("events written: {}", all.join(", ")))
     } else {
         CheckResult::new("image.etw", false, failures.join("; "))

@@ -344,7 +344,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Hex text as bytes (`None` when it is not hex of whole bytes).
 #[must_use]
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
