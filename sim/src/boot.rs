@@ -27,7 +27,6 @@ use ppm_engine::driver::registry::{Lookup, VALUE_BUFFER_BYTES, ValueSource};
 use ppm_engine::driver::{self, KernelServices, LogLevel, Outcome, PoolBlock, StateKey, registry};
 use ppm_engine::platform::Passive;
 
-use crate::image::{Crash, ImageHost, Runner, RunnerError, crash_of};
 use crate::machine::Machine;
 use crate::platform::{DriverSetup, OnProcessor, SimHost, SimPlatform};
 use crate::scenario::{BootFault, Scenario};
@@ -187,7 +186,9 @@ impl<'a> SimKernel<'a> {
             .collect()
     }
 
-    fn pmu_control(&self) -> Vec<PmuControl> {
+    /// Each processor's PMU control now (empty without a PMU).
+    #[must_use]
+    pub fn pmu_control(&self) -> Vec<PmuControl> {
         (0..self.scenario.platform.processors)
             .filter_map(|index| self.machine().fixed_counters(index))
             .map(|state| (state.fixed_ctr_ctrl, state.perf_global_ctrl))
@@ -296,89 +297,43 @@ impl<'a> SimKernel<'a> {
         functions
     }
 
-    /// Boots the image: `FxDriverEntry` executed by `runner`, its kernel calls answered by
-    /// these services, on processor 0. What it did, as [`Self::boot`] records it for the
-    /// engine (the outcome read back from the `State` key the image wrote), with the host
-    /// that answered it.
-    ///
-    /// # Errors
-    /// When the runner failed.
-    pub fn boot_image(
+    /// The record of the image's `DriverEntry`, which returned `status` (`None`: it
+    /// bugchecked) with the PMU control `before` it, the pool blocks still `outstanding`, as
+    /// [`Self::boot`] records the engine's (the outcome read back from the `State` key the image
+    /// wrote). The image keeps its belief that the fixed counters are ready in its own memory;
+    /// it holds the reservation at the end of `DriverEntry` only when it enabled them
+    /// everywhere, which the machine is told.
+    #[must_use]
+    pub fn image_record(
         &self,
-        runner: &Runner,
-    ) -> Result<(BootRecord, ImageHost<'_>, Option<Crash>), RunnerError> {
-        let before = self.pmu_control();
-        let host = ImageHost::boot(shorten(self));
-        let done = {
-            let _setup = DriverSetup::enter();
-            let _on = OnProcessor::enter(None, 0);
-            runner.command(
-                &serde_json::json!({"op": "driver_entry", "registry_path": REGISTRY_PATH}),
-                &host,
-            )?
-        };
-        let crash = crash_of(&done)?;
-        // The image keeps its belief that the fixed counters are ready in its own memory; it
-        // holds the reservation at the end of DriverEntry only when it enabled them everywhere.
+        status: Option<NTSTATUS>,
+        before: Vec<PmuControl>,
+        outstanding: Vec<PoolBlock>,
+    ) -> BootRecord {
         self.machine().set_fixed_counters_ready(self.machine().pmu_reserved());
-        let status = done
-            .get("status")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|status| u32::try_from(status).ok())
-            .map_or(STATUS_UNSUCCESSFUL, u32::cast_signed);
         let after = self.pmu_control();
         let state = self.state.borrow().clone();
         let registration = self.registration.get();
-        let registered = crash.is_none()
-            && status == STATUS_SUCCESS
+        let registered = status == Some(STATUS_SUCCESS)
             && registration.is_some_and(|registration| registration.status == STATUS_SUCCESS);
-        let outcome = image_outcome(registered, status, state.as_ref());
-        let record = BootRecord {
-            outcome,
+        let status = status.unwrap_or(STATUS_UNSUCCESSFUL);
+        BootRecord {
+            outcome: image_outcome(registered, status, state.as_ref()),
             status,
             state,
             log: self.log.borrow().clone(),
             values_read: self.values_read.borrow().clone(),
             allocations: self.allocations.borrow().clone(),
-            outstanding: host.outstanding(),
+            outstanding,
             registration,
             // Observed by the emulator afterwards: whether the callbacks still answer.
             published: registered,
             pmu_control: before.into_iter().zip(after).collect(),
             pmu_reserved: self.machine().pmu_reserved(),
             reservation_requested: self.reservation_requested.get(),
-        };
-        Ok((record, host, crash))
-    }
-}
-
-impl SimKernel<'_> {
-    /// The record of a boot the runner could not finish (the run is unusable and says so).
-    #[must_use]
-    pub fn unfinished_boot_record(&self) -> BootRecord {
-        use ppm_engine::driver::{Failure, Step};
-        BootRecord {
-            outcome: Outcome::Failed(Failure {
-                step: Step::ProcessorCount,
-                status: STATUS_UNSUCCESSFUL,
-            }),
-            status: STATUS_UNSUCCESSFUL,
-            state: self.state.borrow().clone(),
-            log: self.log.borrow().clone(),
-            values_read: self.values_read.borrow().clone(),
-            allocations: self.allocations.borrow().clone(),
-            outstanding: Vec::new(),
-            registration: self.registration.get(),
-            published: false,
-            pmu_control: Vec::new(),
-            pmu_reserved: self.machine().pmu_reserved(),
-            reservation_requested: self.reservation_requested.get(),
         }
     }
 }
-
-/// The registry path the I/O manager passes to `DriverEntry` (the service key).
-pub const REGISTRY_PATH: &str = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep";
 
 /// The image's outcome, read back as a reader of the `State` key would: registered, skipped
 /// (`RegistrationSkipped`) or failed (`FailedStep`; a step the driver does not name is kept as

@@ -156,6 +156,14 @@ pub struct ImageBoot {
     pub observation: ImageObservation,
 }
 
+/// The registry path the I/O manager passes to `DriverEntry` (the service key).
+pub const REGISTRY_PATH: &str = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep";
+
+/// Narrows `&'k SimKernel<'a>` to `&'k SimKernel<'k>` (`'a: 'k`; the kernel is covariant).
+const fn shorten<'k>(kernel: &'k crate::boot::SimKernel<'_>) -> &'k crate::boot::SimKernel<'k> {
+    kernel
+}
+
 /// Boots the image of `runner` over `kernel`.
 pub fn boot(
     kernel: &crate::boot::SimKernel<'_>,
@@ -170,14 +178,31 @@ pub fn boot(
     let mut observation =
         ImageObservation { image_base: runner.image_base, ..ImageObservation::default() };
     observation.entries.0 = runner.entry;
-    let (mut record, host, crash) = match kernel.boot_image(runner) {
-        Ok(booted) => booted,
+    let before = kernel.pmu_control();
+    let host = ImageHost::boot(shorten(kernel), ImageCallbacks::callbacks());
+    let entered = {
+        let _setup = crate::platform::DriverSetup::enter();
+        let _on = crate::platform::OnProcessor::enter(None, 0);
+        runner
+            .command(&json!({"op": "driver_entry", "registry_path": REGISTRY_PATH}), &host)
+            .and_then(|done| Ok((crash_of(&done)?, done)))
+    };
+    let (crash, done) = match entered {
+        Ok(entered) => entered,
         Err(error) => {
             observation.error = Some(error);
-            let record = kernel.unfinished_boot_record();
+            // The run is unusable (its error ends it with exit code 2); a record all the same.
+            let record = kernel.image_record(None, before, host.outstanding());
             return ImageBoot { record, callbacks: None, observation };
         }
     };
+    let status = done
+        .get("status")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|status| u32::try_from(status).ok())
+        .map(u32::cast_signed)
+        .filter(|_| crash.is_none());
+    let mut record = kernel.image_record(status, before, host.outstanding());
     observation.crash = crash;
     let attempted = host.attempted();
     if let Some((dpm, ppm)) = attempted {

@@ -17,11 +17,11 @@ use ppm_engine::driver::{KernelServices, LogLevel, PoolBlock, StateKey};
 use ppm_engine::platform::Passive;
 use serde_json::{Value, json};
 
-use super::callbacks;
-use super::runner::{hex, unhex};
+use super::runner::{Host, hex, unhex};
 use crate::boot::{SimKernel, SimParameters, SimState};
 use crate::cpu::sysreg;
 use crate::platform::{OnProcessor, SimPlatform};
+use ppm_caller::Callbacks;
 use ppm_engine::arm64::SystemRegister;
 
 /// `STATUS_OBJECT_NAME_NOT_FOUND`.
@@ -100,6 +100,8 @@ impl KernelLedger {
 pub struct ImageHost<'k> {
     platform: Option<SimPlatform>,
     kernel: Option<&'k SimKernel<'k>>,
+    /// The callbacks `PoFx` keeps for the image's (the trampolines to the runner).
+    trampolines: Option<Callbacks>,
     keys: RefCell<KernelKeys<'k>>,
     /// The processors `KeSetSystemGroupAffinityThread` moved the thread to, innermost last,
     /// each with the processor whose injected PMU fault it switched on.
@@ -118,26 +120,32 @@ impl<'k> ImageHost<'k> {
     /// A host with no machine: for `load`, which makes no request.
     #[must_use]
     pub fn machine_only() -> Self {
-        Self::with(None, None)
+        Self::with(None, None, None)
     }
 
     /// The host of the runtime: the machine, no kernel services (a notification path has
     /// none to call).
     #[must_use]
     pub fn runtime(platform: SimPlatform) -> Self {
-        Self::with(Some(platform), None)
+        Self::with(Some(platform), None, None)
     }
 
-    /// The host of `DriverEntry`: the machine and `kernel`'s services.
+    /// The host of `DriverEntry`: the machine and `kernel`'s services; `PoFx` keeps
+    /// `trampolines` as the callbacks of a registration.
     #[must_use]
-    pub fn boot(kernel: &'k SimKernel<'k>) -> Self {
-        Self::with(Some(kernel.platform()), Some(kernel))
+    pub fn boot(kernel: &'k SimKernel<'k>, trampolines: Callbacks) -> Self {
+        Self::with(Some(kernel.platform()), Some(kernel), Some(trampolines))
     }
 
-    fn with(platform: Option<SimPlatform>, kernel: Option<&'k SimKernel<'k>>) -> Self {
+    fn with(
+        platform: Option<SimPlatform>,
+        kernel: Option<&'k SimKernel<'k>>,
+        trampolines: Option<Callbacks>,
+    ) -> Self {
         Self {
             platform,
             kernel,
+            trampolines,
             keys: RefCell::new(KernelKeys::default()),
             affinity: RefCell::new(Vec::new()),
             registered: Cell::new(None),
@@ -177,7 +185,7 @@ impl<'k> ImageHost<'k> {
     /// # Errors
     /// A request this host cannot answer (an unknown name, a missing argument, a kernel
     /// service outside `DriverEntry`): a mismatch between the runner and `ppm-sim`.
-    pub fn serve(&self, name: &str, message: &Value) -> Result<Value, String> {
+    pub fn answer_request(&self, name: &str, message: &Value) -> Result<Value, String> {
         let mut answer = self.answer(name, message)?;
         // An NTSTATUS travels as its unsigned 32-bit value, as the protocol's integers do.
         if let Some(status) = answer.get_mut("status")
@@ -422,8 +430,9 @@ impl<'k> ImageHost<'k> {
             u16::try_from(field(offset_of!(PEP_INFORMATION, Version), 2)).unwrap_or(0);
         information.Size = u16::try_from(field(offset_of!(PEP_INFORMATION, Size), 2)).unwrap_or(0);
         // PoFx keeps the callbacks; here they are the trampolines to the image's.
-        information.AcceptDeviceNotification = (dpm != 0).then_some(callbacks::image_dpm);
-        information.AcceptProcessorNotification = (ppm != 0).then_some(callbacks::image_ppm);
+        let trampolines = self.trampolines.ok_or("PoFxRegisterPluginEx outside DriverEntry")?;
+        information.AcceptDeviceNotification = (dpm != 0).then_some(trampolines.dpm_callback());
+        information.AcceptProcessorNotification = (ppm != 0).then_some(trampolines.ppm_callback());
         if acpi != 0 {
             return Err("the image registered an ACPI notification callback, which the emulated PoFx does not call".to_owned());
         }
@@ -627,6 +636,12 @@ fn system_register((op0, op1, crn, crm, op2): (u32, u32, u32, u32, u32)) -> Opti
     .find(|register| sysreg::id(*register) == number)
 }
 
+impl Host for ImageHost<'_> {
+    fn serve(&self, name: &str, message: &Value) -> Result<Value, String> {
+        self.answer_request(name, message)
+    }
+}
+
 /// `WdfRegistryQueryValue` of `name` in the `Parameters` key, into a buffer of `capacity`
 /// bytes: the value, or its length with `STATUS_BUFFER_OVERFLOW`, or the failure.
 fn query_value(parameters: &mut SimParameters<'_>, name: &str, capacity: u64) -> Value {
@@ -743,7 +758,7 @@ mod tests {
         let error =
             host.serve("rdmsr", &json!({"host": "rdmsr", "msr": 0xE8})).expect_err("no machine");
         assert!(error.contains("rdmsr"), "{error}");
-        let error = host.serve("pool_allocate", &json!({})).expect_err("no kernel");
+        let error = host.answer_request("pool_allocate", &json!({})).expect_err("no kernel");
         assert!(error.contains("DriverEntry"), "{error}");
     }
 }

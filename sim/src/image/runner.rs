@@ -12,8 +12,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value, json};
 
-use super::host::ImageHost;
-
 /// The runner's page: `read` requests are at most this long.
 const PAGE: u64 = 4096;
 
@@ -47,6 +45,24 @@ pub struct RunnerError(pub String);
 impl fmt::Display for RunnerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// What answers the runner's host requests during a command (`host::ImageHost`).
+pub trait Host {
+    /// Answers request `name` (`message` is the whole request).
+    ///
+    /// # Errors
+    /// A request this host cannot answer.
+    fn serve(&self, name: &str, message: &Value) -> Result<Value, String>;
+}
+
+/// The host of `load`, which makes no request.
+struct NoRequests;
+
+impl Host for NoRequests {
+    fn serve(&self, name: &str, _: &Value) -> Result<Value, String> {
+        Err(format!("`{name}` during load"))
     }
 }
 
@@ -129,7 +145,7 @@ impl Runner {
                 "arch": arch,
                 "stack_bytes": stack_bytes,
             }),
-            &ImageHost::machine_only(),
+            &NoRequests,
         )?;
         let number = |key: &str| loaded.get(key).and_then(Value::as_u64);
         let (Some(image_base), Some(entry)) = (number("image_base"), number("entry")) else {
@@ -162,7 +178,7 @@ impl Runner {
     pub fn command(
         &self,
         command: &Value,
-        host: &ImageHost<'_>,
+        host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
         if let Some(error) = self.error() {
             return Err(error);
@@ -185,7 +201,7 @@ impl Runner {
     fn exchange(
         &self,
         command: &Value,
-        host: &ImageHost<'_>,
+        host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
         self.send(command)?;
         // The pages of this process the runner fetched for this command: its writes may land
