@@ -132,7 +132,9 @@ const EXTENDED_FEATURES_EBX_CPPC: u32 = 1 << 27;
 pub mod sysreg {
     use ppm_engine::arm64::SystemRegister;
 
-    const fn encode(op0: u32, op1: u32, crn: u32, crm: u32, op2: u32) -> u32 {
+    /// The trace's number of the register `op0`, `op1`, `CRn`, `CRm`, `op2`.
+    #[must_use]
+    pub const fn encode(op0: u32, op1: u32, crn: u32, crm: u32, op2: u32) -> u32 {
         0x0A64_0000 | (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2
     }
 
@@ -162,20 +164,28 @@ pub mod sysreg {
         }
     }
 
-    /// A trace number's name: the system register's, or `MSR 0x…`.
+    /// `CNTVCT_EL0`: the virtual count (the time stamp; not one of the engine's registers).
+    pub const CNTVCT_EL0: u32 = encode(3, 3, 14, 0, 2);
+
+    /// The engine's system register with trace number `number`, if any.
     #[must_use]
-    pub fn name(number: u32) -> String {
-        let registers = [
+    pub fn register(number: u32) -> Option<SystemRegister> {
+        [
             SystemRegister::IdAa64Pfr0El1,
             SystemRegister::AmcgcrEl0,
             SystemRegister::Amcntenset0El0,
             SystemRegister::Amevcntr00El0,
             SystemRegister::Amevcntr01El0,
             SystemRegister::CntfrqEl0,
-        ];
-        registers
-            .into_iter()
-            .find(|register| id(*register) == number)
+        ]
+        .into_iter()
+        .find(|register| id(*register) == number)
+    }
+
+    /// A trace number's name: the system register's, or `MSR 0x…`.
+    #[must_use]
+    pub fn name(number: u32) -> String {
+        register(number)
             .map_or_else(|| format!("MSR {number:#x}"), |register| register.name().to_owned())
     }
 }

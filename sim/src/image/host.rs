@@ -22,7 +22,6 @@ use crate::boot::{SimKernel, SimParameters, SimState};
 use crate::cpu::sysreg;
 use crate::platform::{OnProcessor, SimPlatform};
 use ppm_caller::Callbacks;
-use ppm_engine::arm64::SystemRegister;
 
 /// `STATUS_OBJECT_NAME_NOT_FOUND`.
 const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32.cast_signed();
@@ -260,14 +259,25 @@ impl<'k> ImageHost<'k> {
                 .map_or_else(|_| self.fault(), |()| json!({})),
             "rdtsc" => json!({"value": platform.read_timestamp().unwrap_or(0)}),
             "mrs" => {
-                let field = |key: &str| request.u32(key);
-                let encoding =
-                    (field("op0")?, field("op1")?, field("crn")?, field("crm")?, field("op2")?);
-                if encoding == CNTVCT_EL0 {
+                let field = |key: &str, most: u32| {
+                    request.u32(key).and_then(|value| {
+                        (value <= most)
+                            .then_some(value)
+                            .ok_or_else(|| format!("`mrs`: {key} {value} over {most}"))
+                    })
+                };
+                let number = sysreg::encode(
+                    field("op0", 3)?,
+                    field("op1", 7)?,
+                    field("crn", 15)?,
+                    field("crm", 15)?,
+                    field("op2", 7)?,
+                );
+                if number == sysreg::CNTVCT_EL0 {
                     json!({"value": platform.read_timestamp().unwrap_or(0)})
                 } else {
                     // A register the emulated processors do not model is undefined.
-                    system_register(encoding)
+                    sysreg::register(number)
                         .and_then(|register| platform.read_system_register(register).ok())
                         .map_or_else(|| self.fault(), |value| json!({"value": value}))
                 }
@@ -618,24 +628,6 @@ impl<'k> ImageHost<'k> {
     }
 }
 
-/// `CNTVCT_EL0` (`op0`, `op1`, `CRn`, `CRm`, `op2`): the virtual count, the ARM64 time stamp.
-const CNTVCT_EL0: (u32, u32, u32, u32, u32) = (3, 3, 14, 0, 2);
-
-/// The engine's system register with this encoding (`op0`, `op1`, `CRn`, `CRm`, `op2`), if any.
-fn system_register((op0, op1, crn, crm, op2): (u32, u32, u32, u32, u32)) -> Option<SystemRegister> {
-    let number = 0x0A64_0000 | (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
-    [
-        SystemRegister::IdAa64Pfr0El1,
-        SystemRegister::AmcgcrEl0,
-        SystemRegister::Amcntenset0El0,
-        SystemRegister::Amevcntr00El0,
-        SystemRegister::Amevcntr01El0,
-        SystemRegister::CntfrqEl0,
-    ]
-    .into_iter()
-    .find(|register| sysreg::id(*register) == number)
-}
-
 impl Host for ImageHost<'_> {
     fn serve(&self, name: &str, message: &Value) -> Result<Value, String> {
         self.answer_request(name, message)
@@ -746,10 +738,13 @@ mod tests {
 
     #[test]
     fn system_registers_by_encoding() {
-        assert_eq!(system_register((3, 3, 13, 4, 1)), Some(SystemRegister::Amevcntr01El0));
-        assert_eq!(system_register((3, 0, 0, 4, 0)), Some(SystemRegister::IdAa64Pfr0El1));
-        assert_eq!(system_register((3, 3, 14, 0, 0)), Some(SystemRegister::CntfrqEl0));
-        assert_eq!(system_register((3, 0, 0, 0, 0)), None);
+        use ppm_engine::arm64::SystemRegister;
+        let register =
+            |op0, op1, crn, crm, op2| sysreg::register(sysreg::encode(op0, op1, crn, crm, op2));
+        assert_eq!(register(3, 3, 13, 4, 1), Some(SystemRegister::Amevcntr01El0));
+        assert_eq!(register(3, 0, 0, 4, 0), Some(SystemRegister::IdAa64Pfr0El1));
+        assert_eq!(register(3, 3, 14, 0, 0), Some(SystemRegister::CntfrqEl0));
+        assert_eq!(register(3, 0, 0, 0, 0), None);
     }
 
     #[test]
