@@ -108,8 +108,9 @@ pub const fn architecture_of(scenario: &crate::scenario::Scenario) -> &'static s
 pub fn check_image(image: &Path) -> Result<(), String> {
     if !image.is_file() {
         return Err(format!(
-            "no driver image at {}: build it with `bash scripts/build-driver-image.sh` (a few \
-             minutes the first time), or name one with --image FILE",
+            "no driver image at {}: build and check both images with `bash \
+             scripts/check-driver-image.sh` (a few minutes the first time), or name one with \
+             --image FILE",
             image.display()
         ));
     }
@@ -119,6 +120,14 @@ pub fn check_image(image: &Path) -> Result<(), String> {
             "no linker map beside the image ({}): the image backend needs the map that \
              `scripts/build-driver-image.sh` writes with it",
             map.display()
+        ));
+    }
+    let stack = image.with_file_name("stack.txt");
+    if !stack.is_file() {
+        return Err(format!(
+            "no stack.txt beside the image ({}): image.stack compares with the static figures \
+             `bash scripts/check-driver-image.sh` writes",
+            stack.display()
         ));
     }
     Ok(())
@@ -239,6 +248,9 @@ pub fn boot(
         let answered =
             ImageCallbacks::callbacks().query_count(PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES).handled();
         record.published = answered;
+        if let Some(crash) = image.crash() {
+            observation.crash.get_or_insert(crash);
+        }
     }
     let callbacks =
         callbacks.filter(|_| host.registered().is_some() && observation.crash.is_none());

@@ -301,7 +301,7 @@ fn the_image_backend_without_an_image_says_how_to_build_one() {
         assert!(out.is_empty(), "{args:?}: {out}");
         assert!(
             err.contains("no driver image at /nonexistent/ppm_pep.sys")
-                && err.contains("bash scripts/build-driver-image.sh")
+                && err.contains("bash scripts/check-driver-image.sh")
                 && err.lines().count() == 1,
             "{args:?}: {err}"
         );
