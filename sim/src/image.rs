@@ -4,11 +4,11 @@
 //! (`scripts/image-runner.sh`: Unicorn, GPL-2.0, never inside `ppm-sim`). See
 //! `docs/image-backend.md` for the design and the protocol.
 //!
-//! `ppm-sim` stays the kernel and the machine: [`host`] answers every request the runner makes
-//! for the image (a Windows or KMDF call, an `RDMSR`, a touch of a notification's payload) from
+//! `ppm-sim` stays the kernel and the machine: `host` ([`ImageHost`]) answers every request
+//! the runner makes for the image (a Windows or KMDF call, an `RDMSR`, a touch of a notification's payload) from
 //! the same emulated kernel services and simulated processors the engine runs on. The PoFx
 //! emulator calls the image through the two callbacks it registered, which here are
-//! [`callbacks`]' trampolines: each forwards the call to the runner.
+//! `callbacks`' trampolines ([`ImageCallbacks`]): each forwards the call to the runner.
 //!
 //! The submodules: `runner` (the process and the line protocol), `host` (the requests),
 //! `callbacks` (the trampolines and the calling thread's link), `measurements` (what the
@@ -21,11 +21,10 @@ mod host;
 mod measurements;
 mod runner;
 
-pub use callbacks::{ImageCallbacks, enter, image_dpm, image_ppm};
+pub use callbacks::{Entered, ImageCallbacks, enter, image_dpm, image_ppm};
 pub use host::{ImageHost, KernelKeys, KernelLedger};
 pub use measurements::{
-    Coverage, EntryNames, ImageReport, RunFacts, StackFigure,
-    coverage_check as measurements_coverage, judge,
+    Coverage, EntryNames, ImageReport, NOT_EXECUTED, RunFacts, StackFigure, coverage_check, judge,
 };
 pub use runner::{Crash, Runner, RunnerError, crash_of, hex, unhex};
 

@@ -177,7 +177,7 @@ pub fn validate_image(explicit: Option<&std::path::Path>) -> Result<SuiteReport,
         }
         reports.push(output.report);
     }
-    let (coverage, check) = image::measurements_coverage(&x64_image, &executed)?;
+    let (coverage, check) = image::coverage_check(&x64_image, &executed)?;
     Ok(SuiteReport::new(reports).with_image_coverage(coverage, check))
 }
 

@@ -32,8 +32,9 @@ pub const KMDF_FUNCTIONS_CALLED: [&str; 12] = [
     "WdfRegistryQueryValue",
 ];
 
-/// Functions the map attributes to the driver's own object that no scenario runs, each with
-/// the reason (README's "The image backend" lists them). With LTO, the map names one object
+/// The functions of the driver's own object that no scenario runs, each with its reason.
+///
+/// README's "The image backend" lists them. With LTO, the map names one object
 /// for all Rust code; these three are `wdk-sys`'s `#[no_mangle]` stand-ins.
 pub const NOT_EXECUTED: [(&str, &str); 3] = [
     (
