@@ -347,26 +347,34 @@ impl Drop for Runner {
     }
 }
 
-/// `bytes` as lowercase hex.
+/// `bytes` as lowercase hex (a page per `read` request: kept cheap, also in debug builds).
 #[must_use]
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut text, byte| {
-        let _ = write!(text, "{byte:02x}");
-        text
-    })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = Vec::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        text.push(DIGITS[usize::from(byte >> 4)]);
+        text.push(DIGITS[usize::from(byte & 0x0F)]);
+    }
+    String::from_utf8(text).unwrap_or_default()
 }
 
 /// Hex text as bytes (`None` when it is not hex of whole bytes).
 #[must_use]
 pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    const fn digit(character: u8) -> Option<u8> {
+        match character {
+            b'0'..=b'9' => Some(character - b'0'),
+            b'a'..=b'f' => Some(character - b'a' + 10),
+            b'A'..=b'F' => Some(character - b'A' + 10),
+            _ => None,
+        }
+    }
+    let text = text.as_bytes();
     if !text.len().is_multiple_of(2) {
         return None;
     }
-    (0..text.len())
-        .step_by(2)
-        .map(|at| text.get(at..at + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
-        .collect()
+    text.chunks_exact(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
 }
 
 fn text(value: &Value) -> String {
