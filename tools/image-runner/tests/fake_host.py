@@ -249,3 +249,39 @@ class Session:
 
     def boot(self) -> dict[str, Any]:
         return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})
+
+
+class RunnerProcess:
+    """The runner as ppm-sim starts it: scripts/image-runner.sh, JSON lines over its standard
+    input and output, each host request answered by `host`."""
+
+    def __init__(self, host: FakeHost) -> None:
+        import os
+        import subprocess
+
+        self.host = host
+        self.process = subprocess.Popen(
+            ["bash", str(ROOT / "scripts" / "image-runner.sh")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+
+    def command(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Sends `message` and answers the host requests until the final answer."""
+        import json
+
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+        while True:
+            reply = json.loads(self.process.stdout.readline())
+            if "host" not in reply:
+                return reply
+            self.process.stdin.write(json.dumps(self.host.answer(reply)) + "\n")
+            self.process.stdin.flush()
+
+    def kill(self) -> None:
+        """Ends the runner if it is still running."""
+        if self.process.poll() is None:
+            self.process.kill()

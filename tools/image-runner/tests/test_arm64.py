@@ -345,29 +345,11 @@ def test_arm64_image_with_an_exception_handler_is_refused(tmp_path):
 def test_arm64_over_the_line_protocol():
     """scripts/image-runner.sh as ppm-sim starts it: the ARM64 image boots over JSON lines,
     its MRS reads arriving as mrs requests."""
-    import os
-    import subprocess
-
-    from fake_host import REGISTRY_PATH, ROOT
+    from fake_host import REGISTRY_PATH, RunnerProcess
 
     host = FakeHost()
-    process = subprocess.Popen(
-        ["bash", str(ROOT / "scripts" / "image-runner.sh")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )
-
-    def command(message: dict) -> dict:
-        process.stdin.write(json.dumps(message) + "\n")
-        process.stdin.flush()
-        while True:
-            reply = json.loads(process.stdout.readline())
-            if "host" not in reply:
-                return reply
-            process.stdin.write(json.dumps(host.answer(reply)) + "\n")
-            process.stdin.flush()
+    runner = RunnerProcess(host)
+    process, command = runner.process, runner.command
 
     try:
         load = {"op": "load", "image": str(ARM64_IMAGE), "map": str(ARM64_MAP), "arch": "arm64"}
@@ -379,5 +361,4 @@ def test_arm64_over_the_line_protocol():
         process.stdin.close()
         assert process.wait(timeout=10) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
+        runner.kill()

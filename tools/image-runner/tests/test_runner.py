@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 
 import pytest
-from fake_host import IMAGE, MAP, REGISTRY_PATH, ROOT, FakeHost, Session
+from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Session
 
 import printf
 from layout import KMDF_TABLE
@@ -215,23 +213,8 @@ def test_dbgprintex_format():
 def test_line_protocol_over_stdio():
     """The runner as ppm-sim starts it: scripts/image-runner.sh, JSON lines."""
     host = FakeHost()
-    process = subprocess.Popen(
-        ["bash", str(ROOT / "scripts" / "image-runner.sh")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )
-
-    def command(message: dict) -> dict:
-        process.stdin.write(json.dumps(message) + "\n")
-        process.stdin.flush()
-        while True:
-            reply = json.loads(process.stdout.readline())
-            if "host" not in reply:
-                return reply
-            process.stdin.write(json.dumps(host.answer(reply)) + "\n")
-            process.stdin.flush()
+    runner = RunnerProcess(host)
+    process, command = runner.process, runner.command
 
     try:
         load = {"op": "load", "image": str(IMAGE), "map": str(MAP), "stack_bytes": 24576}
@@ -251,8 +234,7 @@ def test_line_protocol_over_stdio():
         assert command({"op": "bogus"}) == {"error": "unknown command 'bogus'"}
         assert process.wait(timeout=10) == 2
     finally:
-        if process.poll() is None:
-            process.kill()
+        runner.kill()
 
 
 def symbol_address(session: Session, name: str) -> int:
