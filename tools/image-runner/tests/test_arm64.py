@@ -24,7 +24,15 @@ from fake_host import (
     FakeHost,
     Session,
 )
-from test_runner import PAYLOAD, apply, callbacks, prepare_device_page, registered_processor
+from test_runner import (
+    PAYLOAD,
+    apply,
+    callbacks,
+    one_counter_announced,
+    prepare_device_page,
+    registered_processor,
+    symbol_address,
+)
 
 from layout import KMDF_TABLE
 
@@ -47,11 +55,6 @@ def mrs_reads(host: FakeHost, since: int = 0) -> list[tuple[int, ...]]:
         for r in host.requests[since:]
         if r["host"] == "mrs"
     ]
-
-
-def symbol_address(session: Session, name: str) -> int:
-    runner = session.runner
-    return session.loaded["image_base"] + runner.symbols.rvas[runner.symbols.names.index(name)]
 
 
 def test_arm64_boots_to_register_plugin_with_success():
@@ -111,18 +114,7 @@ def test_arm64_feedback_read_returns_advancing_counts():
     host = FakeHost()
     session = booted(host)
     processor, handle = registered_processor(session)
-    host.memory[PAYLOAD] = bytearray(0x1000)
-    done = session.command({"op": "call", "address": processor, "args": [handle, 1, PAYLOAD]})
-    assert done["rax"] & 0xFF == 1
-    capabilities = bytearray(0x1000)
-    apply(capabilities, done["writes"])
-    assert int.from_bytes(capabilities[0:4], "little") == 1  # FeedbackCounterCount
-    query = bytearray(0x1000)
-    query[0:4] = (1).to_bytes(4, "little")
-    host.memory[PAYLOAD] = query
-    done = session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
-    apply(query, done["writes"])
-    assert int.from_bytes(query[4:8], "little") & 0x7 == 0x3  # affinitized, relative
+    one_counter_announced(session, processor, handle)
     # The core now runs at 3/4 of the nominal rate the driver calibrated.
     host.core_hz = CORE_HZ * 3 // 4
     read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}

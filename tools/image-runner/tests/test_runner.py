@@ -338,6 +338,24 @@ def apply(page: bytearray, writes: list) -> None:
         page[address - PAYLOAD : address - PAYLOAD + len(raw)] = raw
 
 
+def one_counter_announced(session: Session, processor: int, handle: int) -> None:
+    """QUERY_CAPABILITIES (FeedbackCounterCount 1) and QUERY_FEEDBACK_COUNTERS (the counter
+    affinitized and relative), as PoFx sends them before the first FEEDBACK_READ."""
+    host = session.host
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    done = session.command({"op": "call", "address": processor, "args": [handle, 1, PAYLOAD]})
+    assert done["rax"] & 0xFF == 1
+    capabilities = bytearray(0x1000)
+    apply(capabilities, done["writes"])
+    assert int.from_bytes(capabilities[0:4], "little") == 1  # FeedbackCounterCount
+    query = bytearray(0x1000)
+    query[0:4] = (1).to_bytes(4, "little")
+    host.memory[PAYLOAD] = query
+    done = session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
+    apply(query, done["writes"])
+    assert int.from_bytes(query[4:8], "little") & 0x7 == 0x3  # affinitized, relative
+
+
 def registered_processor(session: Session) -> tuple[int, int]:
     """PREPARE_DEVICE and REGISTER_DEVICE of \\_SB.PR00: the processor callback and the
     PEPHANDLE the image returned."""
@@ -368,18 +386,7 @@ def test_feedback_read_the_hot_path():
     processor, handle = registered_processor(session)
     assert handle
     host = session.host
-    host.memory[PAYLOAD] = bytearray(0x1000)
-    done = session.command({"op": "call", "address": processor, "args": [handle, 1, PAYLOAD]})
-    assert done["rax"] & 0xFF == 1
-    capabilities = bytearray(0x1000)
-    apply(capabilities, done["writes"])
-    assert int.from_bytes(capabilities[0:4], "little") == 1  # FeedbackCounterCount
-    query = bytearray(0x1000)
-    query[0:4] = (1).to_bytes(4, "little")
-    host.memory[PAYLOAD] = query
-    done = session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
-    apply(query, done["writes"])
-    assert int.from_bytes(query[4:8], "little") & 0x7 == 0x3  # affinitized, relative
+    one_counter_announced(session, processor, handle)
     read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
     counts = []
     for _ in range(3):
