@@ -272,18 +272,6 @@ fn backend(matches: &clap::ArgMatches) -> PepBackend {
     }
 }
 
-/// The image backend refuses a scenario its image cannot run.
-fn image_can_run(scenario: &Scenario) -> Result<(), String> {
-    if !image::runs_on_image(scenario) {
-        return Err(format!(
-            "{}: an ARM64 scenario; the image backend runs the x64 image only (the runner has no \
-             AArch64 loader: see docs/image-backend.md)",
-            scenario.name
-        ));
-    }
-    Ok(())
-}
-
 /// What `matches` asks for.
 fn invocation(matches: &clap::ArgMatches) -> Invocation {
     match matches.subcommand() {
@@ -439,7 +427,6 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     let report = match &request.pep {
         PepBackend::Engine => crate::run_with(&scenario, &options),
         PepBackend::Image(image) => {
-            image_can_run(&scenario)?;
             crate::run_image(&scenario, &options, &image::image_for(&scenario, image.as_deref()))?
                 .report
         }
@@ -585,7 +572,6 @@ fn validate(
             match pep {
                 PepBackend::Engine => SuiteReport::new(vec![crate::run(&scenario)]),
                 PepBackend::Image(image) => {
-                    image_can_run(&scenario)?;
                     let image = image::image_for(&scenario, image.as_deref());
                     SuiteReport::new(vec![
                         crate::run_image(&scenario, &RunOptions::default(), &image)?.report,

@@ -77,13 +77,6 @@ pub fn image_for(scenario: &crate::scenario::Scenario, explicit: Option<&Path>) 
     )
 }
 
-/// Whether the image backend runs `scenario`: every one, x64 and ARM64 alike (each on the
-/// image of its architecture).
-#[must_use]
-pub const fn runs_on_image(_scenario: &crate::scenario::Scenario) -> bool {
-    true
-}
-
 /// The built-in scenarios `validate --pep image` leaves out, each with the reason (README and
 /// docs/image-backend.md list them; `validate NAME --pep image` still runs one).
 pub const LEFT_OUT: [(&str, &str); 1] = [(
@@ -141,10 +134,10 @@ pub struct ImageObservation {
     pub ledger: KernelLedger,
     /// The runner's `report` at the end of the run.
     pub report: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Where the image was mapped, its entry, and the callbacks it registered.
+    /// Where the image was mapped.
     pub image_base: u64,
     /// `FxDriverEntry`, `AcceptDeviceNotification`, `AcceptProcessorNotification`.
-    pub entries: (u64, Option<u64>, Option<u64>),
+    pub entries: EntryNames,
     /// Why the run could not go on (the runner failed): the run is unusable.
     pub error: Option<RunnerError>,
 }
@@ -185,7 +178,7 @@ pub fn boot(
 
     let mut observation =
         ImageObservation { image_base: runner.image_base, ..ImageObservation::default() };
-    observation.entries.0 = runner.entry;
+    observation.entries.entry = runner.entry;
     let before = kernel.pmu_control();
     let host = ImageHost::boot(shorten(kernel), ImageCallbacks::callbacks());
     let entered = {
@@ -214,8 +207,8 @@ pub fn boot(
     observation.crash = crash;
     let attempted = host.attempted();
     if let Some((dpm, ppm)) = attempted {
-        observation.entries.1 = Some(dpm);
-        observation.entries.2 = Some(ppm);
+        observation.entries.dpm = Some(dpm);
+        observation.entries.ppm = Some(ppm);
     }
     let loaded = observation.crash.is_none() && record.status == STATUS_SUCCESS;
     let mut steps = Vec::new();

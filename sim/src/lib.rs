@@ -127,17 +127,12 @@ pub fn run_image(
         return Err(format!("{}: {error}", scenario.name));
     }
     let report = observation.report.clone().unwrap_or_default();
-    let entries = image::EntryNames {
-        entry: observation.entries.0,
-        dpm: observation.entries.1,
-        ppm: observation.entries.2,
-    };
     let judged = image::judge(
         image_path,
         &image::RunFacts {
             image_base: observation.image_base,
             report: &report,
-            entries: &entries,
+            entries: &observation.entries,
             crash: observation.crash.as_ref(),
             faults_raised: observation.ledger.faults_raised,
             etw: &observation.ledger.etw_events,

@@ -185,6 +185,7 @@ fn number(value: &Value, key: &str) -> u64 {
 }
 
 /// The entry names the emulator calls by address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EntryNames {
     /// `FxDriverEntry`'s address.
     pub entry: u64,
