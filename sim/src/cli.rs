@@ -27,7 +27,7 @@ use crate::image::{self, PepBackend};
 use crate::output::{self, Outputs};
 use crate::plot::{self, PlotCollector};
 use crate::pofx::RunOptions;
-use crate::report::{SuiteReport, plural};
+use crate::report::{Report, SuiteReport, plural};
 use crate::scenario::Scenario;
 use crate::trace::TraceFile;
 use crate::{bench, builtin};
@@ -434,7 +434,7 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     progress::finish();
     let written = write_files(
         request,
-        (&scenario, report.engine.nominal_mhz),
+        (&scenario, &report),
         trace.as_deref(),
         collector.as_deref(),
         outputs,
@@ -457,7 +457,7 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
 /// place; returns the trace's rows.
 fn write_files(
     request: &RunRequest,
-    (scenario, nominal_mhz): (&Scenario, u32),
+    (scenario, report): (&Scenario, &Report),
     trace: Option<&TraceFile>,
     collector: Option<&PlotCollector>,
     outputs: Outputs,
@@ -469,7 +469,7 @@ fn write_files(
     if let (Some(collector), Some(path)) = (collector, &request.plot) {
         let temporary = outputs.temporary("--plot").ok_or("--plot: no temporary file")?;
         let format = plot::Format::of(path)?;
-        collector.write(scenario, (request.plot_view, nominal_mhz), format, (temporary, path))?;
+        collector.write((scenario, report), request.plot_view, format, (temporary, path))?;
     }
     outputs.commit()?;
     Ok(rows)

@@ -1,47 +1,79 @@
-//! `ppm-sim run --plot`: measured against true frequency, per processor, over the run.
+//! `ppm-sim run --plot`: every processor at a glance, then measured against true frequency for
+//! the chosen ones.
 //!
-//! For each interval of the FREQUENCY counter, the frequency Windows computes from it (blue)
-//! against the simulated truth of that interval (green), with the nominal rate (dashed),
-//! counter discontinuities, faulted and refused reads and sleeps marked. One chart per
-//! processor (at most [`MAX_PLOTTED_PROCESSORS`]), under one legend that sits above every
-//! chart (so it covers none) and names every mark, the sleep band included.
+//! The picture has two parts, under one title and a line that says what is shown:
 //!
-//! `--plot-view percent` ([`View::Percent`]) shows `% Processor Performance` instead, what
-//! perfmon shows: the measured rate over the engine's nominal rate (`ΔActual / ΔNominal`, in
-//! %), against the truth over the simulated processor's nominal rate — the two differ when the
-//! engine's nominal rate is wrong.
+//! - **The overview** ([`overview`]): one row per processor (all of them, 1 to 2048), time
+//!   across, each cell the `% Processor Performance` Windows shows for that time (the measured
+//!   rate over the PEP's nominal rate, as the report's `% perf`), on a colour scale; cells where
+//!   nothing can be measured say why in their own colour — idle, asleep, not present
+//!   (hot-removed or not yet hot-added), no counters — and reads refused correctly, faults and
+//!   errors are marked over the heat. At most [`overview::MAX_BINS`] time bins (a whole number
+//!   of sample intervals each) and at least one pixel row per processor; the SVG carries the
+//!   cells as one embedded PNG image, so its size and the time it takes to open stay small at
+//!   2048 processors.
+//! - **The detail panels** ([`detail`]): for each chosen processor (at most
+//!   [`MAX_PLOTTED_PROCESSORS`], default the first [`DEFAULT_PLOTTED_PROCESSORS`]; the line
+//!   above says "8 of 17 processors shown"), the frequency Windows computes from each interval
+//!   of the FREQUENCY counter (blue) against the simulated truth of that interval (green), the
+//!   nominal rate dashed, sleeps and absences shaded, counter discontinuities crossed, reads
+//!   refused correctly, faults and errors marked each in its own colour. Panels are named as
+//!   perfmon names the processor (`Processor Information(0,3)`, the report's `grp:nr` 0:3),
+//!   with its index and device id; a processor the PEP gave no counters says so.
 //!
-//! Drawn with `plotters` as SVG; PNG is that SVG rasterised with `resvg` (text in the
-//! system's fonts).
+//! `--plot-view percent` ([`View::Percent`]) shows `% Processor Performance` in the panels
+//! instead of MHz, what perfmon shows: the measured rate over the engine's nominal rate
+//! (`ΔActual / ΔNominal`, in %), against the truth over the simulated processor's nominal rate
+//! — the two differ when the engine's nominal rate is wrong.
+//!
+//! A read is judged as the checks judge it ([`Outcome`]): refusing a read whose counter access
+//! faulted, or a read made on another processor than its handle's, is correct; refusing a read
+//! of working counters, or serving a faulted or foreign one, is an error.
+//!
+//! Drawn with `plotters` as SVG; PNG is that SVG rasterised with `resvg` (text in the system's
+//! fonts), the overview's cells drawn into it pixel for pixel. Every user-supplied string (the
+//! scenario's name, device ids) passes through [`shown`] before it is drawn.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use crate::pofx::{ReadObserver, TracedRead};
-use crate::scenario::Scenario;
+use crate::report::Report;
+use crate::scenario::{CpuKind, EventKind, ProcessorSet, Scenario};
 
-/// The most processors one plot shows.
-pub const MAX_PLOTTED_PROCESSORS: usize = 16;
-/// How many processors a plot shows when none are chosen: the first ones.
-pub const DEFAULT_PLOTTED_PROCESSORS: u32 = 8;
+mod detail;
+mod overview;
 
-/// One point of a processor's plot: an interval closed by a read of counter 0, or a read that
-/// was refused or faulted.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Point {
-    /// The interval's start (the previous served read), ms; `None` for a lone read.
-    from_ms: Option<f64>,
-    /// The read's time, ms.
-    at_ms: f64,
-    measured_mhz: Option<f64>,
-    true_mhz: Option<f64>,
-    served: bool,
-    faulted: bool,
-    discontinuity: bool,
+pub use detail::View;
+use detail::{Point, Series};
+
+/// The colours every part of the picture shares.
+mod palette {
+    use plotters::style::RGBColor;
+
+    /// The system sleeps.
+    pub const SLEEP: RGBColor = RGBColor(0xc6, 0xdb, 0xef);
+    /// The processor is not present (hot-removed, or not yet hot-added).
+    pub const ABSENT: RGBColor = RGBColor(0x8c, 0x8c, 0x8c);
+    /// A read refused correctly.
+    pub const REFUSED: RGBColor = RGBColor(0xd9, 0x4f, 0xc1);
+    /// A counter access faulted.
+    pub const FAULT: RGBColor = RGBColor(0xff, 0x7f, 0x00);
+    /// An error: a working read refused, a faulted or foreign one served.
+    pub const ERROR: RGBColor = RGBColor(0xe4, 0x1a, 0x1c);
+    /// No time in C0: nothing to measure.
+    pub const IDLE: RGBColor = RGBColor(0xf0, 0xf0, 0xf0);
+    /// The PEP gave the processor no counters, or declined it: nothing measured.
+    pub const NO_COUNTERS: RGBColor = RGBColor(0xd8, 0xc3, 0xa5);
 }
+use overview::Grid;
+
+/// The most processors the detail panels show.
+pub const MAX_PLOTTED_PROCESSORS: usize = 16;
+/// How many processors the detail panels show when none are chosen: the first ones.
+pub const DEFAULT_PLOTTED_PROCESSORS: u32 = 8;
 
 /// The file format of a plot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,17 +101,47 @@ impl Format {
     }
 }
 
-/// Collects the points of the chosen processors while a run digests its reads.
+/// How the PEP answered a read, judged as the checks judge it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Served on its own processor with working counters.
+    Served,
+    /// Refused, as it must be: its counter access faulted, or it was made on another
+    /// processor than its handle's.
+    RefusedCorrectly,
+    /// Refused with working counters on its own processor, or served although its counter
+    /// access faulted or it was made on another processor.
+    Error,
+}
+
+impl Outcome {
+    const fn of(read: &TracedRead) -> Self {
+        match (read.served, read.faulted || read.foreign) {
+            (true, false) => Self::Served,
+            (false, true) => Self::RefusedCorrectly,
+            _ => Self::Error,
+        }
+    }
+}
+
+/// Collects, while a run digests its reads, every processor's overview cells and the chosen
+/// processors' points.
 #[derive(Debug)]
 pub struct PlotCollector {
+    /// The processors of the detail panels.
     processors: Vec<u32>,
-    /// Per chosen processor: its points and the time of its last served read of counter 0.
-    series: Mutex<Vec<(Vec<Point>, Option<f64>)>>,
+    /// The processors' count in the scenario.
+    count: u32,
+    /// Per chosen processor: its points.
+    series: Vec<Mutex<Series>>,
+    /// Every processor's overview cells.
+    grid: Grid,
 }
 
 impl PlotCollector {
-    /// A collector for `processors` (at most [`MAX_PLOTTED_PROCESSORS`], each below the
-    /// scenario's count).
+    /// A collector for `scenario` whose detail panels show `processors` (at most
+    /// [`MAX_PLOTTED_PROCESSORS`], each below the scenario's count; default the first
+    /// [`DEFAULT_PLOTTED_PROCESSORS`]).
     ///
     /// # Errors
     /// A one-line message naming the processor or the count that is out of range.
@@ -105,12 +167,15 @@ impl PlotCollector {
         if seen.len() != processors.len() {
             return Err("--plot-processors: a processor is listed twice".to_owned());
         }
-        let series = Mutex::new(vec![(Vec::new(), None); processors.len()]);
-        Ok(Arc::new(Self { processors, series }))
+        let series = processors.iter().map(|_| Mutex::new(Series::default())).collect();
+        Ok(Arc::new(Self { processors, count, series, grid: Grid::new(scenario) }))
     }
 
-    /// Takes `read` if it is of a chosen processor's counter 0.
+    /// Takes `read` into its processor's overview row and, when it is of a chosen processor's
+    /// counter 0, into its panel.
     pub fn observe(&self, read: &TracedRead) {
+        let outcome = Outcome::of(read);
+        self.grid.observe(read, outcome);
         if read.counter_index != 0 {
             return;
         }
@@ -118,24 +183,9 @@ impl PlotCollector {
         else {
             return;
         };
-        let interval = read.interval;
-        let point = Point {
-            from_ms: None,
-            at_ms: read.time_ms,
-            measured_mhz: interval.and_then(|interval| interval.measured_mhz),
-            true_mhz: interval.and_then(|interval| interval.true_mhz),
-            served: read.served,
-            faulted: read.faulted,
-            discontinuity: interval.is_some_and(|interval| interval.discontinuity),
-        };
-        let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((points, last_served)) = series.get_mut(position) {
-            points.push(Point { from_ms: interval.and(*last_served), ..point });
-            if read.served {
-                *last_served = Some(read.time_ms);
-            }
+        if let Some(series) = self.series.get(position) {
+            series.lock().unwrap_or_else(PoisonError::into_inner).push(read, outcome);
         }
-        drop(series);
     }
 
     /// An observer that feeds this collector and then `next` (if any).
@@ -150,343 +200,311 @@ impl PlotCollector {
         }))
     }
 
-    /// Draws the plot of `scenario`'s run into `path` as `format`, in `view`; `nominal_mhz`
-    /// is the FREQUENCY counter's rate the engine reported (what `% Processor Performance` is
-    /// relative to); `shown` is the name messages give (the file `path` is renamed to: see
-    /// [`crate::output`]).
+    /// Draws the plot of `scenario`'s run, whose report is `report`, into `path` as `format`,
+    /// its panels in `view`; `shown` is the name messages give (the file `path` is renamed
+    /// to: see [`crate::output`]).
     ///
     /// # Errors
     /// A one-line message when drawing or writing failed.
     pub fn write(
         &self,
-        scenario: &Scenario,
-        (view, nominal_mhz): (View, u32),
+        (scenario, report): (&Scenario, &Report),
+        view: View,
         format: Format,
         (path, shown): (&Path, &Path),
     ) -> Result<(), String> {
-        let svg = self
-            .svg(scenario, view, nominal_mhz)
+        let picture = self
+            .draw(scenario, report, view)
             .map_err(|error| format!("--plot: cannot draw: {error}"))?;
         let written = match format {
-            Format::Svg => std::fs::write(path, svg).map_err(|error| error.to_string()),
-            Format::Png => rasterise(&svg, path),
+            Format::Svg => std::fs::write(path, picture.svg_with_cells())
+                .map_err(|error| error.to_string()),
+            Format::Png => picture.rasterise(path),
         };
         written.map_err(|error| format!("--plot: {}: cannot write: {error}", shown.display()))
     }
 
-    /// The plot as SVG text.
-    fn svg(
+    /// The picture: its SVG text without the overview's cells, and those cells.
+    fn draw(
         &self,
         scenario: &Scenario,
+        report: &Report,
         view: View,
-        nominal_mhz: u32,
-    ) -> Result<String, Box<dyn std::error::Error>> {
-        // The engine's rate when it reported one (measured % is ΔActual / ΔNominal); the
-        // truth against the simulated processor's own nominal rate.
-        let measured_nominal =
-            f64::from(if nominal_mhz == 0 { scenario.platform.nominal_mhz } else { nominal_mhz });
-        let true_nominal = f64::from(scenario.platform.nominal_mhz.max(1));
-        let scale = Scale { view, measured_nominal, true_nominal };
+    ) -> Result<Picture, Box<dyn std::error::Error>> {
+        let context = Context::new(scenario, report);
+        let heat = self.grid.heat(&context);
         let series: Vec<Vec<Point>> = self
             .series
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|(points, _)| points.iter().map(|point| scale.apply(*point)).collect())
+            .map(|series| series.lock().unwrap_or_else(PoisonError::into_inner).points().to_vec())
             .collect();
-        let nominal = scale.nominal();
-        let highest = series
-            .iter()
-            .flatten()
-            .flat_map(|point| [point.measured_mhz, point.true_mhz])
-            .flatten()
-            .filter(|value| value.is_finite())
-            .fold(nominal, f64::max);
-        // Headroom for the discontinuity marks above the highest line.
-        let top = highest * 1.2;
-        let rows = u32::try_from(series.len()).unwrap_or(1).max(1);
+        let panels = u32::try_from(series.len()).unwrap_or(1).max(1);
+        let overview_height = overview::height(self.count);
+        let height = TITLE + SUMMARY + overview_height + detail::HEADER + detail::ROW * panels;
         let mut text = String::new();
+        let cells;
         {
-            let root = SVGBackend::with_string(&mut text, (WIDTH, HEADER + ROW * rows))
-                .into_drawing_area();
+            let root = SVGBackend::with_string(&mut text, (WIDTH, height)).into_drawing_area();
             root.fill(&WHITE)?;
             let what = match view {
-                View::Mhz => "measured (what Windows computes from each interval) vs true MHz",
+                View::Mhz => "every processor's % performance, then measured vs true MHz",
                 View::Percent => {
-                    "% Processor Performance (measured over nominal, as perfmon shows it) vs true"
+                    "every processor's % performance, then % Processor Performance vs true"
                 }
             };
-            let root = root.titled(&format!("{}: {what}", scenario.name), ("sans-serif", 20))?;
-            let (legend_area, charts) = root.split_vertically(HEADER - TITLE);
-            draw_legend(&legend_area, view, nominal)?;
-            let areas = charts.split_evenly((series.len().max(1), 1));
-            for (points, (area, index)) in
-                series.iter().zip(areas.iter().zip(self.processors.iter()))
-            {
-                draw_processor(area, scenario, view, (*index, points), (nominal, top))?;
-            }
+            let root = root.titled(
+                &format!("{}: {what}", shown(&scenario.name, MAX_NAME_SHOWN)),
+                ("sans-serif", 20),
+            )?;
+            let (summary, rest) = root.split_vertically(SUMMARY);
+            summary.draw(&Text::new(
+                self.summary(&context),
+                (20, 2),
+                ("sans-serif", 14).into_font().color(&BLACK.mix(0.8)),
+            ))?;
+            let (overview_area, panels_area) = rest.split_vertically(overview_height);
+            cells = overview::draw(&overview_area, &context, &heat)?;
+            detail::draw(&panels_area, &context, view, (&self.processors, &series))?;
             root.present()?;
         }
-        Ok(text)
+        Ok(Picture { svg: text, cells })
     }
+
+    /// The line under the title: the machine, and how many processors the panels show.
+    fn summary(&self, context: &Context<'_>) -> String {
+        let platform = &context.scenario.platform;
+        let shown = self.processors.len();
+        let count = self.count;
+        let detail = if usize::try_from(count).is_ok_and(|count| count == shown) {
+            format!("all {count} processor{} shown in detail", crate::report::plural(count))
+        } else {
+            format!(
+                "{shown} of {count} processors shown in detail (--plot-processors chooses up to {MAX_PLOTTED_PROCESSORS})"
+            )
+        };
+        format!(
+            "{count} {} processor{} ({}, nominal {} MHz); overview: every processor; {detail}",
+            if context.arm64 { "ARM64" } else { "x86-64" },
+            crate::report::plural(count),
+            platform.cpu.name(),
+            platform.nominal_mhz
+        )
+    }
+}
+
+/// A drawn plot: SVG text and the overview's cells, placed at a pixel rectangle.
+struct Picture {
+    svg: String,
+    cells: overview::Cells,
+}
+
+impl Picture {
+    /// The SVG with the overview's cells embedded as one PNG image.
+    fn svg_with_cells(&self) -> String {
+        let end = self.svg.rfind("</svg>").unwrap_or(self.svg.len());
+        let mut svg = String::with_capacity(self.svg.len() + 4096);
+        svg.push_str(&self.svg[..end]);
+        svg.push_str(&self.cells.svg_image());
+        svg.push_str(&self.svg[end..]);
+        svg
+    }
+
+    /// Renders the picture into a PNG file at `path`, with the system's fonts for its text.
+    fn rasterise(&self, path: &Path) -> Result<(), String> {
+        use resvg::{tiny_skia, usvg};
+        let mut options = usvg::Options::default();
+        let fonts = options.fontdb_mut();
+        fonts.load_system_fonts();
+        // The SVG asks for "sans-serif": map it to a sans family the system has.
+        let family = fonts
+            .faces()
+            .flat_map(|face| face.families.iter().map(|(name, _)| name.clone()))
+            .find(|name| name.contains("Sans") && !name.contains("Mono"))
+            .or_else(|| {
+                fonts.faces().find_map(|face| face.families.first().map(|(name, _)| name.clone()))
+            });
+        if let Some(family) = family {
+            fonts.set_sans_serif_family(family);
+        }
+        let tree = usvg::Tree::from_str(&self.svg, &options).map_err(|error| error.to_string())?;
+        let size = tree.size().to_int_size();
+        let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+            .ok_or_else(|| "the image has no pixels".to_owned())?;
+        resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+        self.cells.draw_into(&mut pixmap);
+        pixmap.save_png(path).map_err(|error| error.to_string())
+    }
+}
+
+/// What every part of the picture needs to know of the run.
+struct Context<'a> {
+    scenario: &'a Scenario,
+    report: &'a Report,
+    /// Whether the processors are ARM64 (faults are the AMU's, not an MSR's).
+    arm64: bool,
+    /// The rate `% Processor Performance` is relative to: the PEP's nominal rate when it
+    /// reported one, else the simulated processor's.
+    perf_nominal_mhz: f64,
+    /// The sleeps: (start, resume) ms.
+    sleeps: Vec<(f64, f64)>,
+    /// Per processor: the spans it is not present (before its hot-add, after a hot-remove),
+    /// ms.
+    absences: Vec<Vec<(f64, f64)>>,
+}
+
+impl<'a> Context<'a> {
+    fn new(scenario: &'a Scenario, report: &'a Report) -> Self {
+        let nominal = if report.engine.nominal_mhz == 0 {
+            scenario.platform.nominal_mhz
+        } else {
+            report.engine.nominal_mhz
+        };
+        Self {
+            scenario,
+            report,
+            arm64: scenario.platform.cpu == CpuKind::Arm64,
+            perf_nominal_mhz: f64::from(nominal.max(1)),
+            sleeps: scenario
+                .sleeps()
+                .into_iter()
+                .map(|(_, start, resume)| (f64::from(start), f64::from(resume)))
+                .collect(),
+            absences: absences(scenario),
+        }
+    }
+
+    fn duration_ms(&self) -> f64 {
+        f64::from(self.scenario.pofx.duration_ms).max(1.0)
+    }
+
+    /// What a fault is called on this machine.
+    const fn fault_name(&self) -> &'static str {
+        if self.arm64 { "AMU fault" } else { "MSR fault" }
+    }
+
+    /// Processor `index`'s line of the report.
+    fn processor(&self, index: u32) -> Option<&crate::report::ProcessorReport> {
+        self.report
+            .processors
+            .get(usize::try_from(index).ok()?)
+            .filter(|processor| processor.index == index)
+            .or_else(|| self.report.processors.iter().find(|processor| processor.index == index))
+    }
+
+    /// Why processor `index` has nothing measured whatever it ran, if so: the PEP declined it
+    /// or gave it no counters.
+    fn unmeasured(&self, index: u32) -> Option<String> {
+        let processor = self.processor(index)?;
+        if !processor.accepted {
+            Some("declined by the PEP: nothing measured".to_owned())
+        } else if processor.counters == 0 {
+            Some(self.report.engine.no_counters_reason.as_ref().map_or_else(
+                || "no counters: nothing measured".to_owned(),
+                |reason| format!("no counters ({}): nothing measured", shown(reason, 48)),
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Processor `index` as perfmon names it, with the report's index and its device id:
+    /// `Processor Information(0,3) · cpu 3 · \_SB.CPU3`.
+    fn name(&self, index: u32) -> String {
+        self.processor(index).map_or_else(
+            || format!("cpu {index}"),
+            |processor| {
+                format!(
+                    "Processor Information({},{}) · cpu {} · {}",
+                    processor.group,
+                    processor.number,
+                    processor.index,
+                    shown(&processor.device_id, MAX_ID_SHOWN)
+                )
+            },
+        )
+    }
+
+    /// Processor `index`'s perfmon instance name, `0,3`.
+    fn instance(&self, index: u32) -> String {
+        self.processor(index).map_or_else(
+            || index.to_string(),
+            |processor| format!("{},{}", processor.group, processor.number),
+        )
+    }
+}
+
+/// Per processor: the spans it is not present, ms, from the `hot-add`/`hot-remove` events.
+fn absences(scenario: &Scenario) -> Vec<Vec<(f64, f64)>> {
+    let count = usize::try_from(scenario.platform.processors).unwrap_or(0);
+    let mut changes: Vec<Vec<(u32, usize, bool)>> = vec![Vec::new(); count];
+    for (number, event) in scenario.events.iter().enumerate() {
+        let added = match event.kind {
+            EventKind::HotAdd => true,
+            EventKind::HotRemove => false,
+            _ => continue,
+        };
+        if let ProcessorSet::List(list) = &event.processors {
+            for index in list {
+                if let Some(changes) =
+                    usize::try_from(*index).ok().and_then(|index| changes.get_mut(index))
+                {
+                    changes.push((event.at_ms, number, added));
+                }
+            }
+        }
+    }
+    let end = f64::from(scenario.pofx.duration_ms);
+    changes
+        .into_iter()
+        .map(|mut changes| {
+            changes.sort_unstable();
+            let mut spans = Vec::new();
+            // Absent from the start when the first change adds the processor.
+            let mut absent_since = changes.first().filter(|change| change.2).map(|_| 0.0);
+            for (at_ms, _, added) in changes {
+                match (added, absent_since) {
+                    (true, Some(since)) => {
+                        spans.push((since, f64::from(at_ms)));
+                        absent_since = None;
+                    }
+                    (false, None) => absent_since = Some(f64::from(at_ms)),
+                    _ => {}
+                }
+            }
+            if let Some(since) = absent_since {
+                spans.push((since, end));
+            }
+            spans
+        })
+        .collect()
+}
+
+/// The most characters of a device id a label shows.
+const MAX_ID_SHOWN: usize = 40;
+/// The most characters of the scenario's name the title shows.
+const MAX_NAME_SHOWN: usize = 64;
+
+/// A user-supplied string as the plot draws it: control characters escaped (`\u{1b}`, `\r`),
+/// so that no terminal or viewer sees them raw and the SVG stays well-formed XML (the SVG
+/// backend escapes `<`, `>`, `&` and quotes), cut to `limit` characters with `…`.
+fn shown(text: &str, limit: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(limit)
+        .flat_map(|c| if c.is_control() { c.escape_debug().collect() } else { vec![c] })
+        .collect();
+    if text.chars().nth(limit).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// The picture's width, px.
 const WIDTH: u32 = 1000;
 /// The title's height, px.
 const TITLE: u32 = 36;
-/// The title and the legend above the charts, px.
-const HEADER: u32 = TITLE + 66;
-/// One processor's chart, px.
-const ROW: u32 = 230;
-
-/// What a plot's vertical axis shows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum View {
-    /// MHz: measured against true.
-    #[default]
-    Mhz,
-    /// `% Processor Performance`: measured over the nominal rate, in %, as perfmon shows it;
-    /// the truth over the processor's nominal rate.
-    Percent,
-}
-
-impl View {
-    /// The names `--plot-view` takes.
-    pub const NAMES: [&'static str; 2] = ["mhz", "percent"];
-
-    /// The view named `name` (one of [`View::NAMES`]).
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "mhz" => Some(Self::Mhz),
-            "percent" => Some(Self::Percent),
-            _ => None,
-        }
-    }
-
-    const fn unit(self) -> &'static str {
-        match self {
-            Self::Mhz => "MHz",
-            Self::Percent => "% Processor Performance",
-        }
-    }
-}
-
-/// Turns a point's MHz into the view's unit.
-#[derive(Clone, Copy, Debug)]
-struct Scale {
-    view: View,
-    /// The rate the measured MHz were computed with (the engine's).
-    measured_nominal: f64,
-    /// The simulated processor's nominal MHz.
-    true_nominal: f64,
-}
-
-impl Scale {
-    fn apply(self, point: Point) -> Point {
-        match self.view {
-            View::Mhz => point,
-            View::Percent => Point {
-                measured_mhz: point.measured_mhz.map(|mhz| mhz / self.measured_nominal * 100.0),
-                true_mhz: point.true_mhz.map(|mhz| mhz / self.true_nominal * 100.0),
-                ..point
-            },
-        }
-    }
-
-    /// Where the nominal line is drawn.
-    const fn nominal(self) -> f64 {
-        match self.view {
-            View::Mhz => self.true_nominal,
-            View::Percent => 100.0,
-        }
-    }
-}
-
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-/// The legend, above every chart (so it covers none), in three columns.
-fn draw_legend(
-    area: &Area<'_>,
-    view: View,
-    nominal: f64,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let nominal = match view {
-        View::Mhz => format!("nominal ({nominal:.0} MHz)"),
-        View::Percent => "nominal (100 %)".to_owned(),
-    };
-    let entries: [(&str, Glyph); 8] = [
-        ("true (the simulated processor)", Glyph::Truth),
-        ("measured (from the PEP's counts)", Glyph::Measured),
-        (&nominal, Glyph::Nominal),
-        ("sleep (S3/S4: the counters stop)", Glyph::Sleep),
-        ("counter discontinuity (reset, wrap, sleep, stop)", Glyph::Discontinuity),
-        ("read refused (FALSE)", Glyph::Refused),
-        ("MSR fault", Glyph::Fault),
-        ("no line: idle, or across a discontinuity", Glyph::None),
-    ];
-    let column_width = i32::try_from(WIDTH).unwrap_or(1000) / 3;
-    for (number, (label, glyph)) in entries.iter().enumerate() {
-        let number = i32::try_from(number).unwrap_or(0);
-        let (x, y) = (20 + column_width * (number % 3), 10 + 20 * (number / 3));
-        glyph.draw(area, (x, y))?;
-        area.draw(&Text::new(*label, (x + 30, y - 7), ("sans-serif", 13)))?;
-    }
-    area.draw(&PathElement::new(
-        vec![(0, 68 - 4), (i32::try_from(WIDTH).unwrap_or(1000), 68 - 4)],
-        BLACK.mix(0.15),
-    ))?;
-    Ok(())
-}
-
-/// A legend entry's sample.
-#[derive(Clone, Copy, Debug)]
-enum Glyph {
-    Truth,
-    Measured,
-    Nominal,
-    Sleep,
-    Discontinuity,
-    Refused,
-    Fault,
-    None,
-}
-
-impl Glyph {
-    fn draw(self, area: &Area<'_>, (x, y): (i32, i32)) -> Result<(), Box<dyn std::error::Error>> {
-        match self {
-            Self::Truth => area.draw(&PathElement::new(
-                vec![(x, y), (x + 22, y)],
-                GREEN.mix(0.45).stroke_width(6),
-            ))?,
-            Self::Measured => {
-                area.draw(&PathElement::new(vec![(x, y), (x + 22, y)], BLUE.stroke_width(2)))?;
-            }
-            Self::Nominal => area.draw(&DashedPathElement::new(
-                vec![(x, y), (x + 22, y)],
-                4,
-                3,
-                BLACK.mix(0.55),
-            ))?,
-            Self::Sleep => {
-                area.draw(&Rectangle::new([(x, y - 6), (x + 22, y + 6)], SLEEP.filled()))?;
-                area.draw(&Rectangle::new([(x, y - 6), (x + 22, y + 6)], BLACK.mix(0.25)))?;
-            }
-            Self::Discontinuity => area.draw(&Cross::new((x + 11, y), 5, RED.stroke_width(2)))?,
-            Self::Refused => area.draw(&TriangleMarker::new((x + 11, y), 5, MAGENTA.filled()))?,
-            Self::Fault => area.draw(&Circle::new((x + 11, y), 4, RED.filled()))?,
-            Self::None => {}
-        }
-        Ok(())
-    }
-}
-
-/// The sleep band's colour.
-const SLEEP: RGBAColor = RGBAColor(0, 0, 0, 0.1);
-
-/// One processor's chart.
-#[allow(clippy::cast_precision_loss)] // Times and frequencies for axes.
-fn draw_processor(
-    area: &Area<'_>,
-    scenario: &Scenario,
-    view: View,
-    (index, points): (u32, &[Point]),
-    (nominal, top): (f64, f64),
-) -> Result<(), Box<dyn std::error::Error>> {
-    let duration_ms = f64::from(scenario.pofx.duration_ms).max(1.0);
-    let mut chart = ChartBuilder::on(area)
-        .caption(format!("processor {index}"), ("sans-serif", 15))
-        .margin_top(6)
-        .margin_bottom(4)
-        .margin_left(8)
-        // Room for the last x label, centred on the right edge.
-        .margin_right(24)
-        // Tick labels, then the unit below them with a gap.
-        .x_label_area_size(42)
-        .y_label_area_size(if view == View::Percent { 70 } else { 64 })
-        .build_cartesian_2d(0.0..duration_ms, 0.0..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since the run started (ms)")
-        .y_desc(view.unit())
-        .axis_desc_style(("sans-serif", 13))
-        .label_style(("sans-serif", 12))
-        .x_label_formatter(&|ms| format!("{ms:.0}"))
-        .y_labels(6)
-        .x_labels(11)
-        .y_label_formatter(&|value| format!("{value:.0}"))
-        .light_line_style(WHITE)
-        .draw()?;
-    for (_, start_ms, resume_ms) in scenario.sleeps() {
-        chart.draw_series(std::iter::once(Rectangle::new(
-            [(f64::from(start_ms), 0.0), (f64::from(resume_ms).min(duration_ms), top)],
-            SLEEP.filled(),
-        )))?;
-    }
-    chart.draw_series(std::iter::once(DashedPathElement::new(
-        vec![(0.0, nominal), (duration_ms, nominal)],
-        4,
-        3,
-        BLACK.mix(0.55),
-    )))?;
-    // Across a discontinuity (a sleep, a reset) there is no one truth to draw.
-    let truth = points.iter().filter(|point| !point.discontinuity).filter_map(|point| {
-        Some(PathElement::new(
-            vec![(point.from_ms?, point.true_mhz?), (point.at_ms, point.true_mhz?)],
-            GREEN.mix(0.45).stroke_width(6),
-        ))
-    });
-    chart.draw_series(truth)?;
-    let measured = points.iter().filter_map(|point| {
-        Some(PathElement::new(
-            vec![(point.from_ms?, point.measured_mhz?), (point.at_ms, point.measured_mhz?)],
-            BLUE.stroke_width(2),
-        ))
-    });
-    chart.draw_series(measured)?;
-    let jumps = points
-        .iter()
-        .filter(|point| point.discontinuity)
-        .map(|point| Cross::new((point.at_ms, top * 0.94), 5, RED.stroke_width(2)));
-    chart.draw_series(jumps)?;
-    let refused = points
-        .iter()
-        .filter(|point| !point.served)
-        .map(|point| TriangleMarker::new((point.at_ms, top * 0.05), 5, MAGENTA.filled()));
-    chart.draw_series(refused)?;
-    let faulted = points
-        .iter()
-        .filter(|point| point.faulted)
-        .map(|point| Circle::new((point.at_ms, top * 0.12), 4, RED.filled()));
-    chart.draw_series(faulted)?;
-    Ok(())
-}
-
-/// Renders `svg` into a PNG file at `path`, with the system's fonts for its text.
-fn rasterise(svg: &str, path: &Path) -> Result<(), String> {
-    use resvg::{tiny_skia, usvg};
-    let mut options = usvg::Options::default();
-    let fonts = options.fontdb_mut();
-    fonts.load_system_fonts();
-    // The SVG asks for "sans-serif": map it to a sans family the system has.
-    let family = fonts
-        .faces()
-        .flat_map(|face| face.families.iter().map(|(name, _)| name.clone()))
-        .find(|name| name.contains("Sans") && !name.contains("Mono"))
-        .or_else(|| {
-            fonts.faces().find_map(|face| face.families.first().map(|(name, _)| name.clone()))
-        });
-    if let Some(family) = family {
-        fonts.set_sans_serif_family(family);
-    }
-    let tree = usvg::Tree::from_str(svg, &options).map_err(|error| error.to_string())?;
-    let size = tree.size().to_int_size();
-    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
-        .ok_or_else(|| "the image has no pixels".to_owned())?;
-    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
-    pixmap.save_png(path).map_err(|error| error.to_string())
-}
+/// The line under the title, px.
+const SUMMARY: u32 = 24;
 
 #[cfg(test)]
 mod tests;

@@ -115,6 +115,9 @@ pub struct TracedRead {
     pub served: bool,
     /// Whether an MSR read faulted during the call.
     pub faulted: bool,
+    /// Whether the read was made on another processor than the handle's (a
+    /// `wrong-processor-read` event): it must be refused.
+    pub foreign: bool,
     /// Since the previous served read of the counter on the same handle: what Windows
     /// differences (none for the first read, a refused one, or a new handle).
     pub interval: Option<TracedInterval>,
@@ -441,6 +444,7 @@ impl ReadDigest {
                 actual: 0,
                 served: returned,
                 faulted: false,
+                foreign: true,
                 interval: None,
             });
         }
@@ -544,6 +548,7 @@ impl ReadDigest {
             actual: read.actual,
             served: read.returned,
             faulted: read.faulted,
+            foreign: false,
             interval: None,
         });
         let interval = self.fold_served(facts, read);
