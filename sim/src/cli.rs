@@ -432,13 +432,8 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
         }
     };
     progress::finish();
-    let written = write_files(
-        request,
-        (&scenario, &report),
-        trace.as_deref(),
-        collector.as_deref(),
-        outputs,
-    );
+    let written =
+        write_files(request, (&scenario, &report), trace.as_deref(), collector.as_deref(), outputs);
     // The report is printed whether or not the files could be written.
     write_output(&report, request.json, || report.to_text(), out)?;
     let rows = written.map_err(|error| {

@@ -64,7 +64,7 @@ mod palette {
     /// An error: a working read refused, a faulted or foreign one served.
     pub const ERROR: RGBColor = RGBColor(0xe4, 0x1a, 0x1c);
     /// No time in C0: nothing to measure.
-    pub const IDLE: RGBColor = RGBColor(0xf0, 0xf0, 0xf0);
+    pub const IDLE: RGBColor = RGBColor(0xdc, 0xdc, 0xdc);
     /// The PEP gave the processor no counters, or declined it: nothing measured.
     pub const NO_COUNTERS: RGBColor = RGBColor(0xd8, 0xc3, 0xa5);
 }
@@ -217,8 +217,9 @@ impl PlotCollector {
             .draw(scenario, report, view)
             .map_err(|error| format!("--plot: cannot draw: {error}"))?;
         let written = match format {
-            Format::Svg => std::fs::write(path, picture.svg_with_cells())
-                .map_err(|error| error.to_string()),
+            Format::Svg => {
+                std::fs::write(path, picture.svg_with_cells()).map_err(|error| error.to_string())
+            }
             Format::Png => picture.rasterise(path),
         };
         written.map_err(|error| format!("--plot: {}: cannot write: {error}", shown.display()))

@@ -276,7 +276,10 @@ impl Glyph {
                     vec![(x + 11, y - 8), (x + 11, y + 8)],
                     palette::ERROR.mix(0.7).stroke_width(1),
                 ))?;
-                area.draw(&Rectangle::new([(x + 7, y - 4), (x + 15, y + 4)], palette::ERROR.filled()))?;
+                area.draw(&Rectangle::new(
+                    [(x + 7, y - 4), (x + 15, y + 4)],
+                    palette::ERROR.filled(),
+                ))?;
             }
             Self::None => {}
         }
@@ -343,18 +346,20 @@ fn draw_processor(
         .get(usize::try_from(index).unwrap_or(usize::MAX))
         .map_or(&[][..], Vec::as_slice);
     chart.draw_series(bands(absent, palette::ABSENT))?;
-    chart.draw_series(absent.iter().filter(|(start, end)| end - start > duration_ms / 12.0).map(
-        |(start, end)| {
-            Text::new(
-                "not present",
-                ((start + end.min(duration_ms)) / 2.0, top * 0.55),
-                TextStyle::from(("sans-serif", 12).into_font()).pos(text_anchor::Pos::new(
-                    text_anchor::HPos::Center,
-                    text_anchor::VPos::Center,
-                )),
-            )
-        },
-    ))?;
+    chart.draw_series(
+        absent.iter().filter(|(start, end)| end - start > duration_ms / 12.0).map(
+            |(start, end)| {
+                Text::new(
+                    "not present",
+                    ((start + end.min(duration_ms)) / 2.0, top * 0.55),
+                    TextStyle::from(("sans-serif", 12).into_font()).pos(text_anchor::Pos::new(
+                        text_anchor::HPos::Center,
+                        text_anchor::VPos::Center,
+                    )),
+                )
+            },
+        ),
+    )?;
     chart.draw_series(std::iter::once(DashedPathElement::new(
         vec![(0.0, nominal), (duration_ms, nominal)],
         4,
@@ -365,10 +370,8 @@ fn draw_processor(
         chart.draw_series(std::iter::once(Text::new(
             unmeasured,
             (duration_ms / 2.0, top * 0.3),
-            TextStyle::from(("sans-serif", 16).into_font().style(FontStyle::Bold)).pos(text_anchor::Pos::new(
-                text_anchor::HPos::Center,
-                text_anchor::VPos::Center,
-            )),
+            TextStyle::from(("sans-serif", 16).into_font().style(FontStyle::Bold))
+                .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Center)),
         )))?;
     }
     // Across a discontinuity (a sleep, a reset) there is no one truth to draw.

@@ -65,6 +65,8 @@ const REFUSED: u8 = 2;
 const FAULT: u8 = 4;
 /// A working read was refused, or a faulted or foreign one served.
 const ERROR: u8 = 8;
+/// An interval across a counter discontinuity (a reset, a wrap, a sleep) ended in the bin.
+const JUMP: u8 = 16;
 
 /// One processor's cells.
 #[derive(Debug)]
@@ -100,9 +102,15 @@ impl Grid {
 
     /// The bin of time `ms`.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Clamped to the bins.
-    fn bin(&self, ms: f64) -> usize {
+    pub(super) fn bin(&self, ms: f64) -> usize {
         let bin = (ms / f64::from(self.bin_ms)).floor().clamp(0.0, f64::from(self.bins - 1));
         bin as usize
+    }
+
+    /// How many bins a row has, and a bin's length, ms.
+    #[cfg(test)]
+    pub(super) const fn shape(&self) -> (u32, u32) {
+        (self.bins, self.bin_ms)
     }
 
     /// Takes `read`, judged `outcome`, into its processor's row.
@@ -130,11 +138,13 @@ impl Grid {
         if read.served {
             row.last_served = Some(read.time_ms);
         }
-        let Some(interval) = read.interval.filter(|interval| !interval.discontinuity) else {
-            return;
-        };
+        let Some(interval) = read.interval else { return };
         let middle = self.bin(from.map_or(read.time_ms, |from| (from + read.time_ms) / 2.0));
         let Some(cell) = row.cells.get_mut(middle) else { return };
+        if interval.discontinuity {
+            cell.flags |= JUMP;
+            return;
+        }
         match interval.measured_mhz.filter(|mhz| mhz.is_finite()) {
             Some(mhz) if interval.delta_nominal > 0 => {
                 let weight = interval.delta_nominal as f32;
@@ -187,7 +197,9 @@ impl Grid {
                         } else if cell.flags & REFUSED != 0 {
                             Kind::Refused
                         } else if cell.weight > 0.0 {
-                            Kind::Percent(f64::from(cell.weighted_mhz / cell.weight) / nominal * 100.0)
+                            Kind::Percent(
+                                f64::from(cell.weighted_mhz / cell.weight) / nominal * 100.0,
+                            )
                         } else if overlaps(absent, bin) {
                             Kind::Absent
                         } else if overlaps(&context.sleeps, bin) {
@@ -196,6 +208,8 @@ impl Grid {
                             Kind::NoCounters
                         } else if cell.flags & IDLE != 0 {
                             Kind::Idle
+                        } else if cell.flags & JUMP != 0 {
+                            Kind::Discontinuity
                         } else {
                             Kind::Unread
                         }
@@ -229,6 +243,8 @@ pub(super) enum Kind {
     Fault,
     /// A working read refused, or a faulted or foreign one served.
     Error,
+    /// Only an interval across a counter discontinuity: nothing to measure.
+    Discontinuity,
     /// No read ended in the bin (and none of the above explains it).
     Unread,
 }
@@ -245,7 +261,7 @@ impl Kind {
             Self::Refused => palette::REFUSED,
             Self::Fault => palette::FAULT,
             Self::Error => palette::ERROR,
-            Self::Unread => WHITE,
+            Self::Discontinuity | Self::Unread => WHITE,
         }
     }
 }
@@ -293,19 +309,38 @@ pub(super) struct Cells {
     pixels: tiny_skia::Pixmap,
     /// Left, top, width, height in the picture, px.
     place: (f32, f32, f32, f32),
+    /// A cell's pixels: across, down.
+    cell: (usize, usize),
 }
 
 impl Cells {
-    fn new(heat: &Heat, place: (f32, f32, f32, f32)) -> Result<Self, String> {
+    /// The cells of `heat` over `place`, each `(width, height)` pixels (so that viewers that
+    /// smooth an image, as librsvg does, blur only the cells' edges).
+    fn new(
+        heat: &Heat,
+        place: (f32, f32, f32, f32),
+        (width, height): (u32, u32),
+    ) -> Result<Self, String> {
         let rows = u32::try_from(heat.kinds.len()).map_err(|error| error.to_string())?;
-        let mut pixels = tiny_skia::Pixmap::new(heat.bins.max(1), rows.max(1))
+        let (width, height) = (width.max(1), height.max(1));
+        let mut pixels = tiny_skia::Pixmap::new(heat.bins.max(1) * width, rows.max(1) * height)
             .ok_or("the overview has no cells")?;
-        let data = pixels.data_mut();
-        for (pixel, kind) in data.chunks_exact_mut(4).zip(heat.kinds.iter().flatten()) {
-            let RGBColor(red, green, blue) = kind.color(heat.top);
-            pixel.copy_from_slice(&[red, green, blue, 255]);
+        let stride = usize::try_from(pixels.width()).unwrap_or(0) * 4;
+        let (width, height) =
+            (usize::try_from(width).unwrap_or(1), usize::try_from(height).unwrap_or(1));
+        for (row, kinds) in pixels.data_mut().chunks_exact_mut(stride * height).zip(&heat.kinds) {
+            let (first, rest) = row.split_at_mut(stride);
+            for (cell, kind) in first.chunks_exact_mut(4 * width).zip(kinds) {
+                let RGBColor(red, green, blue) = kind.color(heat.top);
+                for pixel in cell.chunks_exact_mut(4) {
+                    pixel.copy_from_slice(&[red, green, blue, 255]);
+                }
+            }
+            for line in rest.chunks_exact_mut(stride) {
+                line.copy_from_slice(first);
+            }
         }
-        Ok(Self { pixels, place })
+        Ok(Self { pixels, place, cell: (width, height) })
     }
 
     /// The image, as an SVG element: a PNG, each cell one pixel, drawn without smoothing.
@@ -337,10 +372,22 @@ impl Cells {
         );
     }
 
-    /// The image's pixels, one per cell (for tests).
+    /// The colour of the cell of processor `row` in time bin `bin` (for tests).
     #[cfg(test)]
-    pub(super) const fn pixels(&self) -> &tiny_skia::Pixmap {
-        &self.pixels
+    pub(super) fn color(&self, row: usize, bin: usize) -> Option<RGBColor> {
+        let (x, y) = (bin * self.cell.0, row * self.cell.1);
+        let pixel = self.pixels.pixel(u32::try_from(x).ok()?, u32::try_from(y).ok()?)?;
+        Some(RGBColor(pixel.red(), pixel.green(), pixel.blue()))
+    }
+
+    /// How many rows and bins the image holds (for tests).
+    #[cfg(test)]
+    pub(super) fn shape(&self) -> (usize, usize) {
+        let (width, height) = (self.pixels.width(), self.pixels.height());
+        (
+            usize::try_from(height).unwrap_or(0) / self.cell.1,
+            usize::try_from(width).unwrap_or(0) / self.cell.0,
+        )
     }
 }
 
@@ -392,23 +439,21 @@ pub(super) fn draw(
         area.draw(&Text::new(
             format!("{ms:.0}"),
             (x, axis + 6),
-            TextStyle::from(font(12)).pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
+            TextStyle::from(font(12))
+                .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
         ))?;
         ms += step;
     }
     area.draw(&Text::new(
         "time since the run started (ms)",
         (LEFT + width / 2, axis + 24),
-        TextStyle::from(font(13)).pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
+        TextStyle::from(font(13))
+            .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
     ))?;
     draw_legend(area, context, heat, axis + 46)?;
-    let place = (
-        (base_x + LEFT) as f32,
-        (base_y + top) as f32,
-        width as f32,
-        height as f32,
-    );
-    Ok(Cells::new(heat, place)?)
+    let place = ((base_x + LEFT) as f32, (base_y + top) as f32, width as f32, height as f32);
+    let across = u32::try_from(width).unwrap_or(1) / heat.bins.max(1);
+    Ok(Cells::new(heat, place, (across.max(1), row))?)
 }
 
 /// The rows' labels: every row with its device id when the rows are tall enough, else every
@@ -420,13 +465,14 @@ fn draw_row_labels(
     top: i32,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let every = (0..12).map(|power| 1_u32 << power).find(|every| every * row >= 14).unwrap_or(2048);
-    let style = TextStyle::from(("sans-serif", 11).into_font()).pos(text_anchor::Pos::new(text_anchor::HPos::Right, text_anchor::VPos::Center));
+    let style = TextStyle::from(("sans-serif", 11).into_font())
+        .pos(text_anchor::Pos::new(text_anchor::HPos::Right, text_anchor::VPos::Center));
     for index in (0..processors).step_by(usize::try_from(every).unwrap_or(1)) {
         let y = top + i32::try_from(index * row).unwrap_or(0);
         let label = if every == 1 && row >= 12 {
-            let id = context.processor(index).map_or(String::new(), |processor| {
-                super::shown(&processor.device_id, 20)
-            });
+            let id = context
+                .processor(index)
+                .map_or(String::new(), |processor| super::shown(&processor.device_id, 20));
             format!("{} {id}", context.instance(index))
         } else {
             context.instance(index)
@@ -442,7 +488,11 @@ fn draw_row_labels(
 fn tick_step(span: f64) -> f64 {
     let rough = span / 10.0;
     let power = 10_f64.powf(rough.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].iter().map(|factor| factor * power).find(|step| *step >= rough).unwrap_or(power * 10.0)
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|factor| factor * power)
+        .find(|step| *step >= rough)
+        .unwrap_or(power * 10.0)
 }
 
 /// The colour scale and the cells' other colours.
@@ -474,7 +524,8 @@ fn draw_legend(
         area.draw(&Text::new(
             label,
             (x, y + 17),
-            TextStyle::from(font(11)).pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
+            TextStyle::from(font(11))
+                .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
         ))?;
         percent += tick;
     }
@@ -484,8 +535,9 @@ fn draw_legend(
         font(12),
     ))?;
     let fault = format!("{} (read refused)", context.fault_name());
-    let entries: [(&str, RGBColor); 7] = [
+    let entries: [(&str, RGBColor); 8] = [
         ("idle (no C0 time counted)", palette::IDLE),
+        ("across a counter discontinuity", WHITE),
         ("sleep", palette::SLEEP),
         ("not present (hot-removed)", palette::ABSENT),
         ("no counters: nothing measured", palette::NO_COUNTERS),
