@@ -137,7 +137,7 @@ fn command() -> Command {
                         .long("plot")
                         .value_name("FILE.svg|FILE.png")
                         .value_parser(clap::value_parser!(PathBuf))
-                        .help("Draw measured against true MHz over the run, per processor; a regular file, not the scenario or the trace, replaced only when the run is done"),
+                        .help("Draw every processor's % Processor Performance over the run (an overview), then measured against true MHz for the chosen ones; a regular file, not the scenario or the trace, replaced only when the run is done"),
                 )
                 .arg(
                     Arg::new("plot_processors")
@@ -147,7 +147,7 @@ fn command() -> Command {
                         // `-1` reaches the parser and its message, not clap's `-- -1` tip.
                         .allow_hyphen_values(true)
                         .value_parser(parse_processor_list)
-                        .help("The processors to plot, e.g. 0,5,63 (at most 16; default: the first 8)"),
+                        .help("The processors to plot in detail, e.g. 0,5,63 (at most 16; default: the first 8; the overview shows all)"),
                 )
                 .arg(
                     Arg::new("plot_view")
@@ -155,7 +155,7 @@ fn command() -> Command {
                         .value_name("VIEW")
                         .requires("plot")
                         .value_parser(plot::View::NAMES)
-                        .help("mhz (default): measured against true MHz; percent: % Processor Performance, measured over nominal as perfmon shows it"),
+                        .help("The detail panels' unit: mhz (default): measured against true MHz; percent: % Processor Performance, measured over nominal as perfmon shows it"),
                 )
                 .arg(pep())
                 .arg(image())

@@ -164,7 +164,10 @@ fn trace_rows_sum_to_the_reported_rates_and_plots_are_valid() {
     }
     let svg = std::fs::read_to_string(&svg_path).expect("the SVG");
     let tree = resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default());
-    assert!(tree.is_ok() && svg.contains("Processor Information(0,7)"), "a valid SVG of 8 processors");
+    assert!(
+        tree.is_ok() && svg.contains("Processor Information(0,7)"),
+        "a valid SVG of 8 processors"
+    );
     let (code, _, err) = cli(&[
         "run",
         "../sim/scenarios/turbo-burst.toml",

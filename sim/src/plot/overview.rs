@@ -49,9 +49,9 @@ pub(super) fn height(processors: u32) -> u32 {
 /// What a cell saw.
 #[derive(Clone, Copy, Debug, Default)]
 struct Cell {
-    /// Σ measured MHz × ΔNominal over the intervals whose middle is in the bin.
+    /// Σ measured MHz × `ΔNominal` over the intervals whose middle is in the bin.
     weighted_mhz: f32,
-    /// Σ ΔNominal of those intervals.
+    /// Σ `ΔNominal` of those intervals.
     weight: f32,
     /// [`IDLE`], [`REFUSED`], [`FAULT`], [`ERROR`].
     flags: u8,
@@ -91,8 +91,11 @@ impl Grid {
     pub(super) fn new(scenario: &Scenario) -> Self {
         let interval = scenario.pofx.sample_interval_ms.max(1);
         let duration = scenario.pofx.duration_ms.max(1);
-        let bin_ms = interval * duration.div_ceil(interval).div_ceil(MAX_BINS);
-        let bins = duration.div_ceil(bin_ms);
+        // The OS reads at every multiple of the interval before the end: the bins cover the
+        // intervals up to the last read.
+        let last_read = (duration - 1) / interval * interval;
+        let bin_ms = interval * (last_read / interval).max(1).div_ceil(MAX_BINS);
+        let bins = last_read.div_ceil(bin_ms).max(1);
         let cells = usize::try_from(bins).unwrap_or(1);
         let rows = (0..scenario.platform.processors)
             .map(|_| Mutex::new(Row { cells: vec![Cell::default(); cells], last_served: None }))
@@ -114,13 +117,16 @@ impl Grid {
     }
 
     /// Takes `read`, judged `outcome`, into its processor's row.
-    #[allow(clippy::cast_possible_truncation)] // Cells are colours: f32 is plenty.
     pub(super) fn observe(&self, read: &TracedRead, outcome: Outcome) {
-        let Some(row) = usize::try_from(read.processor).ok().and_then(|index| self.rows.get(index))
-        else {
-            return;
-        };
-        let mut row = row.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(row) =
+            usize::try_from(read.processor).ok().and_then(|index| self.rows.get(index))
+        {
+            self.take(&mut row.lock().unwrap_or_else(PoisonError::into_inner), read, outcome);
+        }
+    }
+
+    #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // Colours: f32.
+    fn take(&self, row: &mut Row, read: &TracedRead, outcome: Outcome) {
         let at = self.bin(read.time_ms);
         let flag = match outcome {
             Outcome::Served => 0,
@@ -139,7 +145,7 @@ impl Grid {
             row.last_served = Some(read.time_ms);
         }
         let Some(interval) = read.interval else { return };
-        let middle = self.bin(from.map_or(read.time_ms, |from| (from + read.time_ms) / 2.0));
+        let middle = self.bin(from.map_or(read.time_ms, |from| f64::midpoint(from, read.time_ms)));
         let Some(cell) = row.cells.get_mut(middle) else { return };
         if interval.discontinuity {
             cell.flags |= JUMP;
@@ -294,11 +300,11 @@ const SCALE: [(u8, u8, u8); 9] = [
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Channels in 0..=255.
 fn scale_color(fraction: f64) -> RGBColor {
     let position = if fraction.is_finite() { fraction.clamp(0.0, 1.0) } else { 1.0 } * 8.0;
-    let below = (position.floor() as usize).min(7);
-    let within = position - below as f64;
+    let floor = position.floor().min(7.0);
+    let (below, within) = (floor as usize, position - floor);
     let (from, to) = (SCALE[below], SCALE[below + 1]);
     let mix = |one: u8, other: u8| {
-        (f64::from(one) + (f64::from(other) - f64::from(one)) * within).round() as u8
+        (f64::from(other) - f64::from(one)).mul_add(within, f64::from(one)).round() as u8
     };
     RGBColor(mix(from.0, to.0), mix(from.1, to.1), mix(from.2, to.2))
 }
@@ -310,6 +316,7 @@ pub(super) struct Cells {
     /// Left, top, width, height in the picture, px.
     place: (f32, f32, f32, f32),
     /// A cell's pixels: across, down.
+    #[cfg(test)]
     cell: (usize, usize),
 }
 
@@ -340,7 +347,12 @@ impl Cells {
                 line.copy_from_slice(first);
             }
         }
-        Ok(Self { pixels, place, cell: (width, height) })
+        Ok(Self {
+            pixels,
+            place,
+            #[cfg(test)]
+            cell: (width, height),
+        })
     }
 
     /// The image, as an SVG element: a PNG, each cell one pixel, drawn without smoothing.
@@ -395,7 +407,7 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
 /// Draws the overview's axes, labels and legend into `area` and returns its cells, placed
 /// where they go in the picture.
-#[allow(clippy::cast_precision_loss)] // Pixels and milliseconds.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // Pixels and ms.
 pub(super) fn draw(
     area: &Area<'_>,
     context: &Context<'_>,
@@ -432,8 +444,8 @@ pub(super) fn draw(
     // The time axis.
     let axis = top + height + 2;
     let step = tick_step(span_ms);
-    let mut ms = 0.0;
-    while ms <= span_ms + 1e-9 {
+    for tick in 0..=ticks(span_ms, step) {
+        let ms = f64::from(tick) * step;
         let x = x_of(ms);
         area.draw(&PathElement::new(vec![(x, axis), (x, axis + 4)], BLACK))?;
         area.draw(&Text::new(
@@ -442,7 +454,6 @@ pub(super) fn draw(
             TextStyle::from(font(12))
                 .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
         ))?;
-        ms += step;
     }
     area.draw(&Text::new(
         "time since the run started (ms)",
@@ -484,6 +495,12 @@ fn draw_row_labels(
     Ok(())
 }
 
+/// How many steps of `step` fit in `span` (a few dozen at most).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Small and positive.
+fn ticks(span: f64, step: f64) -> u32 {
+    (span / step + 1e-9).floor().clamp(0.0, 100.0) as u32
+}
+
 /// A round step for at most about 11 ticks over `span` ms.
 fn tick_step(span: f64) -> f64 {
     let rough = span / 10.0;
@@ -511,9 +528,10 @@ fn draw_legend(
     }
     area.draw(&Rectangle::new([(left, y), (left + length, y + 12)], BLACK.mix(0.5)))?;
     let tick = if heat.top > 200.0 { 50.0 } else { 25.0 };
-    let mut percent = 0.0;
+
     #[allow(clippy::cast_possible_truncation)] // Pixels.
-    while percent <= heat.top + 1e-9 {
+    for number in 0..=ticks(heat.top, tick) {
+        let percent = f64::from(number) * tick;
         let x = left + (percent / heat.top * f64::from(length)).round() as i32;
         area.draw(&PathElement::new(vec![(x, y + 12), (x, y + 16)], BLACK))?;
         let label = if (percent - heat.top).abs() < 1e-9 && heat.top >= MAX_PERCENT {
@@ -527,7 +545,6 @@ fn draw_legend(
             TextStyle::from(font(11))
                 .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
         ))?;
-        percent += tick;
     }
     area.draw(&Text::new(
         "100 % = nominal; a cell is its bin's ΣΔActual / ΣΔNominal",
