@@ -447,19 +447,12 @@ pub(super) fn draw(
     for tick in 0..=ticks(span_ms, step) {
         let ms = f64::from(tick) * step;
         let x = x_of(ms);
-        area.draw(&PathElement::new(vec![(x, axis), (x, axis + 4)], BLACK))?;
-        area.draw(&Text::new(
-            format!("{ms:.0}"),
-            (x, axis + 6),
-            TextStyle::from(font(12))
-                .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
-        ))?;
+        draw_tick(area, (x, axis), format!("{ms:.0}"), 12)?;
     }
     area.draw(&Text::new(
         "time since the run started (ms)",
         (LEFT + width / 2, axis + 24),
-        TextStyle::from(font(13))
-            .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
+        centred_below(13),
     ))?;
     draw_legend(area, context, heat, axis + 46)?;
     let place = ((base_x + LEFT) as f32, (base_y + top) as f32, width as f32, height as f32);
@@ -493,6 +486,24 @@ fn draw_row_labels(
         area.draw(&PathElement::new(vec![(LEFT - 5, centre), (LEFT - 1, centre)], BLACK))?;
     }
     Ok(())
+}
+
+/// A tick down from `(x, y)`, and `label` centred under it.
+fn draw_tick(
+    area: &Area<'_>,
+    (x, y): (i32, i32),
+    label: String,
+    size: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    area.draw(&PathElement::new(vec![(x, y), (x, y + 4)], BLACK))?;
+    area.draw(&Text::new(label, (x, y + 5), centred_below(size)))?;
+    Ok(())
+}
+
+/// Text of `size` centred on its point and hanging below it.
+fn centred_below(size: u32) -> TextStyle<'static> {
+    TextStyle::from(("sans-serif", size).into_font())
+        .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top))
 }
 
 /// How many steps of `step` fit in `span` (a few dozen at most).
@@ -533,18 +544,12 @@ fn draw_legend(
     for number in 0..=ticks(heat.top, tick) {
         let percent = f64::from(number) * tick;
         let x = left + (percent / heat.top * f64::from(length)).round() as i32;
-        area.draw(&PathElement::new(vec![(x, y + 12), (x, y + 16)], BLACK))?;
         let label = if (percent - heat.top).abs() < 1e-9 && heat.top >= MAX_PERCENT {
             format!("≥ {percent:.0}")
         } else {
             format!("{percent:.0}")
         };
-        area.draw(&Text::new(
-            label,
-            (x, y + 17),
-            TextStyle::from(font(11))
-                .pos(text_anchor::Pos::new(text_anchor::HPos::Center, text_anchor::VPos::Top)),
-        ))?;
+        draw_tick(area, (x, y + 12), label, 11)?;
     }
     area.draw(&Text::new(
         "100 % = nominal; a cell is its bin's ΣΔActual / ΣΔNominal",
