@@ -18,6 +18,9 @@
 #     ones left as they are (so cargo rebuilds exactly what changed), removed ones deleted.
 # The caller sets ROOT (the repository root) and LOG_NAME (its name, for messages).
 
+# shellcheck source=scripts/lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+
 windows_target_packages() {
     local need=() extra package command
     [[ -x /usr/bin/rustc ]] && /usr/bin/rustc --version | grep -q '^rustc 1\.9[6-9]' || need+=(rustc-web)
@@ -40,14 +43,7 @@ windows_target_packages() {
         fi
     done
     ((${#need[@]})) || return 0
-    if [[ $(id -u) -ne 0 ]]; then
-        echo "$LOG_NAME: missing Debian packages: ${need[*]} (run as root or install them)" >&2
-        return 1
-    fi
-    echo "$LOG_NAME: installing ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq "${need[@]}" >/dev/null
+    debian_install "${need[@]}"
 }
 
 windows_target_env() {
