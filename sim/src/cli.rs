@@ -1,4 +1,4 @@
-//! The `ppm-sim` command line (see `design.md`), parsed with `clap`:
+//! The `ppm-sim` command line (see `docs/cli.md`), parsed with `clap`:
 //!
 //! - `ppm-sim` — the built-in default scenario, as a table and the checks.
 //! - `ppm-sim run FILE.toml [--json] [--trace FILE.csv] [--plot FILE.svg|FILE.png]

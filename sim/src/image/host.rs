@@ -116,9 +116,10 @@ pub struct ImageHost<'k> {
 }
 
 impl<'k> ImageHost<'k> {
-    /// A host with no machine: for `load`, which makes no request.
+    /// A host with neither a machine nor kernel services: for `report`, which asks for
+    /// neither.
     #[must_use]
-    pub fn machine_only() -> Self {
+    pub fn without_machine() -> Self {
         Self::with(None, None, None)
     }
 
@@ -749,7 +750,7 @@ mod tests {
 
     #[test]
     fn machine_requests_need_a_machine() {
-        let host = ImageHost::machine_only();
+        let host = ImageHost::without_machine();
         let error =
             host.serve("rdmsr", &json!({"host": "rdmsr", "msr": 0xE8})).expect_err("no machine");
         assert!(error.contains("rdmsr"), "{error}");
