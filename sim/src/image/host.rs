@@ -35,6 +35,14 @@ const ETW_LEVEL_VERBOSE: u64 = 5;
 const ALL_PROCESSOR_GROUPS: u64 = 0xFFFF;
 /// Processors per group, as the emulated kernel lays them out.
 const GROUP_SIZE: u32 = 64;
+
+/// Processor `index` as `KeGetCurrentProcessorNumberEx` names it: the answer of a
+/// `current_processor` request, and a `call`'s `processor`.
+#[must_use]
+pub fn processor_answer(index: u32) -> Value {
+    json!({"index": index, "group": index / GROUP_SIZE, "number": index % GROUP_SIZE})
+}
+
 /// The handle `HalAllocateHardwareCounters` returns.
 const COUNTER_RESERVATION_HANDLE: u64 = 0xFFFF_A000_0000_1000;
 /// The `Name` of the `Parameters` subkey the installer creates (`driver::install_pending`).
@@ -291,10 +299,7 @@ impl<'k> ImageHost<'k> {
                 }
                 json!({})
             }
-            "current_processor" => {
-                let index = platform.current_processor_index();
-                json!({"index": index, "group": index / GROUP_SIZE, "number": index % GROUP_SIZE})
-            }
+            "current_processor" => processor_answer(platform.current_processor_index()),
             "performance_counter" => {
                 let counter = platform.performance_counter(&passive);
                 json!({"ticks": counter.ticks, "frequency": counter.frequency})
