@@ -270,7 +270,7 @@ if ($devices.Count -eq 0) {
     Write-Result 'device' 'FAIL' $problems 'look the problem code up (Device Manager error codes); setupapi.dev.log via Export-PpmPepLogs.ps1'
 }
 
-# --- registration (volatile State key) ------------------------------------------------------
+# --- registration (volatile Boot key) ------------------------------------------------------
 $state = [ordered]@{}
 $stateKey = Get-PpmPepStateKey
 if ($null -ne $stateKey) {
