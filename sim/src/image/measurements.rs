@@ -453,7 +453,8 @@ fn stack_check(stack: &[StackFigure], nested: bool) -> CheckResult {
 }
 
 /// What `image.coverage` calls the driver's own code: the map's `ppm_pep` and `C` units.
-pub const OWN_CODE: &str = "src/ and its C objects, the SEH shim and the KMDF stub; the engine and libraries not required";
+pub const OWN_CODE: &str =
+    "src/ and its C objects, the SEH shim and the KMDF stub; the engine and libraries not required";
 
 /// Coverage per crate of `functions` (from [`map_functions`]) given the functions that ran,
 /// with the driver's own functions that never ran (less the documented [`NOT_EXECUTED`]).
@@ -511,7 +512,10 @@ pub fn coverage_check(
         CheckResult::new(
             "image.coverage",
             false,
-            format!("never ran, of the driver's own functions ({OWN_CODE}): {}", not_executed.join(", ")),
+            format!(
+                "never ran, of the driver's own functions ({OWN_CODE}): {}",
+                not_executed.join(", ")
+            ),
         )
     };
     Ok((coverage, check))
