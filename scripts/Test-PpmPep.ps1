@@ -390,7 +390,9 @@ if ($state['Registered'] -eq 1) {
 # after an update, so the files cannot show that an older image is still running: the running
 # image's own PE TimeDateStamp, written by DriverEntry, can.
 if ($state.Count -gt 0) {
-    if (-not $state.Contains('ImageTimeDateStamp')) {
+    if (-not $state.Contains('ImageTimeDateStamp') -and $state['Registered'] -ne 1) {
+        Write-Result 'image-identity' 'INFO' 'the Boot key of this unregistered boot has no ImageTimeDateStamp: compare after a boot that registers the PEP'
+    } elseif (-not $state.Contains('ImageTimeDateStamp')) {
         Write-Result 'image-identity' 'FAIL' 'the Boot key has no ImageTimeDateStamp: the running image predates it, i.e. it is older than this package' `
             'install this package (Install-PpmPep.ps1 -PackagePath ...), reboot, and test again'
     } else {
