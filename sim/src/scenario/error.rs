@@ -99,6 +99,9 @@ impl ScenarioError {
                 expected.to_owned()
             };
             format!("expected {expected}, found {}", found.map_or_else(String::new, describe))
+        } else if message == "integer number overflowed" {
+            let found = found.map_or_else(String::new, describe);
+            format!("expected an integer TOML can hold (64 bits), found {found}")
         } else {
             message.to_owned()
         };

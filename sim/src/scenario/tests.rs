@@ -508,3 +508,93 @@ fn fixed_pmc_fields() {
         "line 9, column 22: field `pofx.sample_interval_ms`: a 32-bit fixed counter at 4300 MHz wraps every 998 ms"
     ));
 }
+
+/// Every refusal names the line and column, the field and what was expected: errors serde
+/// raises while reading (a table or an array of tables of the wrong type, an unknown key in a
+/// `[[event]]`) as well as the schema's own checks.
+#[test]
+fn serde_refusals_name_the_line_and_the_field() {
+    let top = "name = \"t\"\n[platform]\nprocessors = 4\nnominal_mhz = 2000\n";
+    for (text, expected) in [
+        (
+            "name = \"t\"\nplatform = 5\n[pofx]\nduration_ms = 100\n".to_owned(),
+            "line 2, column 12: field `platform`: expected a table, found 5",
+        ),
+        (
+            format!("phase = 5\n{MINIMAL}"),
+            "line 1, column 9: field `phase`: expected an array of tables ([[phase]]), found 5",
+        ),
+        (
+            format!("phase = [1]\n{MINIMAL}"),
+            "line 1, column 10: field `phase[0]`: expected a table ([[phase]]), found 1",
+        ),
+        (
+            format!(
+                "{MINIMAL}[[event]]\nat_ms = 5\nkind = \"counter-reset\"\nprocessors = [0]\ncolour = 1\n"
+            ),
+            "line 11, column 1: field `event[0].colour`: unknown field; expected one of `at_ms`, `kind`, `processors`, `duration_ms`, `on_processor`, `values`, `state`, `duration_us`, `period_ms`",
+        ),
+        (
+            format!("{top}[platform.perf]\nhighest = \"x\"\n[pofx]\nduration_ms = 100\n"),
+            "line 6, column 11: field `platform.perf.highest`: expected an integer in 0..=255, found the string \"x\"",
+        ),
+        (
+            format!("{MINIMAL}[install]\npending = true\nnow = true\n"),
+            "line 9, column 1: field `install.now`: unknown field; expected one of `pending`",
+        ),
+        (
+            format!("{MINIMAL}[install]\npending = 1\n"),
+            "line 8, column 11: field `install.pending`: expected true or false, found 1",
+        ),
+        (
+            format!("{MINIMAL}[registry]\nNominalMhz = 99999999999999999999\n"),
+            "line 8, column 14: field `registry.NominalMhz`: a REG_DWORD is 0..=4294967295, found 99999999999999999999",
+        ),
+        (
+            format!(
+                "{MINIMAL}[registry]\nNominalMhz = {{ type = \"REG_DWORD\", bytes = [1], x = 1 }}\n"
+            ),
+            "line 8, column 53: field `registry.NominalMhz.x`: unknown field; expected one of `type`, `bytes`",
+        ),
+        (
+            format!("{MINIMAL}[[fault]]\nstep = \"processor-count\"\nvalue = \"x\"\n"),
+            "line 9, column 9: field `fault[0].value`: not used by step \"processor-count\"",
+        ),
+        (
+            MINIMAL.replace("duration_ms = 100", "duration_ms = 1979-05-27T07:32:00Z"),
+            "line 6, column 15: field `pofx.duration_ms`: expected an integer in 1..=3600000, found the datetime 1979-05-27T07:32:00Z",
+        ),
+        (
+            MINIMAL.replace("processors = 4", &format!("processors = {}", "9".repeat(42))),
+            "line 3, column 14: field `platform.processors`: expected an integer TOML can hold (64 bits), found 999999999999999999999999999999999999999999",
+        ),
+    ] {
+        assert_eq!(error_of(&text), expected, "{text}");
+    }
+}
+
+/// An integer beyond TOML's 64 bits is named by its field, with the field's bounds; a name
+/// of spaces names nothing.
+#[test]
+fn oversized_integers_and_blank_names_are_refused_by_field() {
+    assert_eq!(
+        error_of(&MINIMAL.replace("processors = 4", "processors = 99999999999999999999")),
+        "line 3, column 14: field `platform.processors`: expected an integer in 1..=2048, found 99999999999999999999"
+    );
+    let phase = "[[phase]]\nstart_ms = 0\nprocessors = [1, 99999999999999999999]\nfrequency_mhz = 3000\nbusy_percent = 100\n";
+    assert_eq!(
+        error_of(&format!("{MINIMAL}{phase}")),
+        "line 9, column 18: field `phase[0].processors[1]`: expected a processor index in 0..=3, found 99999999999999999999"
+    );
+    assert_eq!(
+        error_of(&MINIMAL.replace("name = \"t\"", "name = \"   \"")),
+        "line 1, column 8: field `name`: expected a name with a visible character, found 3 spaces"
+    );
+    assert!(error_of(&MINIMAL.replace("name = \"t\"", "name = \" \\t \"")).starts_with(
+        "line 1, column 8: field `name`: expected a non-empty name of at most 64 printable characters"
+    ));
+    assert_eq!(
+        Scenario::from_toml_str(&MINIMAL.replace("name = \"t\"", "name = \" a \"")).map(|s| s.name),
+        Ok(" a ".to_owned())
+    );
+}
