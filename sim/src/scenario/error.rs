@@ -81,35 +81,17 @@ impl ScenarioError {
     /// a key or value that does not fit, named by the field its span points at.
     pub(super) fn from_toml(text: &str, error: &toml::de::Error) -> Self {
         let Ok(document) = DeTable::parse(text) else { return Self::syntax(text, error) };
-        let span = error.span().unwrap_or(0..0);
-        let (field, found) = find(document.get_ref(), "", span.start)
+        let span = error.span();
+        let (field, found) = span
+            .as_ref()
+            .and_then(|span| find(document.get_ref(), "", span.start))
             .map_or((None, None), |(field, found)| (Some(field), found));
-        let message = error.message();
-        let message = if let Some(rest) = message.strip_prefix("unknown field `") {
-            // serde lists the keys as "`a`", "`a` or `b`" or "one of `a`, `b`, …".
-            let keys = rest.rsplit_once("`, expected ").map_or("", |(_, keys)| keys);
-            let keys = keys.strip_prefix("one of ").unwrap_or(keys).replace("` or `", "`, `");
-            format!("unknown field; expected one of {keys}")
-        } else if let Some((_, expected)) = message.rsplit_once(", expected ") {
-            // serde's "invalid type: …, expected …": the found value said the schema's way.
-            let expected = if expected == "a sequence" {
-                let key = field.as_deref().and_then(|field| field.rsplit('.').next()).unwrap_or("");
-                format!("an array of tables ([[{key}]])")
-            } else {
-                expected.to_owned()
-            };
-            format!("expected {expected}, found {}", found.map_or_else(String::new, describe))
-        } else if message == "integer number overflowed" {
-            let found = found.map_or_else(String::new, describe);
-            format!("expected an integer TOML can hold (64 bits), found {found}")
-        } else {
-            message.to_owned()
-        };
+        let message = reworded(error.message(), field.as_deref(), found);
         let mut refusal = match field {
             Some(field) => Self::field(field, message),
             None => Self { field: None, location: None, message },
         };
-        refusal.location = Some(line_column(text, span.start));
+        refusal.location = span.map(|span| line_column(text, span.start));
         refusal
     }
 
@@ -126,6 +108,30 @@ impl ScenarioError {
         }
         self
     }
+}
+
+/// serde's wording of a refusal in the schema's: "unknown field; expected one of `a`, `b`",
+/// "expected a table, found 5".
+fn reworded(message: &str, field: Option<&str>, found: Option<&DeValue<'_>>) -> String {
+    let found = || found.map_or_else(String::new, describe);
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        // serde lists the keys as "`a`", "`a` or `b`" or "one of `a`, `b`, …".
+        let keys = rest.rsplit_once("`, expected ").map_or("", |(_, keys)| keys);
+        let keys = keys.strip_prefix("one of ").unwrap_or(keys).replace("` or `", "`, `");
+        return format!("unknown field; expected one of {keys}");
+    }
+    if let Some((_, expected)) = message.rsplit_once(", expected ") {
+        // serde's "invalid type: …, expected …": the found value said the schema's way.
+        if expected == "a sequence" {
+            let key = field.and_then(|field| field.rsplit('.').next()).unwrap_or("");
+            return format!("expected an array of tables ([[{key}]]), found {}", found());
+        }
+        return format!("expected {expected}, found {}", found());
+    }
+    if message == "integer number overflowed" {
+        return format!("expected an integer TOML can hold (64 bits), found {}", found());
+    }
+    message.to_owned()
 }
 
 /// How a value found in the file is named in an error message.

@@ -162,10 +162,9 @@ fn read_platform(
     let processors =
         required_u32("platform.processors", platform.processors.as_ref(), 1..=MAX_PROCESSORS)?;
     let cpu = platform.cpu.map_or(CpuKind::IntelHwp, |cpu| cpu.0);
-    let counter_source = platform.counter_source.map_or(
-        if cpu.is_arm64() { CounterSourceKind::Amu } else { CounterSourceKind::AperfMperf },
-        |source| source.0,
-    );
+    let default_source =
+        if cpu.is_arm64() { CounterSourceKind::Amu } else { CounterSourceKind::AperfMperf };
+    let counter_source = platform.counter_source.map_or(default_source, |source| source.0);
     let arm = read_arm_fields(platform, cpu, counter_source)?;
     let (pmc_width, pmu_busy) = read_pmu_fields(platform, cpu, counter_source)?;
     let nominal_limit = if cpu.is_intel() { 255 * INTEL_BUS_MHZ } else { MAX_FREQUENCY_MHZ };
@@ -196,7 +195,7 @@ fn read_platform(
     let device_ids = read_device_ids(platform, processors)?;
     let other_devices =
         string_list("platform.other_devices", platform.other_devices.as_ref(), 0..=256, 1..=256)?;
-    let perf = platform.perf.as_ref().map(|levels| read_hardware_perf(levels)).transpose()?;
+    let perf = platform.perf.as_ref().map(read_hardware_perf).transpose()?;
     let msr_read_ns = read_msr_read_ns(platform.msr_read_ns.as_ref())?;
     let spec = PlatformSpec {
         processors,
@@ -476,7 +475,7 @@ fn read_pmu_fields(
     // APERF/MPERF; `none` has no counter of either kind unless `pmu = true`.
     let pmu = platform
         .pmu
-        .map_or(cpu.is_intel() && counter_source != CounterSourceKind::None, |flag| flag.0);
+        .map_or_else(|| cpu.is_intel() && counter_source != CounterSourceKind::None, |flag| flag.0);
     if pmu && !cpu.is_intel() {
         return Err(fail(
             "platform",
