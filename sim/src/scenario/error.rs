@@ -120,8 +120,10 @@ fn reworded(message: &str, field: Option<&str>, found: Option<&DeValue<'_>>) -> 
         let keys = keys.strip_prefix("one of ").unwrap_or(keys).replace("` or `", "`, `");
         return format!("unknown field; expected one of {keys}");
     }
-    if let Some((_, expected)) = message.rsplit_once(", expected ") {
-        // serde's "invalid type: …, expected …": the found value said the schema's way.
+    if let Some((_, expected)) =
+        message.strip_prefix("invalid type: ").and_then(|rest| rest.rsplit_once(", expected "))
+    {
+        // The found value said the schema's way.
         if expected == "a sequence" {
             let key = field.and_then(|field| field.rsplit('.').next()).unwrap_or("");
             return format!("expected an array of tables ([[{key}]]), found {}", found());

@@ -11,7 +11,7 @@ use std::fmt;
 use std::ops::RangeInclusive;
 
 use ppm_engine::config::{
-    COUNTER_SOURCE_CHOICES, Choice, CounterSourcePreference, FEEDBACK_COUNTER_CHOICES,
+    COUNTER_SOURCE_CHOICES, CounterSourcePreference, FEEDBACK_COUNTER_CHOICES,
     FeedbackCounterPolicy, PMU_RESERVATION_CHOICES,
 };
 use ppm_engine::driver::PoolBlock;
@@ -371,44 +371,27 @@ impl<'de, T: Named> Deserialize<'de> for Pick<T> {
     }
 }
 
-impl Named for CpuKind {
-    fn choices() -> Vec<(&'static str, Self)> {
-        [Self::IntelHwp, Self::AmdCppc, Self::IntelLegacy, Self::Arm64]
-            .map(|cpu| (cpu.name(), cpu))
-            .to_vec()
-    }
+/// `Named` for types with a `name()`, from their values in the order errors list them.
+macro_rules! named {
+    ($($kind:ty: [$($value:ident),+];)+) => {$(
+        impl Named for $kind {
+            fn choices() -> Vec<(&'static str, Self)> {
+                [$(Self::$value),+].map(|value| (value.name(), value)).to_vec()
+            }
+        }
+    )+};
 }
 
-impl Named for CounterSourceKind {
-    fn choices() -> Vec<(&'static str, Self)> {
-        [
-            Self::AperfMperf,
-            Self::None,
-            Self::AperfMperfZeros,
-            Self::AperfMperfFaulting,
-            Self::FixedPmc,
-            Self::Amu,
-        ]
-        .map(|source| (source.name(), source))
-        .to_vec()
-    }
+named! {
+    CpuKind: [IntelHwp, AmdCppc, IntelLegacy, Arm64];
+    CounterSourceKind: [AperfMperf, None, AperfMperfZeros, AperfMperfFaulting, FixedPmc, Amu];
+    ThreadMode: [Single, PerProcessor];
+    SleepState: [S3, S4];
 }
 
 impl Named for DeviceIdStyle {
     fn choices() -> Vec<(&'static str, Self)> {
         Self::CHOICES.to_vec()
-    }
-}
-
-impl Named for ThreadMode {
-    fn choices() -> Vec<(&'static str, Self)> {
-        [Self::Single, Self::PerProcessor].map(|mode| (mode.name(), mode)).to_vec()
-    }
-}
-
-impl Named for SleepState {
-    fn choices() -> Vec<(&'static str, Self)> {
-        [Self::S3, Self::S4].map(|state| (state.name(), state)).to_vec()
     }
 }
 
@@ -421,27 +404,22 @@ impl Named for PoolBlock {
     }
 }
 
-/// The engine's `Parameters` choices (which also give the registry numbers the driver reads).
-fn engine_choices<T: Copy>(choices: &[Choice<T>]) -> Vec<(&'static str, T)> {
-    choices.iter().map(|choice| (choice.name, choice.value)).collect()
+/// `Named` for the engine's `Parameters` choices (which also give the registry numbers the
+/// driver reads).
+macro_rules! engine_named {
+    ($($kind:ty: $choices:expr;)+) => {$(
+        impl Named for $kind {
+            fn choices() -> Vec<(&'static str, Self)> {
+                $choices.iter().map(|choice| (choice.name, choice.value)).collect()
+            }
+        }
+    )+};
 }
 
-impl Named for FeedbackCounterPolicy {
-    fn choices() -> Vec<(&'static str, Self)> {
-        engine_choices(&FEEDBACK_COUNTER_CHOICES)
-    }
-}
-
-impl Named for CounterSourcePreference {
-    fn choices() -> Vec<(&'static str, Self)> {
-        engine_choices(&COUNTER_SOURCE_CHOICES)
-    }
-}
-
-impl Named for ReservationPolicy {
-    fn choices() -> Vec<(&'static str, Self)> {
-        engine_choices(&PMU_RESERVATION_CHOICES)
-    }
+engine_named! {
+    FeedbackCounterPolicy: FEEDBACK_COUNTER_CHOICES;
+    CounterSourcePreference: COUNTER_SOURCE_CHOICES;
+    ReservationPolicy: PMU_RESERVATION_CHOICES;
 }
 
 /// `table.key`, the field path an error names (`key` alone at the top).

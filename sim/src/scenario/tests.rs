@@ -561,6 +561,10 @@ fn serde_refusals_name_the_line_and_the_field() {
             "line 9, column 9: field `fault[0].value`: not used by step \"processor-count\"",
         ),
         (
+            MINIMAL.replace("nominal_mhz = 2000", "nominal_mhz = 2000\ncpu = \"x, expected y\""),
+            "line 5, column 7: field `platform.cpu`: expected one of \"intel-hwp\", \"amd-cppc\", \"intel-legacy\", \"arm64\", found the string \"x, expected y\"",
+        ),
+        (
             MINIMAL.replace("duration_ms = 100", "duration_ms = 1979-05-27T07:32:00Z"),
             "line 6, column 15: field `pofx.duration_ms`: expected an integer in 1..=3600000, found the datetime 1979-05-27T07:32:00Z",
         ),
