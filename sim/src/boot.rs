@@ -120,6 +120,25 @@ impl BootRecord {
     pub fn state_value(&self, name: &str) -> Option<String> {
         self.state.as_ref()?.get(name).map(ToString::to_string)
     }
+
+    /// The configuration values the PEP ignored, as `State` lists them
+    /// (`ConfigurationIssue1`, `ConfigurationIssue2`, … until one is missing): each split at
+    /// its first `": "` into the value's name and the reason.
+    #[must_use]
+    pub fn configuration_issues(&self) -> Vec<(String, String)> {
+        (1..)
+            .map_while(|index| {
+                self.state_value(&format!(
+                    "{}{index}",
+                    ppm_engine::driver::registry::state::CONFIGURATION_ISSUE_PREFIX
+                ))
+            })
+            .map(|text| match text.split_once(": ") {
+                Some((value, reason)) => (value.to_owned(), reason.to_owned()),
+                None => (String::new(), text),
+            })
+            .collect()
+    }
 }
 
 /// A block of the emulated non-paged pool.

@@ -44,6 +44,7 @@ pub mod plot;
 pub mod pofx;
 pub mod report;
 pub mod scenario;
+pub mod text;
 pub mod trace;
 
 use std::sync::Arc;

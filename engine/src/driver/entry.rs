@@ -23,10 +23,13 @@
 //! records the failed step in `State` and returns its status, so the driver does not load.
 //! Nothing after a successful registration can fail `DriverEntry`.
 
+use core::fmt::Write as _;
+
 use crate::abi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+use crate::driver::line::Line;
 use crate::driver::pmu_reservation::{self, PmuReservation};
 use crate::driver::processor_table::ProcessorTable;
-use crate::driver::registry::{self, Note, state};
+use crate::driver::registry::{self, Note, Problem, state};
 use crate::driver::services::{KernelServices, LogLevel, StateKey};
 use crate::platform::Passive;
 use crate::{Config, Pep, pep_information};
@@ -144,12 +147,12 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
                 }
             ),
         );
-        report_skipped(kernel, issues, reason);
+        report_skipped(kernel, &issues, reason);
         return Outcome::Skipped(reason);
     }
     match initialize(kernel, passive, &config) {
         Ok(registered) => {
-            report_registered(kernel, &registered, &config, issues);
+            report_registered(kernel, &registered, &config, &issues);
             Outcome::Registered
         }
         Err(failure) => {
@@ -159,13 +162,51 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
     }
 }
 
+/// The configuration values `DriverEntry` ignored: all counted, the first
+/// [`state::MAX_LISTED_ISSUES`] kept to be listed in `State` (`ConfigurationIssue1`, …).
+#[derive(Clone, Copy, Debug)]
+struct Issues {
+    /// How many.
+    count: u32,
+    /// The first ones, in the order found.
+    listed: [Option<Note>; state::MAX_LISTED_ISSUES],
+}
+
+impl Issues {
+    const fn new() -> Self {
+        Self { count: 0, listed: [None; state::MAX_LISTED_ISSUES] }
+    }
+
+    fn push(&mut self, note: Note) {
+        if let Some(slot) = self.listed.get_mut(usize::try_from(self.count).unwrap_or(usize::MAX)) {
+            *slot = Some(note);
+        }
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// Writes `ConfigurationIssues` and one `ConfigurationIssueN` (`VALUE: REASON`) per listed
+    /// issue.
+    fn record<S: StateKey>(&self, record: &mut Recorder<S>) {
+        record.dword(state::CONFIGURATION_ISSUES, self.count);
+        for (index, note) in self.listed.iter().flatten().enumerate() {
+            let mut name = Line::<32>::new();
+            let mut text = Line::<128>::new();
+            let _ =
+                write!(name, "{}{}", state::CONFIGURATION_ISSUE_PREFIX, index.saturating_add(1));
+            let _ = write!(text, "{note}");
+            record.string(name.as_str(), text.as_str());
+        }
+    }
+}
+
 /// Reads the configuration from `Parameters`, logging every ignored value: the configuration,
-/// the number of ignored values, and whether the registration is to be skipped. A `Parameters`
-/// key that cannot be opened leaves every default in place (logged, counted as one issue).
+/// the ignored values, and whether the registration is to be skipped. A `Parameters` key that
+/// cannot be opened leaves every default in place (logged, and one issue: `Parameters`).
 /// `PASSIVE_LEVEL`. Not inlined: the value buffer and the pattern parser's scratch space then
 /// leave the stack before `Pep::new` runs.
 #[inline(never)]
-fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
+fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, Issues, bool) {
+    let mut issues = Issues::new();
     let mut values = match kernel.open_parameters() {
         Ok(values) => values,
         Err(status) => {
@@ -173,12 +214,12 @@ fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
                 LogLevel::Error,
                 format_args!("cannot open the Parameters key ({status:#010X}): using the defaults"),
             );
-            return (Config::new(), 1, false);
+            issues.push(Note { value: "Parameters", problem: Problem::KeyUnreadable { status } });
+            return (Config::new(), issues, false);
         }
     };
-    let mut issues = 0u32;
     let mut note = |note: Note| {
-        issues = issues.saturating_add(1);
+        issues.push(note);
         kernel.log(LogLevel::Error, format_args!("Parameters\\{note}"));
     };
     let skip = registry::read_skip_registration(&mut values, &mut note);
@@ -238,7 +279,7 @@ fn report_registered<K: KernelServices>(
     kernel: &K,
     registered: &Registered<'_, K::Platform>,
     config: &Config,
-    issues: u32,
+    issues: &Issues,
 ) {
     let pep = registered.pep;
     let caps = pep.perf_capabilities();
@@ -252,7 +293,7 @@ fn report_registered<K: KernelServices>(
         format_args!(
             "registered: {} feedback counter(s), source {source} (no-counters reason {reason}), \
              nominal {} MHz ({rate_source}), perf {}/{}/{}/{} ({perf_source}), {} processor \
-             slots, {issues} ignored configuration value(s), PMU reservation {}",
+             slots, {} ignored configuration value(s), PMU reservation {}",
             pep.feedback_counter_count(),
             pep.nominal_mhz(),
             caps.highest,
@@ -260,6 +301,7 @@ fn report_registered<K: KernelServices>(
             caps.lowest_nonlinear,
             caps.lowest,
             registered.capacity,
+            issues.count,
             registered.pmu,
         ),
     );
@@ -279,7 +321,7 @@ fn report_registered<K: KernelServices>(
     record.string(state::PERF_SOURCE, perf_source);
     record.dword(state::PROCESSOR_TABLE_CAPACITY, registered.capacity);
     record.dword(state::DEVICE_ID_PATTERN_COUNT, patterns);
-    record.dword(state::CONFIGURATION_ISSUES, issues);
+    issues.record(&mut record);
     record.string(state::ARCHITECTURE, kernel.architecture());
     record.string(state::PMU_RESERVATION, registered.pmu);
     let failures = record.failures;
@@ -326,12 +368,13 @@ fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
 }
 
 /// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`.
-fn report_skipped<K: KernelServices>(kernel: &K, issues: u32, reason: SkipReason) {
-    if let Some(mut record) = open_state(kernel) {
-        let _ = record.dword(state::REGISTERED, 0);
-        let _ = record.string(state::REGISTRATION_SKIPPED, reason.name());
-        let _ = record.dword(state::CONFIGURATION_ISSUES, issues);
-        let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+fn report_skipped<K: KernelServices>(kernel: &K, issues: &Issues, reason: SkipReason) {
+    if let Some(key) = open_state(kernel) {
+        let mut record = Recorder { key, failures: 0 };
+        record.dword(state::REGISTERED, 0);
+        record.string(state::REGISTRATION_SKIPPED, reason.name());
+        issues.record(&mut record);
+        record.string(state::ARCHITECTURE, kernel.architecture());
     }
 }
 
