@@ -105,7 +105,7 @@ fn command() -> Command {
             .value_name("FILE.sys")
             .requires("pep")
             .value_parser(clap::value_parser!(PathBuf))
-            .help("The driver image for --pep image (default: target/driver-image/x64/ppm_pep.sys, built by scripts/build-driver-image.sh)")
+            .help("The driver image for --pep image (default: target/driver-image/x64/ppm_pep.sys, or target/driver-image/arm64/ppm_pep.sys for an ARM64 scenario; scripts/check-driver-image.sh builds both, with the ppm_pep.map and stack.txt the image backend reads beside each)")
     };
     Command::new("ppm-sim")
         .version(env!("CARGO_PKG_VERSION"))

@@ -78,7 +78,7 @@ pub struct EngineReport {
     /// The configuration values `DriverEntry` ignored (`State\ConfigurationIssues`).
     pub configuration_issue_count: u32,
     /// Each ignored value and why, as `State` lists them (`ConfigurationIssue1`, …: the first
-    /// 16 of [`Self::configuration_issue_count`]).
+    /// 8 of [`Self::configuration_issue_count`]).
     pub configuration_issues: Vec<ConfigurationIssue>,
 }
 

@@ -2,41 +2,11 @@
 //! terminal raw, ignored registry values are listed with their reasons (text and JSON), and a
 //! trace with no read still has its CSV header.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-/// A scratch directory for one test, removed when dropped.
-struct Scratch(PathBuf);
+mod common;
 
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("ppm-sim-report-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        Self(dir)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).expect("a scratch file");
-        path
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn ppm_sim(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ppm-sim")).args(args).output().expect("ppm-sim runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{Scratch, ppm_sim, text};
 
 /// Whether `text` holds a control character other than the line feeds that end its lines.
 fn raw_control(text: &str) -> Option<char> {
@@ -78,7 +48,7 @@ fn control_characters_from_the_scenario_are_printed_escaped() {
     let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(json["processors"][1]["device_id"], "\\_SB.CPU1\r  ok  feedback.\u{9b}");
     // The plot's text (the SVG) carries no raw control character either.
-    let plot = scratch.0.join("hostile.svg");
+    let plot = scratch.path("hostile.svg");
     let output = ppm_sim(&[Path::new("run"), &scenario, Path::new("--plot"), &plot]);
     assert!(output.status.code().is_some_and(|code| code < 2), "{}", text(&output.stderr));
     let svg = std::fs::read_to_string(&plot).expect("the plot");
@@ -172,7 +142,7 @@ fn a_trace_without_reads_has_its_header() {
          duration_ms = 50\n[registry]\nSkipRegistration = 1\n[[phase]]\nstart_ms = 0\n\
          processors = \"all\"\nfrequency_mhz = 2000\nbusy_percent = 10\n",
     );
-    let trace = scratch.0.join("inert.csv");
+    let trace = scratch.path("inert.csv");
     let output = ppm_sim(&[Path::new("run"), &scenario, Path::new("--trace"), &trace]);
     assert!(text(&output.stderr).contains("trace: 0 reads written"), "{}", text(&output.stderr));
     let csv = std::fs::read_to_string(&trace).expect("the trace");

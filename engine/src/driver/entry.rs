@@ -126,7 +126,8 @@ struct Registered<'a, P: crate::Platform> {
 /// Configuration, table, PMU, PEP, registration, `State`. Returns how it ended
 /// ([`Outcome::status`] is what `DriverEntry` returns).
 pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome {
-    let (config, issues, skip) = read_configuration(kernel);
+    let mut issues = Issues::new();
+    let (config, skip) = read_configuration(kernel, &mut issues);
     let skipped = if skip {
         Some(SkipReason::SkipRegistration)
     } else if kernel.install_pending() {
@@ -163,37 +164,51 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
 }
 
 /// The configuration values `DriverEntry` ignored: all counted, the first
-/// [`state::MAX_LISTED_ISSUES`] kept to be listed in `State` (`ConfigurationIssue1`, …).
+/// [`state::MAX_LISTED_ISSUES`] kept, compactly (it lives in `DriverEntry`'s frame, which must
+/// stay under the 4 KiB that would need a stack probe), to be listed in `State`
+/// (`ConfigurationIssue1`, …).
 #[derive(Clone, Copy, Debug)]
 struct Issues {
     /// How many.
     count: u32,
-    /// The first ones, in the order found.
-    listed: [Option<Note>; state::MAX_LISTED_ISSUES],
+    /// The first ones, in the order found: the value's index in [`registry::names::ALL`]
+    /// ([`Issues::KEY`]: the `Parameters` key itself) and the problem.
+    listed: [Option<(u8, Problem)>; state::MAX_LISTED_ISSUES],
 }
 
 impl Issues {
+    /// The index that stands for the `Parameters` key itself.
+    const KEY: u8 = u8::MAX;
+
     const fn new() -> Self {
         Self { count: 0, listed: [None; state::MAX_LISTED_ISSUES] }
     }
 
     fn push(&mut self, note: Note) {
+        let value = registry::names::ALL
+            .iter()
+            .position(|name| *name == note.value)
+            .and_then(|index| u8::try_from(index).ok())
+            .unwrap_or(Self::KEY);
         if let Some(slot) = self.listed.get_mut(usize::try_from(self.count).unwrap_or(usize::MAX)) {
-            *slot = Some(note);
+            *slot = Some((value, note.problem));
         }
         self.count = self.count.saturating_add(1);
     }
 
     /// Writes `ConfigurationIssues` and one `ConfigurationIssueN` (`VALUE: REASON`) per listed
-    /// issue.
+    /// issue. Not inlined: its text buffers stay out of `DriverEntry`'s frame.
+    #[inline(never)]
     fn record<S: StateKey>(&self, record: &mut Recorder<S>) {
         record.dword(state::CONFIGURATION_ISSUES, self.count);
-        for (index, note) in self.listed.iter().flatten().enumerate() {
+        for (index, (value, problem)) in self.listed.iter().flatten().enumerate() {
+            let value =
+                registry::names::ALL.get(usize::from(*value)).copied().unwrap_or("Parameters");
             let mut name = Line::<32>::new();
             let mut text = Line::<128>::new();
             let _ =
                 write!(name, "{}{}", state::CONFIGURATION_ISSUE_PREFIX, index.saturating_add(1));
-            let _ = write!(text, "{note}");
+            let _ = write!(text, "{}", Note { value, problem: *problem });
             record.string(name.as_str(), text.as_str());
         }
     }
@@ -205,8 +220,7 @@ impl Issues {
 /// `PASSIVE_LEVEL`. Not inlined: the value buffer and the pattern parser's scratch space then
 /// leave the stack before `Pep::new` runs.
 #[inline(never)]
-fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, Issues, bool) {
-    let mut issues = Issues::new();
+fn read_configuration<K: KernelServices>(kernel: &K, issues: &mut Issues) -> (Config, bool) {
     let mut values = match kernel.open_parameters() {
         Ok(values) => values,
         Err(status) => {
@@ -215,7 +229,7 @@ fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, Issues, bool) {
                 format_args!("cannot open the Parameters key ({status:#010X}): using the defaults"),
             );
             issues.push(Note { value: "Parameters", problem: Problem::KeyUnreadable { status } });
-            return (Config::new(), issues, false);
+            return (Config::new(), false);
         }
     };
     let mut note = |note: Note| {
@@ -224,10 +238,13 @@ fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, Issues, bool) {
     };
     let skip = registry::read_skip_registration(&mut values, &mut note);
     let config = if skip { Config::new() } else { registry::read_config(&mut values, &mut note) };
-    (config, issues, skip)
+    (config, skip)
 }
 
-/// Steps 2 to 5. `PASSIVE_LEVEL`.
+/// Steps 2 to 5. `PASSIVE_LEVEL`. Not inlined: building the PEP needs room of its own, and
+/// `DriverEntry`'s frame (the configuration, the ignored values) must stay under the 4 KiB past
+/// which the compiler probes the stack with `__chkstk`, which a driver does not link.
+#[inline(never)]
 fn initialize<'k, K: KernelServices>(
     kernel: &'k K,
     passive: &Passive,
@@ -323,6 +340,7 @@ fn report_registered<K: KernelServices>(
     record.dword(state::DEVICE_ID_PATTERN_COUNT, patterns);
     issues.record(&mut record);
     record.string(state::ARCHITECTURE, kernel.architecture());
+    record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     record.string(state::PMU_RESERVATION, registered.pmu);
     let failures = record.failures;
     drop(record);
@@ -349,7 +367,9 @@ impl<S: StateKey> Recorder<S> {
     }
 }
 
-/// Logs a failed initialisation and records it in `State` (best effort). `PASSIVE_LEVEL`.
+/// Logs a failed initialisation and records it in `State` (best effort). `PASSIVE_LEVEL`. Not
+/// inlined, as [`report_registered`].
+#[inline(never)]
 fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
     kernel.log(
         LogLevel::Error,
@@ -364,10 +384,13 @@ fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
         let _ = record.string(state::FAILED_STEP, failure.step.name());
         let _ = record.dword(state::FAILURE_STATUS, failure.status.cast_unsigned());
         let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+        let _ = record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     }
 }
 
-/// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`.
+/// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`. Not inlined, as
+/// [`report_registered`].
+#[inline(never)]
 fn report_skipped<K: KernelServices>(kernel: &K, issues: &Issues, reason: SkipReason) {
     if let Some(key) = open_state(kernel) {
         let mut record = Recorder { key, failures: 0 };
@@ -375,6 +398,7 @@ fn report_skipped<K: KernelServices>(kernel: &K, issues: &Issues, reason: SkipRe
         record.string(state::REGISTRATION_SKIPPED, reason.name());
         issues.record(&mut record);
         record.string(state::ARCHITECTURE, kernel.architecture());
+        record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     }
 }
 

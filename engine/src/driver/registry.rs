@@ -143,9 +143,12 @@ pub mod state {
     pub const CONFIGURATION_ISSUE_PREFIX: &str = "ConfigurationIssue";
     /// The most ignored values listed by name in `ConfigurationIssue1`…; the count in
     /// `ConfigurationIssues` covers them all.
-    pub const MAX_LISTED_ISSUES: usize = 16;
+    pub const MAX_LISTED_ISSUES: usize = 8;
     /// `REG_SZ`: the processor architecture the driver was built for (`x64`, `arm64`).
     pub const ARCHITECTURE: &str = "Architecture";
+    /// `REG_DWORD`: the `TimeDateStamp` of the running image's PE header (0 when it could not
+    /// be read): which build is loaded, to compare with the package's `.sys`.
+    pub const IMAGE_TIME_DATE_STAMP: &str = "ImageTimeDateStamp";
     /// `REG_SZ`: the PMU reservation for the fixed-counter source: `not-needed`, `refused`
     /// (the HAL said another owner holds the PMU), `programming-failed` or `reserved`.
     pub const PMU_RESERVATION: &str = "PmuReservation";
@@ -153,7 +156,7 @@ pub mod state {
     /// `skip-registration` (the `SkipRegistration` value).
     pub const REGISTRATION_SKIPPED: &str = "RegistrationSkipped";
     /// Every value written after a successful registration, in the order written.
-    pub const REGISTERED_VALUES: [&str; 17] = [
+    pub const REGISTERED_VALUES: [&str; 18] = [
         REGISTERED,
         FEEDBACK_COUNTER_COUNT,
         COUNTER_SOURCE,
@@ -170,13 +173,20 @@ pub mod state {
         DEVICE_ID_PATTERN_COUNT,
         CONFIGURATION_ISSUES,
         ARCHITECTURE,
+        IMAGE_TIME_DATE_STAMP,
         PMU_RESERVATION,
     ];
     /// Every value written after a failed initialisation.
-    pub const FAILED_VALUES: [&str; 4] = [REGISTERED, FAILED_STEP, FAILURE_STATUS, ARCHITECTURE];
+    pub const FAILED_VALUES: [&str; 5] =
+        [REGISTERED, FAILED_STEP, FAILURE_STATUS, ARCHITECTURE, IMAGE_TIME_DATE_STAMP];
     /// Every value written when the registration was skipped.
-    pub const SKIPPED_VALUES: [&str; 4] =
-        [REGISTERED, REGISTRATION_SKIPPED, CONFIGURATION_ISSUES, ARCHITECTURE];
+    pub const SKIPPED_VALUES: [&str; 5] = [
+        REGISTERED,
+        REGISTRATION_SKIPPED,
+        CONFIGURATION_ISSUES,
+        ARCHITECTURE,
+        IMAGE_TIME_DATE_STAMP,
+    ];
 }
 
 /// The outcome of reading one value.

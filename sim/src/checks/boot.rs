@@ -285,6 +285,9 @@ fn state_key(
     };
     let architecture = if scenario.platform.cpu.is_arm64() { "arm64" } else { "x64" };
     expect(state::ARCHITECTURE, architecture.to_owned());
+    // The image that ran: the engine backend's kernel reports a fixed stamp, the image reads
+    // its own PE header.
+    expect(state::IMAGE_TIME_DATE_STAMP, record.image_time_date_stamp.to_string());
     match expected {
         ExpectedBoot::Registers => {
             expect(state::REGISTERED, "1".to_owned());
