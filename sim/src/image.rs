@@ -96,8 +96,9 @@ pub const fn architecture_of(scenario: &crate::scenario::Scenario) -> &'static s
     if scenario.platform.cpu.is_arm64() { "arm64" } else { "x64" }
 }
 
-/// Checks `image` and the files beside it before a run starts, so that the runner never
-/// starts on unusable input: the image exists and is a whole PE image of `architecture`
+/// Checks `image` and the files beside it before a run starts.
+///
+/// So that the runner never starts on unusable input: the image exists and is a whole PE image of `architecture`
 /// ([`pe::PeImage`]), and its linker map and `stack.txt` are there and were written for it.
 ///
 /// # Errors

@@ -91,6 +91,39 @@ pub struct ConfigurationIssue {
     pub reason: String,
 }
 
+impl EngineReport {
+    /// The ignored configuration values, a line each under a heading (nothing when none).
+    #[must_use]
+    pub fn configuration_text(&self) -> String {
+        let mut text = String::new();
+        if self.configuration_issue_count > 0 {
+            let _ = writeln!(
+                text,
+                "configuration: {} value{} ignored (State\\ConfigurationIssues):",
+                self.configuration_issue_count,
+                plural(self.configuration_issue_count)
+            );
+            for issue in &self.configuration_issues {
+                let _ = writeln!(
+                    text,
+                    "  ignored {}: {}",
+                    escaped(&issue.value),
+                    escaped(&issue.reason)
+                );
+            }
+            let listed = u32::try_from(self.configuration_issues.len()).unwrap_or(u32::MAX);
+            if self.configuration_issue_count > listed {
+                let _ = writeln!(
+                    text,
+                    "  and {} more (State lists the first {listed})",
+                    self.configuration_issue_count - listed
+                );
+            }
+        }
+        text
+    }
+}
+
 /// A logged device id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DeviceIdSeen {
@@ -304,30 +337,7 @@ impl Report {
         if let Some(warning) = &engine.nominal_warning {
             let _ = writeln!(text, "warning: {warning}");
         }
-        if engine.configuration_issue_count > 0 {
-            let _ = writeln!(
-                text,
-                "configuration: {} value{} ignored (State\\ConfigurationIssues):",
-                engine.configuration_issue_count,
-                plural(engine.configuration_issue_count)
-            );
-            for issue in &engine.configuration_issues {
-                let _ = writeln!(
-                    text,
-                    "  ignored {}: {}",
-                    escaped(&issue.value),
-                    escaped(&issue.reason)
-                );
-            }
-            let listed = u32::try_from(engine.configuration_issues.len()).unwrap_or(u32::MAX);
-            if engine.configuration_issue_count > listed {
-                let _ = writeln!(
-                    text,
-                    "  and {} more (State lists the first {listed})",
-                    engine.configuration_issue_count - listed
-                );
-            }
-        }
+        text.push_str(&engine.configuration_text());
         let _ = writeln!(text);
         let _ = writeln!(
             text,

@@ -1,5 +1,6 @@
-//! User-supplied text as `ppm-sim` prints it: the one escaping every output applies to strings it
-//! did not write itself (device ids, registry value names, scenario and file names, the PEP's
+//! User-supplied text as `ppm-sim` prints it.
+//!
+//! The one escaping every output applies to strings it did not write itself (device ids, registry value names, scenario and file names, the PEP's
 //! `State` strings), so that no control character reaches a terminal raw.
 //!
 //! A scenario can name a processor `"\u001b[2J"` (clear the screen) or `"x\rok  "` (rewrite a
@@ -10,9 +11,11 @@
 //! control character itself, and the `--trace` CSV holds only numbers.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
-/// Whether `c` is printed escaped: every control character (C0, DEL, C1: `char::is_control`)
-/// and the Unicode characters that reorder or break a line on a terminal — the bidirectional
+/// Whether `c` is printed escaped.
+///
+/// Every control character (C0, DEL, C1: `char::is_control`) and the Unicode characters that reorder or break a line on a terminal — the bidirectional
 /// embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) and the line and paragraph
 /// separators (U+2028, U+2029).
 #[must_use]
@@ -21,9 +24,10 @@ pub fn is_escaped(c: char) -> bool {
         || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
 }
 
-/// `text` with every character [`is_escaped`] says written as its Rust escape (`\r`, `\n`,
-/// `\t`, `\u{1b}`); everything else, backslashes included, as is. Escaping twice changes
-/// nothing more (the escapes are printable).
+/// `text` with every character [`is_escaped`] says written as its Rust escape.
+///
+/// `\r`, `\n`, `\t`, `\u{1b}`; everything else, backslashes included, as is. Escaping twice
+/// changes nothing more (the escapes are printable).
 #[must_use]
 pub fn escaped(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_escaped) {
@@ -36,7 +40,7 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
             // `escape_debug` leaves some format characters as they are: force the escape.
             if out.ends_with(c) {
                 out.pop();
-                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
             }
         } else {
             out.push(c);
@@ -45,7 +49,8 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `value` as pretty JSON in which every character [`is_escaped`] says is written `\uXXXX`:
+/// `value` as pretty JSON in which every character [`is_escaped`] says is written `\uXXXX`.
+///
 /// JSON escapes only U+0000–U+001F itself, and DEL, the C1 controls (U+009B is a terminal's
 /// CSI) and the bidirectional controls would otherwise reach the terminal raw. Still plain JSON:
 /// a reader decodes the same strings.
@@ -63,7 +68,7 @@ pub fn json_pretty<T: serde::Serialize>(value: &T) -> Result<String, serde_json:
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// serde_json's pretty layout, with [`is_escaped`] characters of strings written `\uXXXX`.
+/// `serde_json`'s pretty layout, with [`is_escaped`] characters of strings written `\uXXXX`.
 struct TerminalSafe<'a>(serde_json::ser::PrettyFormatter<'a>);
 
 impl serde_json::ser::Formatter for TerminalSafe<'_> {

@@ -2,7 +2,7 @@
 //! run leaves every existing file as it was: each case here destroyed a file (or the report)
 //! before outputs were checked up front and written beside their place, then renamed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// A small valid scenario: 2 processors, 200 ms (a trace of some 800 rows, about 80 KB).

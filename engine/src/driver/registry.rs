@@ -43,8 +43,9 @@ pub const MAX_NAME_UNITS: usize = 64;
 /// The largest perf level accepted from the registry (the same bound as
 /// [`MAX_NOMINAL_MHZ`]: the engine's flat fallback expresses perf in MHz).
 pub const MAX_PERFORMANCE_LEVEL: u32 = MAX_NOMINAL_MHZ;
-/// The largest `TransitionLatency100ns` accepted: 0. The PEP answers `QUERY_CAPABILITIES` with
-/// `PerformanceStatesSupported` FALSE (perf control stays with ACPI), so a worst-case perf
+/// The largest `TransitionLatency100ns` accepted: 0.
+///
+/// The PEP answers `QUERY_CAPABILITIES` with `PerformanceStatesSupported` FALSE (perf control stays with ACPI), so a worst-case perf
 /// transition latency in `QUERY_DOMAIN_INFO` would describe transitions the PEP does not make;
 /// any other value is ignored as [`Problem::NoPerfStates`].
 pub const MAX_TRANSITION_LATENCY_100NS: u32 = 0;
@@ -136,8 +137,9 @@ pub mod state {
     pub const DEVICE_ID_PATTERN_COUNT: &str = "DeviceIdPatternCount";
     /// `REG_DWORD`: configuration values that were ignored (each one logged).
     pub const CONFIGURATION_ISSUES: &str = "ConfigurationIssues";
-    /// `REG_SZ` values `ConfigurationIssue1`, `ConfigurationIssue2`, …: the first
-    /// [`MAX_LISTED_ISSUES`] of the `ConfigurationIssues`, in the order found, each
+    /// The prefix of `REG_SZ` values `ConfigurationIssue1`, `ConfigurationIssue2`, ….
+    ///
+    /// They are the first [`MAX_LISTED_ISSUES`] of the `ConfigurationIssues`, in the order found, each
     /// `VALUE: REASON` (the value's name under `Parameters`, then why it was ignored), written
     /// wherever `ConfigurationIssues` is.
     pub const CONFIGURATION_ISSUE_PREFIX: &str = "ConfigurationIssue";

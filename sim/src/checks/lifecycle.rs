@@ -49,8 +49,13 @@ impl Context<'_> {
                         ));
                     }
                     if offered.started != Some(true) {
-                        failures
-                            .push(format!("{name}: DEVICE_STARTED returned {:?}", offered.started));
+                        failures.push(match offered.started {
+                            Some(started) => format!(
+                                "{name}: DEVICE_STARTED returned {}",
+                                if started { "TRUE" } else { "FALSE" }
+                            ),
+                            None => format!("{name}: DEVICE_STARTED was not sent"),
+                        });
                     }
                     let processor = self.processor(record.processor);
                     if !processor

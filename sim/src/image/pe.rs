@@ -1,5 +1,6 @@
-//! The driver image and the files beside it, checked before the runner starts: a `.sys` that is
-//! not a whole PE image of the scenario's architecture, or a map or `stack.txt` written for
+//! The driver image and the files beside it, checked before the runner starts.
+//!
+//! A `.sys` that is not a whole PE image of the scenario's architecture, or a map or `stack.txt` written for
 //! another image, is unusable input (one line naming the file and what is wrong, exit 2), not a
 //! run to judge — the runner would map a truncated section short and the image would fault on
 //! the missing bytes (bugcheck 0x50), failing every check for a reason that is not the PEP's.
@@ -163,43 +164,7 @@ impl PeImage {
         let size_of_image = u32_at(bytes, optional + 56).ok_or_else(truncated_headers)?;
         let checksum = u32_at(bytes, optional + 64).ok_or_else(truncated_headers)?;
         let table = optional + usize::from(optional_size);
-        let table_end = table + usize::from(count) * SECTION_HEADER_BYTES;
-        if table_end > bytes.len() {
-            return Err(format!(
-                "truncated: the section table ends at byte {table_end}, past the end of the \
-                 file ({} bytes)",
-                bytes.len()
-            ));
-        }
-        let mut sections = Vec::new();
-        for index in 0..usize::from(count) {
-            let at = table + index * SECTION_HEADER_BYTES;
-            let raw_name = bytes.get(at..at + 8).unwrap_or_default();
-            let name: String = String::from_utf8_lossy(raw_name)
-                .trim_end_matches('\0')
-                .chars()
-                .map(|c| if c.is_control() { '?' } else { c })
-                .collect();
-            let number = |offset| u32_at(bytes, at + offset).unwrap_or(0);
-            let (virtual_size, rva) = (number(8), number(12));
-            let (raw_size, raw_offset) = (number(16), number(20));
-            let raw_end = u64::from(raw_offset) + u64::from(raw_size);
-            if raw_size > 0 && raw_end > bytes.len() as u64 {
-                return Err(format!(
-                    "truncated: section {name} extends past the end of the file (its data ends \
-                     at byte {raw_end}, the file has {})",
-                    bytes.len()
-                ));
-            }
-            let memory_end = u64::from(rva) + u64::from(virtual_size.max(raw_size));
-            if memory_end > u64::from(size_of_image) {
-                return Err(format!(
-                    "section {name} ends at RVA {memory_end:#x}, past SizeOfImage \
-                     ({size_of_image:#x})"
-                ));
-            }
-            sections.push(Section { name, rva, virtual_size });
-        }
+        let sections = sections(bytes, table, count, size_of_image)?;
         let entry_in_code = sections.iter().any(|section| {
             section.rva <= entry_rva
                 && u64::from(entry_rva) < u64::from(section.rva) + u64::from(section.virtual_size)
@@ -296,6 +261,54 @@ impl PeImage {
             )),
         }
     }
+}
+
+/// The section table at `table` (`count` headers) of an image of `size_of_image` bytes in
+/// memory: every section's raw data in the file, its memory in `SizeOfImage`.
+fn sections(
+    bytes: &[u8],
+    table: usize,
+    count: u16,
+    size_of_image: u32,
+) -> Result<Vec<Section>, String> {
+    let table_end = table + usize::from(count) * SECTION_HEADER_BYTES;
+    if table_end > bytes.len() {
+        return Err(format!(
+            "truncated: the section table ends at byte {table_end}, past the end of the \
+             file ({} bytes)",
+            bytes.len()
+        ));
+    }
+    let mut sections = Vec::new();
+    for index in 0..usize::from(count) {
+        let at = table + index * SECTION_HEADER_BYTES;
+        let raw_name = bytes.get(at..at + 8).unwrap_or_default();
+        let name: String = String::from_utf8_lossy(raw_name)
+            .trim_end_matches('\0')
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        let number = |offset| u32_at(bytes, at + offset).unwrap_or(0);
+        let (virtual_size, rva) = (number(8), number(12));
+        let (raw_size, raw_offset) = (number(16), number(20));
+        let raw_end = u64::from(raw_offset) + u64::from(raw_size);
+        if raw_size > 0 && raw_end > bytes.len() as u64 {
+            return Err(format!(
+                "truncated: section {name} extends past the end of the file (its data ends \
+                 at byte {raw_end}, the file has {})",
+                bytes.len()
+            ));
+        }
+        let memory_end = u64::from(rva) + u64::from(virtual_size.max(raw_size));
+        if memory_end > u64::from(size_of_image) {
+            return Err(format!(
+                "section {name} ends at RVA {memory_end:#x}, past SizeOfImage \
+                 ({size_of_image:#x})"
+            ));
+        }
+        sections.push(Section { name, rva, virtual_size });
+    }
+    Ok(sections)
 }
 
 /// A minimal PE32+ image for tests: headers, one `.text` section of 0x200 bytes at file offset
