@@ -67,28 +67,7 @@ fn a_file_name_with_control_characters_is_escaped_in_messages() {
 
 /// Four bad values and a read that fails: each is listed, with its reason, in the text report
 /// and in the JSON, in the order the driver read them.
-const BAD_REGISTRY: &str = r#"name = "bad-registry"
-[platform]
-processors = 2
-nominal_mhz = 2000
-[pofx]
-duration_ms = 100
-[registry]
-CounterSource = "2"
-FeedbackCounters = 7
-NominalMhz = { type = "REG_DWORD", bytes = [1, 0] }
-TransitionLatency100ns = 500
-PmuReservation = 0
-[[fault]]
-step = "read-value"
-value = "PmuReservation"
-status = "STATUS_INSUFFICIENT_RESOURCES"
-[[phase]]
-start_ms = 0
-processors = "all"
-frequency_mhz = 2000
-busy_percent = 100
-"#;
+const BAD_REGISTRY: &str = include_str!("scenarios/registry-issues.toml");
 
 #[test]
 fn ignored_registry_values_are_listed_with_their_reasons() {
