@@ -6,7 +6,9 @@
 # Usage: scripts/check-image-backend.sh [--self-test]
 #   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image-runner), then
 #                `ppm-sim validate --pep image` over every built-in scenario (debug ppm-sim,
-#                the shared target/), its output and wall time printed
+#                the shared target/), its output and wall time printed; then
+#                sim/tests/scenarios/registry-issues.toml on both backends: the ignored registry
+#                values the image lists in its State key must be the engine's, line for line
 #   --self-test  also proves the checks can fail: three copies of the image broken on purpose
 #                (tools/image-runner/broken_image.py, written to target/image-runner/self-test/,
 #                the real image never modified) must each fail `validate default` with a named
@@ -66,6 +68,20 @@ elapsed=$(( (${EPOCHREALTIME/./} - start) / 100000 ))
 echo "   $((elapsed / 10)).$((elapsed % 10)) s (validate --pep image)"
 if [[ $status -ne 0 ]]; then
     echo "check-image-backend: validate --pep image failed" >&2
+fi
+
+echo "== ppm-sim run --pep image: the ignored registry values, read back from the image's State"
+# The image writes ConfigurationIssue1, ... itself; its list must be the engine's, line for line.
+registry_issues=sim/tests/scenarios/registry-issues.toml
+ignored() { "$SIM" run "$registry_issues" "$@" | sed -n '/^configuration: /,/^$/p'; }
+from_engine=$(ignored --pep engine) || status=1
+from_image=$(ignored --pep image) || status=1
+if [[ -n $from_image && $from_image == "$from_engine" ]]; then
+    echo "   $(head -n 1 <<<"$from_image") the same from both backends"
+else
+    echo "check-image-backend: the image lists other ignored values than the engine:" >&2
+    diff <(echo "$from_engine") <(echo "$from_image") >&2 || true
+    status=1
 fi
 
 if $SELF_TEST; then

@@ -45,7 +45,7 @@ use crate::abi::{
     PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_PROCESSOR_STATE_NAME,
     PEP_NOTIFY_PPM_QUERY_VETO_REASON, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
     PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEP_NOTIFY_PPM_TEST_IDLE_STATE,
-    PEP_NOTIFY_PPM_UPDATE_PLATFORM_STATE, STATUS_NOT_SUPPORTED, TRUE, ULONG,
+    PEP_NOTIFY_PPM_UPDATE_PLATFORM_STATE, STATUS_NOT_IMPLEMENTED, TRUE, ULONG,
 };
 
 /// Which callback receives the notification (the two id spaces overlap).
@@ -261,12 +261,12 @@ pub const DPM: [Notification; 30] = [
         Dpm,
         PEP_DPM_WORK,
         Optional,
-        "\"If NeedWork is FALSE, WorkInformation must be NULL.\"; sent after the PEP calls RequestWorker.",
+        "NeedWork [out]: \"Set this member to TRUE if the PEP has a work request, or to FALSE if the PEP has no work to request.\"; sent after the PEP calls RequestWorker.",
         DeclinedInOutputs,
-        "NeedWork FALSE, WorkInformation NULL.",
-        "It never calls RequestWorker, so it has no work; the documented way to say so.",
+        "NeedWork FALSE; WorkInformation left as PoFx passed it.",
+        "It never calls RequestWorker, so it has no work. The page also says \"If NeedWork is FALSE, WorkInformation must be NULL\", but Microsoft's i.MX PEP (ms-iot/imx-iotcore) fills the PEP_WORK_INFORMATION that WorkInformation points to in place and never assigns the pointer: it is the OS's buffer, and NULL written over it could lose it.",
         "windows-driver-docs-ddi pepfx/ns-pepfx-_pep_work.md",
-        [0 => [0; 8], 8 => [0]],
+        [8 => [0]],
     ),
     row!(
         Dpm,
@@ -274,10 +274,10 @@ pub const DPM: [Notification; 30] = [
         Silent,
         "Status [out]: \"If the operation is successful, the PEP sets this member to STATUS_SUCCESS. Otherwise, the PEP sets this member to an appropriate error status code.\"",
         DeclinedInOutputs,
-        "For a live processor handle: Status STATUS_NOT_SUPPORTED, BytesReturned 0, the driver's buffers untouched; FALSE for any other handle.",
-        "The PEP defines no control code; a driver calling PoFxPowerControl on a processor gets a defined failure rather than an unwritten Status.",
+        "For a live processor handle: Status STATUS_NOT_IMPLEMENTED, BytesReturned 0, the driver's buffers untouched; FALSE for any other handle.",
+        "The PEP owns the processor but defines no control code. PoFxPowerControl's page (wdm/nf-wdm-pofxpowercontrol.md) gives the two failures: STATUS_NOT_IMPLEMENTED, \"The requested power control operation is not implemented\", and STATUS_NOT_SUPPORTED, \"The power engine plug-in (PEP) does not acknowledge support for this device\" (untrue of a processor it registered).",
         "windows-driver-docs-ddi pepfx/ns-pepfx-_pep_power_control_request.md",
-        [48 => [0; 8], 56 => STATUS_NOT_SUPPORTED.to_le_bytes()],
+        [48 => [0; 8], 56 => STATUS_NOT_IMPLEMENTED.to_le_bytes()],
     ),
     row!(
         Dpm,
@@ -920,8 +920,8 @@ pub const PPM: [Notification; 43] = [
         Optional,
         "\"An optional notification that queries for information about a performance domain.\"",
         Handled,
-        "SW_ALL, one member, for the domain of a live processor; FALSE for an unknown DomainId.",
-        "One domain per processor.",
+        "For the domain of a live processor: the whole structure — DomainId as asked, CoordinationType SW_ALL, IdleProcessorsDiscounted FALSE, SchedulerDirectedTransitionsSupported FALSE, AffinitizePerfSet FALSE, WorstCaseTransitionLatency 0, WorstCaseTransitionOverhead 0; FALSE for an unknown DomainId.",
+        "One domain per processor (its slot index). The latency is 0 because the PEP reports PerformanceStatesSupported FALSE: a non-zero TransitionLatency100ns would describe transitions it does not make, so the driver ignores one as a configuration issue (State\\ConfigurationIssue1…).",
         PPM_DOC,
     ),
     row!(

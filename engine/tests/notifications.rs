@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use ppm_caller::fixture::NoCounters;
 use ppm_engine::abi::{
     PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE, PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_WORK, PEPHANDLE,
-    STATUS_NOT_SUPPORTED,
+    STATUS_NOT_IMPLEMENTED,
 };
 use ppm_engine::config::Config;
 use ppm_engine::notifications::{Answer, Callback, DPM, Notification, Output, PPM, Requirement};
@@ -130,8 +130,10 @@ fn the_engine_answers_what_the_table_says() {
     // The documented outputs, spelled out once.
     let write = |id| DPM.iter().find(|row| row.id == id).unwrap().outputs;
     assert_eq!(write(PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE), [Output { offset: 17, bytes: &[1] }]);
-    assert_eq!(write(PEP_DPM_WORK)[1], Output { offset: 8, bytes: &[0] });
-    assert_eq!(write(PEP_DPM_POWER_CONTROL_REQUEST)[1].bytes, STATUS_NOT_SUPPORTED.to_le_bytes());
+    // DPM_WORK: NeedWork FALSE only; WorkInformation (offset 0) is the OS's and stays as passed.
+    assert_eq!(write(PEP_DPM_WORK), [Output { offset: 8, bytes: &[0] }]);
+    // POWER_CONTROL_REQUEST: "not implemented", not "the PEP does not own the device".
+    assert_eq!(write(PEP_DPM_POWER_CONTROL_REQUEST)[1].bytes, STATUS_NOT_IMPLEMENTED.to_le_bytes());
     // COMPONENT_IDLE_STATE is completed for any handle; the other DPM notifications that
     // name a device refuse, untouched, a handle that is not a live one of the PEP's.
     for row in DPM.iter().filter(|row| row.fixed() && row.answer != Answer::Refused) {

@@ -51,6 +51,9 @@ pub struct BootSabotage {
     pub ignore_skip_registration: bool,
     /// `install_pending` answers false (a driver that registers mid-session after an install).
     pub ignore_install_pending: bool,
+    /// The image's `TimeDateStamp` is another build's (a stale image still loaded, or a driver
+    /// that reads the wrong header).
+    pub stale_image: bool,
 }
 
 /// One `State` value as written.
@@ -112,13 +115,40 @@ pub struct BootRecord {
     pub pmu_reserved: bool,
     /// Whether `HalAllocateHardwareCounters` was called.
     pub reservation_requested: bool,
+    /// The `TimeDateStamp` of the image that ran, which `State\ImageTimeDateStamp` must hold:
+    /// [`ENGINE_IMAGE_TIME_DATE_STAMP`] on the engine backend (its kernel reports that), the
+    /// image file's PE header on the image backend (the image reads its own header).
+    pub image_time_date_stamp: u32,
 }
+
+/// The `TimeDateStamp` the engine backend's kernel reports for the running image (there is no
+/// image: a fixed value, which `boot.state` expects in `State\ImageTimeDateStamp`).
+pub const ENGINE_IMAGE_TIME_DATE_STAMP: u32 = 0x5050_4550;
 
 impl BootRecord {
     /// `State` value `name`, as text.
     #[must_use]
     pub fn state_value(&self, name: &str) -> Option<String> {
         self.state.as_ref()?.get(name).map(ToString::to_string)
+    }
+
+    /// The configuration values the PEP ignored, as `State` lists them
+    /// (`ConfigurationIssue1`, `ConfigurationIssue2`, … until one is missing): each split at
+    /// its first `": "` into the value's name and the reason.
+    #[must_use]
+    pub fn configuration_issues(&self) -> Vec<(String, String)> {
+        (1..)
+            .map_while(|index| {
+                self.state_value(&format!(
+                    "{}{index}",
+                    ppm_engine::driver::registry::state::CONFIGURATION_ISSUE_PREFIX
+                ))
+            })
+            .map(|text| match text.split_once(": ") {
+                Some((value, reason)) => (value.to_owned(), reason.to_owned()),
+                None => (String::new(), text),
+            })
+            .collect()
     }
 }
 
@@ -227,6 +257,7 @@ impl<'a> SimKernel<'a> {
             pmu_control: before.into_iter().zip(after).collect(),
             pmu_reserved: self.machine().pmu_reserved(),
             reservation_requested: self.reservation_requested.get(),
+            image_time_date_stamp: ENGINE_IMAGE_TIME_DATE_STAMP,
         };
         (record, pep.filter(|_| registered))
     }
@@ -331,6 +362,8 @@ impl<'a> SimKernel<'a> {
             pmu_control: before.into_iter().zip(after).collect(),
             pmu_reserved: self.machine().pmu_reserved(),
             reservation_requested: self.reservation_requested.get(),
+            // The image backend sets the image's own (`crate::image::boot`).
+            image_time_date_stamp: 0,
         }
     }
 }
@@ -469,6 +502,14 @@ impl KernelServices for SimKernel<'_> {
     fn architecture(&self) -> &'static str {
         // The emulated processors' architecture, whatever the host is.
         if self.platform.machine().cpu().kind.is_arm64() { "arm64" } else { "x64" }
+    }
+
+    fn image_time_date_stamp(&self) -> u32 {
+        if self.sabotage.stale_image {
+            ENGINE_IMAGE_TIME_DATE_STAMP.wrapping_sub(86_400)
+        } else {
+            ENGINE_IMAGE_TIME_DATE_STAMP
+        }
     }
 
     fn open_parameters(&self) -> Result<SimParameters<'_>, NTSTATUS> {

@@ -29,6 +29,7 @@ use crate::plot::{self, PlotCollector};
 use crate::pofx::RunOptions;
 use crate::report::{SuiteReport, plural};
 use crate::scenario::Scenario;
+use crate::text::escaped;
 use crate::trace::TraceFile;
 use crate::{bench, builtin};
 
@@ -104,7 +105,7 @@ fn command() -> Command {
             .value_name("FILE.sys")
             .requires("pep")
             .value_parser(clap::value_parser!(PathBuf))
-            .help("The driver image for --pep image (default: target/driver-image/x64/ppm_pep.sys, built by scripts/build-driver-image.sh)")
+            .help("The driver image for --pep image (default: target/driver-image/x64/ppm_pep.sys, or target/driver-image/arm64/ppm_pep.sys for an ARM64 scenario; scripts/check-driver-image.sh builds both, with the ppm_pep.map and stack.txt the image backend reads beside each)")
     };
     Command::new("ppm-sim")
         .version(env!("CARGO_PKG_VERSION"))
@@ -323,7 +324,7 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
                     EXIT_PASSED
                 }
                 _ => {
-                    let _ = writeln!(err, "ppm-sim: {}", one_line(&error, args));
+                    let _ = writeln!(err, "ppm-sim: {}", escaped(&one_line(&error, args)));
                     EXIT_USAGE
                 }
             };
@@ -332,7 +333,8 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match dispatch(invocation(&matches), out, err) {
         Ok(code) => code,
         Err(message) => {
-            let _ = writeln!(err, "ppm-sim: {message}");
+            // Messages name files and values as given: escaped, so the line stays one line.
+            let _ = writeln!(err, "ppm-sim: {}", escaped(&message));
             EXIT_USAGE
         }
     }
@@ -445,10 +447,14 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
         format!("{error}; no output file was changed (the report is on stdout)")
     })?;
     if let (Some(rows), Some(path)) = (rows, &request.trace) {
-        let _ = writeln!(err, "ppm-sim: trace: {rows} reads written to {}", path.display());
+        let _ = writeln!(
+            err,
+            "ppm-sim: trace: {rows} reads written to {}",
+            escaped(&path.display().to_string())
+        );
     }
     if let Some(path) = &request.plot {
-        let _ = writeln!(err, "ppm-sim: plot written to {}", path.display());
+        let _ = writeln!(err, "ppm-sim: plot written to {}", escaped(&path.display().to_string()));
     }
     Ok(verdict(report.passed))
 }
@@ -511,7 +517,7 @@ fn write_output<T: serde::Serialize>(
     out: &mut dyn Write,
 ) -> Result<(), String> {
     if json {
-        let encoded = serde_json::to_string_pretty(value)
+        let encoded = crate::text::json_pretty(value)
             .map_err(|error| format!("cannot encode the report: {error}"))?;
         let _ = writeln!(out, "{encoded}");
     } else {

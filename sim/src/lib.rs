@@ -44,6 +44,7 @@ pub mod plot;
 pub mod pofx;
 pub mod report;
 pub mod scenario;
+pub mod text;
 pub mod trace;
 
 use std::sync::Arc;
@@ -106,7 +107,7 @@ pub fn run_image(
     options: &RunOptions,
     image_path: &std::path::Path,
 ) -> Result<RunOutput, String> {
-    image::check_image(image_path)?;
+    image::check_image(image_path, image::architecture_of(scenario))?;
     let script = image::repository().join("scripts/image-runner.sh");
     let runner = Arc::new(
         image::Runner::start(

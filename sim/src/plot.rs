@@ -216,7 +216,10 @@ impl PlotCollector {
                     "% Processor Performance (measured over nominal, as perfmon shows it) vs true"
                 }
             };
-            let root = root.titled(&format!("{}: {what}", scenario.name), ("sans-serif", 20))?;
+            let root = root.titled(
+                &format!("{}: {what}", crate::text::escaped(&scenario.name)),
+                ("sans-serif", 20),
+            )?;
             let (legend_area, charts) = root.split_vertically(HEADER - TITLE);
             draw_legend(&legend_area, view, nominal)?;
             let areas = charts.split_evenly((series.len().max(1), 1));

@@ -23,10 +23,13 @@
 //! records the failed step in `State` and returns its status, so the driver does not load.
 //! Nothing after a successful registration can fail `DriverEntry`.
 
+use core::fmt::Write as _;
+
 use crate::abi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+use crate::driver::line::Line;
 use crate::driver::pmu_reservation::{self, PmuReservation};
 use crate::driver::processor_table::ProcessorTable;
-use crate::driver::registry::{self, Note, state};
+use crate::driver::registry::{self, Note, Problem, state};
 use crate::driver::services::{KernelServices, LogLevel, StateKey};
 use crate::platform::Passive;
 use crate::{Config, Pep, pep_information};
@@ -123,7 +126,8 @@ struct Registered<'a, P: crate::Platform> {
 /// Configuration, table, PMU, PEP, registration, `State`. Returns how it ended
 /// ([`Outcome::status`] is what `DriverEntry` returns).
 pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome {
-    let (config, issues, skip) = read_configuration(kernel);
+    let mut issues = Issues::new();
+    let (config, skip) = read_configuration(kernel, &mut issues);
     let skipped = if skip {
         Some(SkipReason::SkipRegistration)
     } else if kernel.install_pending() {
@@ -144,12 +148,12 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
                 }
             ),
         );
-        report_skipped(kernel, issues, reason);
+        report_skipped(kernel, &issues, reason);
         return Outcome::Skipped(reason);
     }
     match initialize(kernel, passive, &config) {
         Ok(registered) => {
-            report_registered(kernel, &registered, &config, issues);
+            report_registered(kernel, &registered, &config, &issues);
             Outcome::Registered
         }
         Err(failure) => {
@@ -159,13 +163,64 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
     }
 }
 
+/// The configuration values `DriverEntry` ignored: all counted, the first
+/// [`state::MAX_LISTED_ISSUES`] kept, compactly (it lives in `DriverEntry`'s frame, which must
+/// stay under the 4 KiB that would need a stack probe), to be listed in `State`
+/// (`ConfigurationIssue1`, …).
+#[derive(Clone, Copy, Debug)]
+struct Issues {
+    /// How many.
+    count: u32,
+    /// The first ones, in the order found: the value's index in [`registry::names::ALL`]
+    /// ([`Issues::KEY`]: the `Parameters` key itself) and the problem.
+    listed: [Option<(u8, Problem)>; state::MAX_LISTED_ISSUES],
+}
+
+impl Issues {
+    /// The index that stands for the `Parameters` key itself.
+    const KEY: u8 = u8::MAX;
+
+    const fn new() -> Self {
+        Self { count: 0, listed: [None; state::MAX_LISTED_ISSUES] }
+    }
+
+    fn push(&mut self, note: Note) {
+        let value = registry::names::ALL
+            .iter()
+            .position(|name| *name == note.value)
+            .and_then(|index| u8::try_from(index).ok())
+            .unwrap_or(Self::KEY);
+        if let Some(slot) = self.listed.get_mut(usize::try_from(self.count).unwrap_or(usize::MAX)) {
+            *slot = Some((value, note.problem));
+        }
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// Writes `ConfigurationIssues` and one `ConfigurationIssueN` (`VALUE: REASON`) per listed
+    /// issue. Not inlined: its text buffers stay out of `DriverEntry`'s frame.
+    #[inline(never)]
+    fn record<S: StateKey>(&self, record: &mut Recorder<S>) {
+        record.dword(state::CONFIGURATION_ISSUES, self.count);
+        for (index, (value, problem)) in self.listed.iter().flatten().enumerate() {
+            let value =
+                registry::names::ALL.get(usize::from(*value)).copied().unwrap_or("Parameters");
+            let mut name = Line::<32>::new();
+            let mut text = Line::<128>::new();
+            let _ =
+                write!(name, "{}{}", state::CONFIGURATION_ISSUE_PREFIX, index.saturating_add(1));
+            let _ = write!(text, "{}", Note { value, problem: *problem });
+            record.string(name.as_str(), text.as_str());
+        }
+    }
+}
+
 /// Reads the configuration from `Parameters`, logging every ignored value: the configuration,
-/// the number of ignored values, and whether the registration is to be skipped. A `Parameters`
-/// key that cannot be opened leaves every default in place (logged, counted as one issue).
+/// the ignored values, and whether the registration is to be skipped. A `Parameters` key that
+/// cannot be opened leaves every default in place (logged, and one issue: `Parameters`).
 /// `PASSIVE_LEVEL`. Not inlined: the value buffer and the pattern parser's scratch space then
 /// leave the stack before `Pep::new` runs.
 #[inline(never)]
-fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
+fn read_configuration<K: KernelServices>(kernel: &K, issues: &mut Issues) -> (Config, bool) {
     let mut values = match kernel.open_parameters() {
         Ok(values) => values,
         Err(status) => {
@@ -173,20 +228,23 @@ fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
                 LogLevel::Error,
                 format_args!("cannot open the Parameters key ({status:#010X}): using the defaults"),
             );
-            return (Config::new(), 1, false);
+            issues.push(Note { value: "Parameters", problem: Problem::KeyUnreadable { status } });
+            return (Config::new(), false);
         }
     };
-    let mut issues = 0u32;
     let mut note = |note: Note| {
-        issues = issues.saturating_add(1);
+        issues.push(note);
         kernel.log(LogLevel::Error, format_args!("Parameters\\{note}"));
     };
     let skip = registry::read_skip_registration(&mut values, &mut note);
     let config = if skip { Config::new() } else { registry::read_config(&mut values, &mut note) };
-    (config, issues, skip)
+    (config, skip)
 }
 
-/// Steps 2 to 5. `PASSIVE_LEVEL`.
+/// Steps 2 to 5. `PASSIVE_LEVEL`. Not inlined: building the PEP needs room of its own, and
+/// `DriverEntry`'s frame (the configuration, the ignored values) must stay under the 4 KiB past
+/// which the compiler probes the stack with `__chkstk`, which a driver does not link.
+#[inline(never)]
 fn initialize<'k, K: KernelServices>(
     kernel: &'k K,
     passive: &Passive,
@@ -238,7 +296,7 @@ fn report_registered<K: KernelServices>(
     kernel: &K,
     registered: &Registered<'_, K::Platform>,
     config: &Config,
-    issues: u32,
+    issues: &Issues,
 ) {
     let pep = registered.pep;
     let caps = pep.perf_capabilities();
@@ -252,7 +310,7 @@ fn report_registered<K: KernelServices>(
         format_args!(
             "registered: {} feedback counter(s), source {source} (no-counters reason {reason}), \
              nominal {} MHz ({rate_source}), perf {}/{}/{}/{} ({perf_source}), {} processor \
-             slots, {issues} ignored configuration value(s), PMU reservation {}",
+             slots, {} ignored configuration value(s), PMU reservation {}",
             pep.feedback_counter_count(),
             pep.nominal_mhz(),
             caps.highest,
@@ -260,6 +318,7 @@ fn report_registered<K: KernelServices>(
             caps.lowest_nonlinear,
             caps.lowest,
             registered.capacity,
+            issues.count,
             registered.pmu,
         ),
     );
@@ -279,8 +338,9 @@ fn report_registered<K: KernelServices>(
     record.string(state::PERF_SOURCE, perf_source);
     record.dword(state::PROCESSOR_TABLE_CAPACITY, registered.capacity);
     record.dword(state::DEVICE_ID_PATTERN_COUNT, patterns);
-    record.dword(state::CONFIGURATION_ISSUES, issues);
+    issues.record(&mut record);
     record.string(state::ARCHITECTURE, kernel.architecture());
+    record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     record.string(state::PMU_RESERVATION, registered.pmu);
     let failures = record.failures;
     drop(record);
@@ -307,7 +367,9 @@ impl<S: StateKey> Recorder<S> {
     }
 }
 
-/// Logs a failed initialisation and records it in `State` (best effort). `PASSIVE_LEVEL`.
+/// Logs a failed initialisation and records it in `State` (best effort). `PASSIVE_LEVEL`. Not
+/// inlined, as [`report_registered`].
+#[inline(never)]
 fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
     kernel.log(
         LogLevel::Error,
@@ -322,16 +384,21 @@ fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
         let _ = record.string(state::FAILED_STEP, failure.step.name());
         let _ = record.dword(state::FAILURE_STATUS, failure.status.cast_unsigned());
         let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+        let _ = record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     }
 }
 
-/// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`.
-fn report_skipped<K: KernelServices>(kernel: &K, issues: u32, reason: SkipReason) {
-    if let Some(mut record) = open_state(kernel) {
-        let _ = record.dword(state::REGISTERED, 0);
-        let _ = record.string(state::REGISTRATION_SKIPPED, reason.name());
-        let _ = record.dword(state::CONFIGURATION_ISSUES, issues);
-        let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+/// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`. Not inlined, as
+/// [`report_registered`].
+#[inline(never)]
+fn report_skipped<K: KernelServices>(kernel: &K, issues: &Issues, reason: SkipReason) {
+    if let Some(key) = open_state(kernel) {
+        let mut record = Recorder { key, failures: 0 };
+        record.dword(state::REGISTERED, 0);
+        record.string(state::REGISTRATION_SKIPPED, reason.name());
+        issues.record(&mut record);
+        record.string(state::ARCHITECTURE, kernel.architecture());
+        record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     }
 }
 

@@ -236,17 +236,46 @@ fn state_key(
     let Some(values) = &record.state else {
         return CheckResult::new(id, false, "no Boot key written");
     };
+    // What DriverEntry logged as ignored, in order: one line per issue.
+    let ignored: Vec<&str> = record
+        .log
+        .iter()
+        .filter(|(level, _)| *level == LogLevel::Error)
+        .filter_map(|(_, line)| {
+            line.strip_prefix("Parameters\\")
+                .or_else(|| line.starts_with("cannot open the Parameters").then_some(""))
+        })
+        .collect();
+    let issues = ignored.len();
+    // `ConfigurationIssue1`, … beside `ConfigurationIssues` for the first ones.
+    let listed: Vec<String> = (1..=issues.min(state::MAX_LISTED_ISSUES))
+        .map(|index| format!("{}{index}", state::CONFIGURATION_ISSUE_PREFIX))
+        .collect();
     let names: BTreeSet<&str> = values.keys().map(String::as_str).collect();
-    let wanted: BTreeSet<&str> = match expected {
+    let mut wanted: BTreeSet<&str> = match expected {
         ExpectedBoot::Registers => state::REGISTERED_VALUES.into_iter().collect(),
         ExpectedBoot::Fails { .. } => state::FAILED_VALUES.into_iter().collect(),
         ExpectedBoot::Skips(_) => state::SKIPPED_VALUES.into_iter().collect(),
     };
+    if wanted.contains(state::CONFIGURATION_ISSUES) {
+        wanted.extend(listed.iter().map(String::as_str));
+    }
     let mut failures = Vec::new();
     if names != wanted {
         let missing: Vec<&&str> = wanted.difference(&names).collect();
         let extra: Vec<&&str> = names.difference(&wanted).collect();
         failures.push(format!("values missing {missing:?}, unexpected {extra:?}"));
+    }
+    if !matches!(expected, ExpectedBoot::Fails { .. }) {
+        // Each listed issue is the line the driver logged for it (`Parameters\VALUE: REASON`).
+        for (name, logged) in listed.iter().zip(&ignored) {
+            let found = record.state_value(name).unwrap_or_default();
+            let (value, _) = found.split_once(": ").unwrap_or_default();
+            let agrees = if logged.is_empty() { value == "Parameters" } else { found == *logged };
+            if !agrees {
+                failures.push(format!("{name} = {found:?}, logged {logged:?}"));
+            }
+        }
     }
     let mut expect = |name: &str, wanted: String| {
         let found = record.state_value(name).unwrap_or_default();
@@ -256,15 +285,9 @@ fn state_key(
     };
     let architecture = if scenario.platform.cpu.is_arm64() { "arm64" } else { "x64" };
     expect(state::ARCHITECTURE, architecture.to_owned());
-    let issues = record
-        .log
-        .iter()
-        .filter(|(level, line)| {
-            *level == LogLevel::Error
-                && (line.starts_with("Parameters\\")
-                    || line.starts_with("cannot open the Parameters"))
-        })
-        .count();
+    // The image that ran: the engine backend's kernel reports a fixed stamp, the image reads
+    // its own PE header.
+    expect(state::IMAGE_TIME_DATE_STAMP, record.image_time_date_stamp.to_string());
     match expected {
         ExpectedBoot::Registers => {
             expect(state::REGISTERED, "1".to_owned());

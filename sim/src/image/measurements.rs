@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::runner::Crash;
+use super::symbols::readable;
 use crate::checks::CheckResult;
 
 /// The KMDF 1.31 function count (`WdfFunctionTableNumEntries`).
@@ -336,8 +337,14 @@ fn kmdf_check(kmdf: &[(u64, String, u64)], declared: Option<u64>) -> CheckResult
         CheckResult::new(
             "image.kmdf_table",
             false,
-            format!(
-                "WDF_BIND_INFO declares {declared:?} functions, KMDF 1.31 has {KMDF_FUNCTION_COUNT}"
+            declared.map_or_else(
+                || "the runner found no WDF_BIND_INFO function count".to_owned(),
+                |declared| {
+                    format!(
+                        "WDF_BIND_INFO declares {declared} functions, KMDF 1.31 has \
+                         {KMDF_FUNCTION_COUNT}"
+                    )
+                },
             ),
         )
     } else if !strangers.is_empty() {
@@ -523,46 +530,26 @@ pub fn coverage_check(
     Ok((coverage, check))
 }
 
-/// A symbol as a reader knows it: a Rust v0 symbol's identifiers joined with `::`
-/// (disambiguators, back-references and const values skipped: not a full demangler, for
-/// messages only), anything else as it is.
-#[must_use]
-pub fn readable(name: &str) -> String {
-    let Some(body) = name.strip_prefix("_R") else { return name.to_owned() };
-    let bytes = body.as_bytes();
-    let mut words = Vec::new();
-    let mut index = 0;
-    while index < bytes.len() {
-        let byte = bytes[index];
-        if byte.is_ascii_digit() {
-            let digits = bytes[index..].iter().take_while(|byte| byte.is_ascii_digit()).count();
-            let length: usize = body[index..index + digits].parse().unwrap_or(0);
-            let mut start = index + digits;
-            if bytes.get(start) == Some(&b'_') {
-                start += 1;
-            }
-            let Some(word) = body.get(start..start + length) else { break };
-            words.push(word);
-            index = start + length;
-        } else if matches!(byte, b's' | b'B' | b'K') {
-            // Runs to the next `_`.
-            index = body[index..].find('_').map_or(bytes.len(), |end| index + end + 1);
-        } else {
-            index += 1;
-        }
-    }
-    if words.is_empty() { name.to_owned() } else { words.join("::") }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn the_kmdf_detail_prints_plain_numbers() {
+        assert_eq!(
+            kmdf_check(&[], Some(0)).detail,
+            "WDF_BIND_INFO declares 0 functions, KMDF 1.31 has 458"
+        );
+        assert_eq!(
+            kmdf_check(&[], None).detail,
+            "the runner found no WDF_BIND_INFO function count"
+        );
+    }
+
+    #[test]
     fn a_v0_symbol_names_its_crate() {
         let name = "_RNvNtCs80f4lHhQpFG_7ppm_pep6driver17evt_driver_unload";
         assert_eq!(unit_of(name, "x.o"), "ppm_pep");
-        assert_eq!(readable(name), "ppm_pep::driver::evt_driver_unload");
         assert_eq!(unit_of("_RNvNtCsxxOYU56vYG_4core3fmt5write", "x.o"), "core");
         assert_eq!(unit_of("FxDriverEntry", "kmdf_stub.obj"), "C");
         assert_eq!(unit_of("DriverEntry", "ppm_pep.ppm_pep.5d3a-cgu.6.rcgu.o"), "ppm_pep");

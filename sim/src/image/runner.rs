@@ -41,7 +41,13 @@ pub struct Crash {
 
 impl fmt::Display for Crash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bugcheck {:#x} at {}: {}", self.code, self.symbol, self.what)
+        write!(
+            f,
+            "bugcheck {:#x} at {}: {}",
+            self.code,
+            super::symbols::readable_symbols(&self.symbol),
+            super::symbols::readable_symbols(&self.what)
+        )
     }
 }
 
@@ -85,6 +91,8 @@ pub struct Runner {
     pub image_base: u64,
     /// The image's entry point (`FxDriverEntry`), where it was mapped.
     pub entry: u64,
+    /// The `TimeDateStamp` of the image file's PE header (0 when it cannot be read).
+    pub time_date_stamp: u32,
     child: Mutex<Child>,
     pipes: Mutex<Pipes>,
     /// This process's memory, for `read` requests and `writes` (a read of an unmapped address
@@ -138,6 +146,8 @@ impl Runner {
         let mut runner = Self {
             image_base: 0,
             entry: 0,
+            time_date_stamp: super::pe::PeImage::read(image)
+                .map_or(0, |image| image.time_date_stamp),
             child: Mutex::new(child),
             pipes: Mutex::new(Pipes { input, output: BufReader::new(output) }),
             memory,

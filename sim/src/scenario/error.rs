@@ -27,10 +27,7 @@ pub const MAX_ECHOED_CHARS: usize = 64;
 #[must_use]
 pub fn shown(text: &str) -> String {
     let head: String = text.chars().take(MAX_ECHOED_CHARS).collect();
-    let mut out: String = head
-        .chars()
-        .flat_map(|c| if c.is_control() { c.escape_debug().collect() } else { vec![c] })
-        .collect();
+    let mut out = crate::text::escaped(&head).into_owned();
     let count = text.chars().count();
     if count > MAX_ECHOED_CHARS {
         let _ = write!(out, "… ({count} characters)");
@@ -43,7 +40,7 @@ impl ScenarioError {
     /// path holds the file's own keys.
     pub(super) fn field(field: String, message: String) -> Self {
         let field = if field.chars().count() > 2 * MAX_ECHOED_CHARS
-            || field.chars().any(char::is_control)
+            || field.chars().any(crate::text::is_escaped)
         {
             field.split('.').map(shown).collect::<Vec<_>>().join(".")
         } else {
