@@ -28,7 +28,7 @@ pub const POOL_TAG: u32 = u32::from_le_bytes(*b"PpmP");
 /// exists only in the session of the install.
 const INSTALL_PENDING_KEY: &str = "InstallPending";
 
-/// The architecture the driver was built for, as the `State` key names it.
+/// The architecture the driver was built for, as the `Boot` key names it.
 const ARCHITECTURE: &str = if cfg!(target_arch = "x86_64") { "x64" } else { "arm64" };
 
 unsafe extern "C" {

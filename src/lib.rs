@@ -20,7 +20,7 @@
 //! - `kernel_services`: the engine's `KernelServices` over `ntoskrnl`, `hal` and KMDF.
 //! - `platform`: the kernel implementation of the engine's platform trait (any IRQL).
 //! - `storage`: static storage for the PEP instance and the `PoFx` kernel-information block.
-//! - `registry`: the `Parameters` and `State` keys through KMDF (`PASSIVE_LEVEL`).
+//! - `registry`: the `Parameters` and `Boot` keys through KMDF (`PASSIVE_LEVEL`).
 //! - `affinity`: running code on a chosen processor (`PASSIVE_LEVEL`).
 //! - `pofx`: the declaration of `PoFxRegisterPluginEx` (`pepfx.h` is not bound by `wdk-sys`).
 //! - `log`: `DbgPrintEx` lines (`DriverEntry` only, never on a notification path).

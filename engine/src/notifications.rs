@@ -921,7 +921,7 @@ pub const PPM: [Notification; 43] = [
         "\"An optional notification that queries for information about a performance domain.\"",
         Handled,
         "For the domain of a live processor: the whole structure — DomainId as asked, CoordinationType SW_ALL, IdleProcessorsDiscounted FALSE, SchedulerDirectedTransitionsSupported FALSE, AffinitizePerfSet FALSE, WorstCaseTransitionLatency 0, WorstCaseTransitionOverhead 0; FALSE for an unknown DomainId.",
-        "One domain per processor (its slot index). The latency is 0 because the PEP reports PerformanceStatesSupported FALSE: a non-zero TransitionLatency100ns would describe transitions it does not make, so the driver ignores one as a configuration issue (State\\ConfigurationIssue1…).",
+        "One domain per processor (its slot index). The latency is 0 because the PEP reports PerformanceStatesSupported FALSE: a non-zero TransitionLatency100ns would describe transitions it does not make, so the driver ignores one as a configuration issue (Boot\\ConfigurationIssue1…).",
         PPM_DOC,
     ),
     row!(

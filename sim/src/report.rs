@@ -77,7 +77,7 @@ pub struct EngineReport {
     pub nominal_warning: Option<String>,
     /// The configuration values `DriverEntry` ignored (`State\ConfigurationIssues`).
     pub configuration_issue_count: u32,
-    /// Each ignored value and why, as `State` lists them (`ConfigurationIssue1`, …: the first
+    /// Each ignored value and why, as `Boot` lists them (`ConfigurationIssue1`, …: the first
     /// 8 of [`Self::configuration_issue_count`]).
     pub configuration_issues: Vec<ConfigurationIssue>,
 }
@@ -99,7 +99,7 @@ impl EngineReport {
         if self.configuration_issue_count > 0 {
             let _ = writeln!(
                 text,
-                "configuration: {} value{} ignored (State\\ConfigurationIssues):",
+                "configuration: {} value{} ignored (Boot\\ConfigurationIssues):",
                 self.configuration_issue_count,
                 plural(self.configuration_issue_count)
             );

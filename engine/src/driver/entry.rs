@@ -5,7 +5,7 @@
 //! 1. reads the configuration from the service's `Parameters` key (every value optional); if
 //!    `SkipRegistration` is set (boot safety), or a volatile `Parameters\InstallPending` key
 //!    says the package was installed in this session (the PEP registers when the boot loader
-//!    starts it, not mid-session), stops here: nothing is allocated or registered, `State`
+//!    starts it, not mid-session), stops here: nothing is allocated or registered, `Boot`
 //!    says why, and `DriverEntry` succeeds, so the service loads inert;
 //! 2. allocates the processor table for `KeQueryMaximumProcessorCountEx(ALL_PROCESSOR_GROUPS)`
 //!    processors from non-paged pool;
@@ -16,11 +16,11 @@
 //!    engine calibrates MPERF over ~10 ms and both reads must come from one processor), moves
 //!    it into the services' storage and publishes it (release);
 //! 5. calls `PoFxRegisterPluginEx` with the engine's `PEP_INFORMATION`;
-//! 6. writes the outcome to the volatile `State` key and the debugger.
+//! 6. writes the outcome to the volatile `Boot` key and the debugger.
 //!
 //! Any failure before registration undoes everything done so far — the PEP is withdrawn, the
 //! PMU control values restored on every processor and the reservation freed, the table freed —
-//! records the failed step in `State` and returns its status, so the driver does not load.
+//! records the failed step in `Boot` and returns its status, so the driver does not load.
 //! Nothing after a successful registration can fail `DriverEntry`.
 
 use core::fmt::Write as _;
@@ -123,7 +123,7 @@ struct Registered<'a, P: crate::Platform> {
 /// `DriverEntry` after the KMDF driver object exists. `PASSIVE_LEVEL`, once per boot: `passive`
 /// is `DriverEntry`'s token, which building the PEP requires.
 ///
-/// Configuration, table, PMU, PEP, registration, `State`. Returns how it ended
+/// Configuration, table, PMU, PEP, registration, `Boot`. Returns how it ended
 /// ([`Outcome::status`] is what `DriverEntry` returns).
 pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome {
     let mut issues = Issues::new();
@@ -165,7 +165,7 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
 
 /// The configuration values `DriverEntry` ignored: all counted, the first
 /// [`state::MAX_LISTED_ISSUES`] kept, compactly (it lives in `DriverEntry`'s frame, which must
-/// stay under the 4 KiB that would need a stack probe), to be listed in `State`
+/// stay under the 4 KiB that would need a stack probe), to be listed in `Boot`
 /// (`ConfigurationIssue1`, …).
 #[derive(Clone, Copy, Debug)]
 struct Issues {
@@ -289,7 +289,7 @@ fn unwind<K: KernelServices>(
     unsafe { table.free(kernel) };
 }
 
-/// Logs the registration and writes it to `State`. `PASSIVE_LEVEL`. Best effort: the PEP is
+/// Logs the registration and writes it to `Boot`. `PASSIVE_LEVEL`. Best effort: the PEP is
 /// registered whatever happens here.
 #[inline(never)]
 fn report_registered<K: KernelServices>(
@@ -349,7 +349,7 @@ fn report_registered<K: KernelServices>(
     }
 }
 
-/// An open `State` key that counts the writes that failed.
+/// An open `Boot` key that counts the writes that failed.
 struct Recorder<S: StateKey> {
     key: S,
     failures: u32,
@@ -367,7 +367,7 @@ impl<S: StateKey> Recorder<S> {
     }
 }
 
-/// Logs a failed initialisation and records it in `State` (best effort). `PASSIVE_LEVEL`. Not
+/// Logs a failed initialisation and records it in `Boot` (best effort). `PASSIVE_LEVEL`. Not
 /// inlined, as [`report_registered`].
 #[inline(never)]
 fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
@@ -388,7 +388,7 @@ fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
     }
 }
 
-/// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`. Not inlined, as
+/// Records a skipped registration in `Boot` (best effort). `PASSIVE_LEVEL`. Not inlined, as
 /// [`report_registered`].
 #[inline(never)]
 fn report_skipped<K: KernelServices>(kernel: &K, issues: &Issues, reason: SkipReason) {
@@ -402,7 +402,7 @@ fn report_skipped<K: KernelServices>(kernel: &K, issues: &Issues, reason: SkipRe
     }
 }
 
-/// Opens `State`, logging a failure. `PASSIVE_LEVEL`.
+/// Opens `Boot`, logging a failure. `PASSIVE_LEVEL`.
 fn open_state<K: KernelServices>(kernel: &K) -> Option<K::State<'_>> {
     match kernel.create_state_key() {
         Ok(record) => Some(record),

@@ -31,7 +31,7 @@ pub const REG_DWORD: u32 = 4;
 /// `REG_MULTI_SZ` (`winnt.h`): NUL-terminated UTF-16 strings, ended by an empty string.
 pub const REG_MULTI_SZ: u32 = 7;
 /// `REG_OPTION_VOLATILE` (`winnt.h`): a key that lives in memory only and is gone after a
-/// reboot. The `State` key is created with it, so it never shows a previous boot's state.
+/// reboot. The `Boot` key is created with it, so it never shows a previous boot's state.
 pub const REG_OPTION_VOLATILE: u32 = 1;
 
 /// The most bytes of one value the driver reads; a larger value is ignored. Enough for the
@@ -664,7 +664,7 @@ pub fn encode_reg_sz(text: &str, out: &mut [u8]) -> Option<usize> {
     Some(length)
 }
 
-/// The `State` name of a no-counters reason (`none` when counters are reported).
+/// The `Boot` name of a no-counters reason (`none` when counters are reported).
 #[must_use]
 pub const fn no_counters_reason_name(reason: Option<NoCountersReason>) -> &'static str {
     match reason {
@@ -680,7 +680,7 @@ pub const fn no_counters_reason_name(reason: Option<NoCountersReason>) -> &'stat
     }
 }
 
-/// The `State` name of a nominal-rate source.
+/// The `Boot` name of a nominal-rate source.
 #[must_use]
 pub const fn nominal_rate_source_name(source: NominalRateSource) -> &'static str {
     match source {
@@ -692,7 +692,7 @@ pub const fn nominal_rate_source_name(source: NominalRateSource) -> &'static str
     }
 }
 
-/// The `State` name of a perf-capabilities source.
+/// The `Boot` name of a perf-capabilities source.
 #[must_use]
 pub const fn perf_source_name(source: PerfSource) -> &'static str {
     match source {

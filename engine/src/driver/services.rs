@@ -66,7 +66,7 @@ pub enum LogLevel {
     Error,
 }
 
-/// An open `State` key: every write is best effort and returns its `NTSTATUS`. Closed on drop.
+/// An open `Boot` key: every write is best effort and returns its `NTSTATUS`. Closed on drop.
 pub trait StateKey {
     /// Writes `REG_DWORD` value `name`.
     fn dword(&mut self, name: &str, value: u32) -> NTSTATUS;
@@ -84,7 +84,7 @@ pub trait KernelServices {
     type Parameters<'a>: ValueSource
     where
         Self: 'a;
-    /// The open `State` key.
+    /// The open `Boot` key.
     type State<'a>: StateKey
     where
         Self: 'a;
@@ -114,7 +114,7 @@ pub trait KernelServices {
     /// install, not at boot.
     fn install_pending(&self) -> bool;
 
-    /// Creates (or opens) the `State` key for writing, emptied of a previous boot's values.
+    /// Creates (or opens) the `Boot` key for writing, emptied of a previous boot's values.
     ///
     /// # Errors
     /// The `NTSTATUS` of the failed open or create.

@@ -1,7 +1,7 @@
 //! The runner's host requests, answered by the emulated kernel and the simulated machine: the
 //! same [`SimPlatform`] the engine runs on (every `CPUID`, `RDMSR`, `WRMSR`, `RDTSC`, `CLI`/`STI`
 //! and the current processor) and, while `DriverEntry` runs, the same [`SimKernel`] services
-//! (registry, `State` key, pool, HAL reservation, `PoFxRegisterPluginEx`, debugger log).
+//! (registry, `Boot` key, pool, HAL reservation, `PoFxRegisterPluginEx`, debugger log).
 //! Nothing here judges the image: it answers as the kernel would and records.
 
 use std::cell::{Cell, RefCell};

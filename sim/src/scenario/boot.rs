@@ -132,7 +132,7 @@ pub enum BootFault {
         /// The status (default `STATUS_INVALID_PEP_INFO_VERSION`).
         status: NTSTATUS,
     },
-    /// `create-state-key`: creating the `State` key fails with `status`.
+    /// `create-state-key`: creating the `Boot` key fails with `status`.
     CreateStateKey {
         /// The status (default `STATUS_ACCESS_DENIED`).
         status: NTSTATUS,

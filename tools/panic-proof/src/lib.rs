@@ -238,7 +238,7 @@ impl ValueSource for ProofValues {
     }
 }
 
-/// The `State` key: every write answers an opaque status.
+/// The `Boot` key: every write answers an opaque status.
 #[derive(Debug)]
 pub struct ProofState;
 
