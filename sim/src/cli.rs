@@ -32,6 +32,7 @@ use crate::scenario::Scenario;
 use crate::text::escaped;
 use crate::trace::TraceFile;
 use crate::{bench, builtin};
+use progress::Progress;
 
 /// Every check passed.
 pub const EXIT_PASSED: u8 = 0;
@@ -418,7 +419,8 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     }
     let mut outputs = Outputs::prepare(input, &requests)?;
     let trace = outputs.take_file("--trace").map(TraceFile::new);
-    let mut observer = progress::observer(&scenario);
+    let progress = Progress::start();
+    let mut observer = Some(progress.scenario(&scenario.name, &scenario));
     if let Some(collector) = &collector {
         observer = Some(collector.observer(observer));
     }
@@ -433,7 +435,7 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
                 .report
         }
     };
-    progress::finish();
+    drop(progress);
     let written = write_files(
         request,
         (&scenario, report.engine.nominal_mhz),
@@ -568,28 +570,33 @@ fn validate(
         write_output(&listed, json, text, out)?;
         return Ok(EXIT_PASSED);
     }
-    let suite = match name {
-        Some(name) => {
-            let scenario = builtin::get(name).ok_or_else(|| {
-                format!(
-                    "validate: no built-in scenario `{name}`; `ppm-sim validate --list` lists them"
-                )
-            })?;
-            match pep {
-                PepBackend::Engine => SuiteReport::new(vec![crate::run(&scenario)]),
-                PepBackend::Image(image) => {
-                    let image = image::image_for(&scenario, image.as_deref());
-                    SuiteReport::new(vec![
-                        crate::run_image(&scenario, &RunOptions::default(), &image)?.report,
-                    ])
-                }
+    let progress = Progress::start();
+    let suite = if let Some(name) = name {
+        let scenario = builtin::get(name).ok_or_else(|| {
+            format!("validate: no built-in scenario `{name}`; `ppm-sim validate --list` lists them")
+        })?;
+        let options = RunOptions {
+            read_observer: Some(progress.scenario(&format!("validate {name}"), &scenario)),
+            ..RunOptions::default()
+        };
+        match pep {
+            PepBackend::Engine => SuiteReport::new(vec![crate::run_with(&scenario, &options)]),
+            PepBackend::Image(image) => {
+                let image = image::image_for(&scenario, image.as_deref());
+                SuiteReport::new(vec![crate::run_image(&scenario, &options, &image)?.report])
             }
         }
-        None => match pep {
-            PepBackend::Engine => crate::validate(),
-            PepBackend::Image(image) => crate::validate_image(image.as_deref())?,
-        },
+    } else {
+        let options = |label: &str, scenario: &Scenario| RunOptions {
+            read_observer: Some(progress.scenario(label, scenario)),
+            ..RunOptions::default()
+        };
+        match pep {
+            PepBackend::Engine => crate::validate_with(&options),
+            PepBackend::Image(image) => crate::validate_image(image.as_deref(), &options)?,
+        }
     };
+    drop(progress);
     // One scenario prints its full report; the whole suite prints a line per scenario.
     let text = || match (name, suite.scenarios.first()) {
         (Some(_), Some(report)) => report.to_text(),
@@ -627,66 +634,7 @@ fn run_bench(
     Ok(EXIT_PASSED)
 }
 
-/// Progress of a long run on stderr, only when stderr is a terminal: after 2 s, the share of
-/// the expected reads made, refreshed twice a second, erased when the run ends. Processor
-/// threads write it, so `main` must not hold stderr's lock for the run.
-mod progress {
-    use std::io::{IsTerminal, Write};
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex, PoisonError};
-    use std::time::{Duration, Instant};
-
-    use crate::pofx::{ReadObserver, TracedRead};
-    use crate::scenario::Scenario;
-
-    /// Whether a progress line is on the terminal.
-    static SHOWN: AtomicBool = AtomicBool::new(false);
-
-    /// `PPM_SIM_PROGRESS=always`: progress from the first read, terminal or not.
-    pub const FORCE_VARIABLE: &str = "PPM_SIM_PROGRESS";
-
-    /// An observer that shows progress, if stderr is a terminal (or progress is forced).
-    pub fn observer(scenario: &Scenario) -> Option<ReadObserver> {
-        let forced = std::env::var(FORCE_VARIABLE).is_ok_and(|value| value == "always");
-        if !forced && !std::io::stderr().is_terminal() {
-            return None;
-        }
-        let pofx = scenario.pofx;
-        let expected = u64::from(scenario.platform.processors)
-            * (u64::from(pofx.duration_ms / pofx.sample_interval_ms.max(1)) + 1);
-        let reads = AtomicU64::new(0);
-        let start = Instant::now();
-        let next = Mutex::new(if forced { start } else { start + Duration::from_secs(2) });
-        Some(ReadObserver(Arc::new(move |_: &TracedRead| {
-            let done = reads.fetch_add(1, Ordering::Relaxed) + 1;
-            if !done.is_multiple_of(4096) {
-                return;
-            }
-            let now = Instant::now();
-            {
-                let mut next = next.lock().unwrap_or_else(PoisonError::into_inner);
-                if now < *next {
-                    return;
-                }
-                *next = now + Duration::from_millis(500);
-            }
-            let percent = (done.saturating_mul(100) / expected.max(1)).min(100);
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "\rppm-sim: {percent:>3} % of about {expected} reads");
-            let _ = stderr.flush();
-            SHOWN.store(true, Ordering::Relaxed);
-        })))
-    }
-
-    /// Erases the progress line, if one was shown.
-    pub fn finish() {
-        if SHOWN.swap(false, Ordering::Relaxed) {
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "\r{:60}\r", "");
-            let _ = stderr.flush();
-        }
-    }
-}
+mod progress;
 
 #[cfg(test)]
 mod tests;
