@@ -1051,17 +1051,10 @@ class Runner(Services):
             }
         return self._run(address, values, interrupts, nested, processor, _pages(message))
 
-    def _run(
-        self,
-        address: int,
-        args: list[int],
-        interrupts: bool,
-        nested: bool,
-        processor: dict[str, Any] | None = None,
-        pages: tuple[tuple[int, bytes], ...] = (),
-    ) -> dict:
+    def _run(self, *call: Any) -> dict:
+        """execute(*call), a CRASH raised before the call (no stack left) as its answer."""
         try:
-            return self.execute(address, args, interrupts, nested, processor, pages)
+            return self.execute(*call)
         except Crash as crash:
             return {"crash": self._crash_json(crash)}
 
