@@ -12,7 +12,7 @@ from pe_image import (
     Instruction,
     RuntimeFunction,
     ScopeEntry,
-    arm64_frame_of_codes,
+    arm64_unwind,
     demangle,
     frame_of_codes,
     parse_map,
@@ -194,17 +194,17 @@ def test_a_probe_without_any_msr_instruction_is_refused():
 def test_arm64_unwind_codes_add_up_allocations():
     # add fp (no stack), stp x29/x30 (no stack), save_next, stp x19/x20 pre-indexed by 96, end.
     prologue = bytes([0xE2, 0x0A, 0x4A, 0xE6, 0x2C, 0xE4])
-    assert arm64_frame_of_codes(prologue, 0, 0) == 96
+    assert arm64_unwind.frame_of_codes(prologue, 0, 0) == 96
     # alloc_m 3632 (0xC0E3: 227 * 16), then the same codes; from index 0 of this epilogue.
     epilogue = bytes([0xC0, 0xE3, 0x4A, 0xE6, 0x2C, 0xE4])
-    assert arm64_frame_of_codes(epilogue, 0, 0) == 3632 + 96
+    assert arm64_unwind.frame_of_codes(epilogue, 0, 0) == 3632 + 96
     # save_fplr_x (z = 1: 16 bytes), alloc_s 2 (32 bytes), alloc_l 0x10000 * 16.
-    assert arm64_frame_of_codes(bytes([0x81, 0x02, 0xE4]), 0, 0) == 16 + 32
-    assert arm64_frame_of_codes(bytes([0xE0, 0x01, 0x00, 0x00, 0xE4]), 0, 0) == 0x10000 * 16
+    assert arm64_unwind.frame_of_codes(bytes([0x81, 0x02, 0xE4]), 0, 0) == 16 + 32
+    assert arm64_unwind.frame_of_codes(bytes([0xE0, 0x01, 0x00, 0x00, 0xE4]), 0, 0) == 0x10000 * 16
     # Codes after `end` are not the prologue's.
-    assert arm64_frame_of_codes(bytes([0xE4, 0x1F]), 0, 0) == 0
+    assert arm64_unwind.frame_of_codes(bytes([0xE4, 0x1F]), 0, 0) == 0
 
 
 def test_an_unknown_arm64_unwind_code_is_an_error():
-    with pytest.raises(ImageError, match="unknown unwind code 0xf0"):
-        arm64_frame_of_codes(bytes([0xF0]), 0, 0x10)
+    with pytest.raises(arm64_unwind.UnwindError, match="unknown unwind code 0xf0"):
+        arm64_unwind.frame_of_codes(bytes([0xF0]), 0, 0x10)
