@@ -30,7 +30,8 @@ use ppm_engine::arm64::SystemRegister;
 /// `*value` untouched) when the `MRS` raised an exception. The scope covers the `MRS` only;
 /// the `__except` target (filter `EXCEPTION_EXECUTE_HANDLER`, 1) returns 0. The scope table is
 /// `__C_specific_handler`'s: Count, then {BeginAddress, EndAddress, HandlerAddress,
-/// JumpTarget}, image-relative.
+/// JumpTarget}, image-relative. (Not formatted by rustfmt: one assembly line per source line.)
+#[rustfmt::skip]
 macro_rules! guarded_mrs {
     ($name:literal, $register:literal) => {
         core::arch::global_asm!(
