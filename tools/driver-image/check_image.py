@@ -408,8 +408,7 @@ def check_arm64_seh(image):
     handler_slot = image.import_address("ntoskrnl.exe", "__C_specific_handler")
     if handler_slot is None:
         return [
-            "__C_specific_handler is not imported from ntoskrnl.exe: the AMU guards have no "
-            "handler"
+            "__C_specific_handler is not imported from ntoskrnl.exe: the AMU guards have no handler"
         ]
     failures, guarded, guards = [], set(), {}
     for rva, word in code_words(image):
@@ -428,8 +427,7 @@ def check_arm64_seh(image):
             continue
         if arm64_thunk_target(image, function.handler) != handler_slot:
             failures.append(
-                f"{name}: its handler {image.name_at(function.handler)} is not "
-                "__C_specific_handler"
+                f"{name}: its handler {image.name_at(function.handler)} is not __C_specific_handler"
             )
             continue
         excepts = [scope for scope in function.scopes if scope.target != 0]
