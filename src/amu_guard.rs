@@ -26,9 +26,10 @@
 use ppm_engine::MsrFault;
 use ppm_engine::arm64::SystemRegister;
 
-/// One guarded read: `NAME(value: *mut u64) -> u8`, 1 with the register in `*value`, or 0 (and
-/// `*value` untouched) when the `MRS` raised an exception. The scope covers the `MRS` only;
-/// the `__except` target (filter `EXCEPTION_EXECUTE_HANDLER`, 1) returns 0. The scope table is
+/// One guarded read: `NAME() -> AmuRead`, in X0 and X1 (a 16-byte composite is returned in
+/// registers): the register and 0, or 0 and 1 when the `MRS` raised an exception. The scope
+/// covers the `MRS` only; the `__except` target (filter `EXCEPTION_EXECUTE_HANDLER`, 1)
+/// returns the fault. The scope table is
 /// `__C_specific_handler`'s: Count, then {BeginAddress, EndAddress, HandlerAddress,
 /// JumpTarget}, image-relative. (Not formatted by rustfmt: one assembly line per source line.)
 #[rustfmt::skip]
@@ -48,13 +49,13 @@ macro_rules! guarded_mrs {
                 "    .seh_handler __C_specific_handler, @except\n",
                 "    .seh_endprologue\n",
                 ".L", $name, "_try:\n",
-                "    mrs x9, ", $register, "\n",
+                "    mrs x0, ", $register, "\n",
                 ".L", $name, "_end_try:\n",
-                "    str x9, [x0]\n",
-                "    mov w0, #1\n",
+                "    mov x1, #0\n",
                 "    ret\n",
                 ".L", $name, "_except:\n",
-                "    mov w0, #0\n",
+                "    mov x0, #0\n",
+                "    mov x1, #1\n",
                 "    ret\n",
                 "    .seh_handlerdata\n",
                 "    .word 1\n",
@@ -77,15 +78,26 @@ guarded_mrs!("ppm_amu_read_amcntenset0", "S3_3_C13_C2_5");
 guarded_mrs!("ppm_amu_read_amevcntr00", "S3_3_C13_C4_0");
 guarded_mrs!("ppm_amu_read_amevcntr01", "S3_3_C13_C4_1");
 
+/// What a guard returns (X0, X1): the register's value, and whether the `MRS` faulted.
+#[repr(C)]
+struct AmuRead {
+    value: u64,
+    faulted: u64,
+}
+
+// Returned in X0 and X1 only as a composite of at most 16 bytes.
+const _: () = assert!(core::mem::size_of::<AmuRead>() == 16);
+const _: () = assert!(core::mem::offset_of!(AmuRead, faulted) == 8);
+
 unsafe extern "C" {
-    /// `AMCGCR_EL0` into `*value` under `__try`/`__except`: 1, or 0 if the `MRS` faulted.
-    fn ppm_amu_read_amcgcr(value: *mut u64) -> u8;
+    /// `AMCGCR_EL0` under `__try`/`__except`.
+    fn ppm_amu_read_amcgcr() -> AmuRead;
     /// `AMCNTENSET0_EL0`, likewise.
-    fn ppm_amu_read_amcntenset0(value: *mut u64) -> u8;
+    fn ppm_amu_read_amcntenset0() -> AmuRead;
     /// `AMEVCNTR00_EL0`, likewise.
-    fn ppm_amu_read_amevcntr00(value: *mut u64) -> u8;
+    fn ppm_amu_read_amevcntr00() -> AmuRead;
     /// `AMEVCNTR01_EL0`, likewise.
-    fn ppm_amu_read_amevcntr01(value: *mut u64) -> u8;
+    fn ppm_amu_read_amevcntr01() -> AmuRead;
 }
 
 /// `MRS` of an Activity Monitors register under SEH on the current processor: a fault is
@@ -95,19 +107,18 @@ unsafe extern "C" {
 /// [`MsrFault`] when the access raised an exception, or for a register that is not the AMU's.
 #[inline]
 pub fn read(register: SystemRegister) -> Result<u64, MsrFault> {
-    let mut value = 0;
-    let out = &raw mut value;
     let read = match register {
-        // SAFETY: EL1 (a kernel driver); the guard catches the undefined-instruction exception
-        // of an AMU access that is not implemented or is trapped; `out` is a valid u64 to write.
-        SystemRegister::AmcgcrEl0 => unsafe { ppm_amu_read_amcgcr(out) },
+        // SAFETY: EL1 (a kernel driver); the guard takes no argument, touches no memory and
+        // catches the undefined-instruction exception of an AMU access that is not
+        // implemented or is trapped.
+        SystemRegister::AmcgcrEl0 => unsafe { ppm_amu_read_amcgcr() },
         // SAFETY: as above.
-        SystemRegister::Amcntenset0El0 => unsafe { ppm_amu_read_amcntenset0(out) },
+        SystemRegister::Amcntenset0El0 => unsafe { ppm_amu_read_amcntenset0() },
         // SAFETY: as above.
-        SystemRegister::Amevcntr00El0 => unsafe { ppm_amu_read_amevcntr00(out) },
+        SystemRegister::Amevcntr00El0 => unsafe { ppm_amu_read_amevcntr00() },
         // SAFETY: as above.
-        SystemRegister::Amevcntr01El0 => unsafe { ppm_amu_read_amevcntr01(out) },
+        SystemRegister::Amevcntr01El0 => unsafe { ppm_amu_read_amevcntr01() },
         SystemRegister::IdAa64Pfr0El1 | SystemRegister::CntfrqEl0 => return Err(MsrFault),
     };
-    if read == 0 { Err(MsrFault) } else { Ok(value) }
+    if read.faulted == 0 { Ok(read.value) } else { Err(MsrFault) }
 }
