@@ -20,24 +20,11 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-EXCEPTION_EXECUTE_HANDLER = 1
-MAX_FRAMES = 256
-MAX_SCOPES = 1024
-MAX_CODE_BYTES = 255 * 4
+# The scope table, the dispatch verdict and their limits are the same on both architectures.
+from seh import MAX_FRAMES, MAX_SCOPES, Dispatch, Scope, UnwindError, frame_verdict
+
 NONVOLATILE = tuple(f"x{n}" for n in range(19, 31))
 END, END_C = 0xE4, 0xE5
-
-
-class UnwindError(Exception):
-    """The unwind data cannot be followed (a one-line reason)."""
-
-
-@dataclass
-class Scope:
-    begin: int
-    end: int
-    handler: int
-    target: int
 
 
 @dataclass
@@ -64,15 +51,6 @@ class Function:
         frames = [frame_of_codes(self.codes, 0, self.unwind)]
         frames += [frame_of_codes(self.codes, index, self.unwind) for _, index in self.epilogues]
         return max(frames)
-
-
-@dataclass
-class Dispatch:
-    """Where an exception goes: the frame whose __except takes it, or None when none does."""
-
-    target: int | None  # absolute JumpTarget
-    registers: dict[str, int] | None  # pc, sp and x19..x30 to resume with
-    reason: str  # why unhandled (empty when handled)
 
 
 def u32(data: bytes, offset: int) -> int:
@@ -472,26 +450,11 @@ class Unwinder:
                 first = False
                 continue
             handler, scopes = self.scopes(function)
-            if handler is not None and handler not in self.c_specific_handler:
-                return Dispatch(
-                    None, None, f"language handler at rva {handler:#x} is not __C_specific_handler"
-                )
-            for scope in scopes:
-                if not scope.begin <= rva < scope.end:
-                    continue
-                if not scope.target:
-                    return Dispatch(
-                        None, None, f"__finally at rva {scope.handler:#x} on the unwind path"
-                    )
-                if scope.handler != EXCEPTION_EXECUTE_HANDLER:
-                    return Dispatch(
-                        None,
-                        None,
-                        f"__except filter function at rva {scope.handler:#x} (unsupported)",
-                    )
-                resume = dict(regs)
-                resume["pc"] = self.base + scope.target
-                return Dispatch(self.base + scope.target, resume, "")
+            verdict = frame_verdict(
+                handler, scopes, self.c_specific_handler, rva, regs, self.base, "pc"
+            )
+            if verdict is not None:
+                return verdict
             self.unwind(regs, function, first)
             first = False
         return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
