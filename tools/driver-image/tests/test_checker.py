@@ -208,3 +208,37 @@ def test_arm64_unwind_codes_add_up_allocations():
 def test_an_unknown_arm64_unwind_code_is_an_error():
     with pytest.raises(arm64_unwind.UnwindError, match="unknown unwind code 0xf0"):
         arm64_unwind.frame_of_codes(bytes([0xF0]), 0, 0x10)
+
+
+def test_amu_mrs_words_are_recognised():
+    # The guards' encodings (mrs x0, S3_3_C13_C2_2 etc.), and registers that are not the AMU's.
+    assert check_image.amu_register(0xD53BD240) == "AMCGCR_EL0"
+    assert check_image.amu_register(0xD53BD2A0) == "AMCNTENSET0_EL0"
+    assert check_image.amu_register(0xD53BD400) == "AMEVCNTR00_EL0"
+    assert check_image.amu_register(0xD53BD420) == "AMEVCNTR01_EL0"
+    assert check_image.amu_register(0xD53BD500) == "S3_3_C13_C5_0"  # AMEVCNTR08_EL0
+    assert check_image.amu_register(0xD53BD040) is None  # TPIDR_EL0 (CRm 0)
+    assert check_image.amu_register(0xD53800A0) is None  # ID_AA64PFR0_EL1
+    assert check_image.amu_register(0xD51BD240) is None  # an MSR, not an MRS
+
+
+class FakeThunk:
+    """An image holding one ARM64 import thunk at RVA 0x7AA0, base 0x180000000."""
+
+    base = 0x180000000
+
+    def __init__(self, words):
+        self.words = words
+
+    def read(self, rva, size):
+        index = (rva - 0x7AA0) // 4
+        return self.words[index].to_bytes(4, "little")
+
+
+def test_an_arm64_import_thunk_names_its_iat_slot():
+    # adrp x16, 0x180009000; ldr x16, [x16, #0xa00]; br x16: the slot at RVA 0x9a00.
+    thunk = [0xD0000010, 0xF9450210, 0xD61F0200]
+    assert check_image.arm64_thunk_target(FakeThunk(thunk), 0x7AA0) == 0x9A00
+    # A branch through another register, or a function body, is no thunk.
+    assert check_image.arm64_thunk_target(FakeThunk(thunk[:2] + [0xD61F0220]), 0x7AA0) is None
+    assert check_image.arm64_thunk_target(FakeThunk([0xD53BD240] + thunk[1:]), 0x7AA0) is None
