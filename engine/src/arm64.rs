@@ -69,17 +69,20 @@ pub const fn group0_counters(amcgcr: u64) -> u64 {
 /// Counters 0 (processor cycles) and 1 (constant-frequency cycles) in `AMCNTENSET0_EL0`.
 pub const GROUP0_CYCLE_COUNTERS: u64 = 0b11;
 
-/// The AArch64 instructions that cannot fault at EL1, for a kernel platform: each is one
-/// `MRS`/`MSR` of a register readable at EL1. The Activity Monitors' registers are not here: a
-/// kernel platform reads them under an exception handler (the driver's `amu_guard`).
+/// The AArch64 instructions that cannot fault at EL1, for a kernel platform.
+///
+/// Each is one `MRS`/`MSR` of a register readable at EL1. The Activity Monitors' registers are
+/// not here: a kernel platform reads them under an exception handler (the driver's
+/// `amu_guard`).
 #[cfg(target_arch = "aarch64")]
 pub mod instructions {
     use super::SystemRegister;
 
-    /// Reads `register` on the current processor if it is architecturally readable at EL1
-    /// (`ID_AA64PFR0_EL1`, `CNTFRQ_EL0`); `None` for an Activity Monitors register, whose
+    /// Reads `register` on the current processor if it is readable at EL1. Any IRQL.
+    ///
+    /// `ID_AA64PFR0_EL1` and `CNTFRQ_EL0` are; `None` for an Activity Monitors register, whose
     /// access can raise an undefined-instruction exception and therefore goes through the
-    /// kernel platform's exception-guarded read (the driver's `amu_guard`). Any IRQL.
+    /// kernel platform's exception-guarded read (the driver's `amu_guard`).
     #[inline]
     #[must_use]
     pub fn read(register: SystemRegister) -> Option<u64> {
