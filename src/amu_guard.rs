@@ -31,8 +31,9 @@ use ppm_engine::arm64::SystemRegister;
 /// The result is in X0 and X1 (a 16-byte composite is returned in registers): the register
 /// and 0, or 0 and 1 when the `MRS` raised an exception. The scope covers the `MRS` only; the
 /// `__except` target (filter `EXCEPTION_EXECUTE_HANDLER`, 1) returns the fault. The scope
-/// table is `__C_specific_handler`'s: Count, then {BeginAddress, EndAddress, HandlerAddress,
-/// JumpTarget}, image-relative. (Not formatted by rustfmt: one assembly line per source line.)
+/// table is `__C_specific_handler`'s: `Count`, then {`BeginAddress`, `EndAddress`,
+/// `HandlerAddress`, `JumpTarget`}, image-relative. (Not formatted by rustfmt: one assembly
+/// line per source line.)
 #[rustfmt::skip]
 macro_rules! guarded_mrs {
     ($name:literal, $register:literal) => {
