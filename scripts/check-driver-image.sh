@@ -27,21 +27,11 @@ TOOL=$ROOT/tools/driver-image
 VENV=$ROOT/target/driver-image/venv
 export PYTHONDONTWRITEBYTECODE=1
 
-# The checker's virtualenv, reinstalled when requirements.txt changes.
-stamp=$VENV/requirements.txt
-if [[ ! -x $VENV/bin/python ]] || ! cmp -s "$TOOL/requirements.txt" "$stamp"; then
-    if ! python3 -m venv --clear "$VENV" >/dev/null 2>&1; then
-        if [[ $(id -u) -eq 0 ]]; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-            python3 -m venv --clear "$VENV"
-        else
-            echo "check-driver-image: python3 -m venv failed (install python3-venv)" >&2
-            exit 1
-        fi
-    fi
-    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$TOOL/requirements.txt"
-    cp "$TOOL/requirements.txt" "$stamp"
-fi
+# The checker's virtualenv (scripts/lib/setup.sh).
+LOG_NAME=check-driver-image
+# shellcheck source=scripts/lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+python_venv "$VENV" "$TOOL/requirements.txt"
 PY=$VENV/bin/python
 
 echo "== the checker: ruff, pytest"

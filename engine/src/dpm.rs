@@ -14,7 +14,7 @@
 //! every id with the documentation each answer follows.
 //!
 //! IRQL: `PASSIVE_LEVEL` (prepare, register, unregister, abandon), `<= DISPATCH_LEVEL` (device
-//! started). Nothing allocates or waits; every transition is a compare-exchange, so concurrent
+//! started, device power state), `<= HIGH_LEVEL` (register crashdump device, refused). Nothing allocates or waits; every transition is a compare-exchange, so concurrent
 //! notifications for different devices are safe, and so are a repeated or stale UNREGISTER and
 //! concurrent PREPAREs of one id (model-checked with loom, `engine/tests/loom.rs`).
 //!
@@ -76,7 +76,8 @@ fn component_idle_state(data: Data<'_, Dpm>) -> bool {
     true
 }
 
-/// `PEP_DPM_DEVICE_POWER_STATE`: `PASSIVE_LEVEL`. Informational: "The PEP does not write to
+/// `PEP_DPM_DEVICE_POWER_STATE`: IRQL <= `DISPATCH_LEVEL` (see [`PEP_DPM_DEVICE_POWER_STATE`]).
+/// Informational: "The PEP does not write to
 /// this structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle,
 /// nothing written; refused for any other handle.
 fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {

@@ -160,6 +160,19 @@ fn render() -> String {
          of the PEP's, are always answered FALSE with nothing written. The engine's answers, \
          this page and the emulator's `notifications.documented_answers` check all follow the \
          one table in `engine/src/notifications.rs`; a test fails if they disagree.\n\n\
+         \"The PEP must understand and accept most device power management notifications even if \
+         the PEP chooses not to act on them. The PEP must refuse to handle (by returning FALSE) \
+         every notification that it does not recognize\" (`pepfx/nc-pepfx-pepcallbacknotifydpm.md`). \
+         This PEP recognises every DPM id below; it accepts (TRUE) the ones about its processor \
+         devices' lifecycle and state, including those it does not act on (`DEVICE_POWER_STATE`, \
+         `DEVICE_STARTED`, `NOTIFY_COMPONENT_IDLE_STATE`, `POWER_CONTROL_REQUEST`, `WORK`), and \
+         answers FALSE where the documentation lets a PEP decline, where the notification \
+         belongs to a feature it never opts into (component perf states, SoC subsystem \
+         accounting, platform idle states), or where the id is deprecated. IRQL: \
+         `AcceptDeviceNotification` \"can be called at IRQL <= DISPATCH_LEVEL\" (and \
+         `REGISTER_CRASHDUMP_DEVICE` at IRQL <= HIGH_LEVEL), `AcceptProcessorNotification` up \
+         to HIGH_LEVEL; every answer, accepted or refused, touches only the PEP's processor \
+         table and the notification's structure: it never allocates, blocks or waits.\n\n\
          Sources: `dpm-notifications.md` and `ppm-notifications.md` are \
          `windows-driver-docs-pr/kernel/` of MicrosoftDocs/windows-driver-docs; `pepfx/…` pages \
          are `wdk-ddi-src/content/pepfx/` of MicrosoftDocs/windows-driver-docs-ddi.\n",

@@ -1,4 +1,4 @@
-//! The `ppm-sim` command line (see `design.md`), parsed with `clap`:
+//! The `ppm-sim` command line (see `docs/cli.md`), parsed with `clap`:
 //!
 //! - `ppm-sim` — the built-in default scenario, as a table and the checks.
 //! - `ppm-sim run FILE.toml [--json] [--trace FILE.csv] [--plot FILE.svg|FILE.png]
@@ -478,7 +478,7 @@ fn write_files(
 /// Reads and validates a scenario file; errors name the file.
 ///
 /// # Errors
-/// A one-line message: `FILE: cannot read: …` or `FILE: field `…`: expected …`.
+/// A one-line message: `FILE: cannot read: …` or `FILE: line L, column C: field `…`: expected …`.
 pub fn load(path: &Path) -> Result<Scenario, String> {
     let file = std::fs::File::open(path)
         .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;

@@ -246,7 +246,7 @@ impl<'a> Emulator<'a> {
         if let (Some(runner), Some(observation)) = (&self.runner, self.observations.image.as_mut())
         {
             match runner
-                .command(&serde_json::json!({"op": "report"}), &image::ImageHost::machine_only())
+                .command(&serde_json::json!({"op": "report"}), &image::ImageHost::without_machine())
             {
                 Ok(report) => observation.report = Some(report),
                 Err(error) => {

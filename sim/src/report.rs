@@ -1,5 +1,5 @@
 //! The result of a run: per-processor measurements, the engine's account of itself and the
-//! checks, as JSON (the schema in `design.md`, extended) and as a human-readable table.
+//! checks, as JSON (the schema in `docs/cli.md`) and as a human-readable table.
 
 use std::fmt::Write as _;
 

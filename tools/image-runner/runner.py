@@ -57,6 +57,7 @@ from layout import (
     KMODE_EXCEPTION_NOT_HANDLED,
     MAX_CACHED_PAGES,
     MAX_CALL_ARGS,
+    MAX_CALL_PAGES,
     MAX_STACK_BYTES,
     NESTED_GAP,
     PAGE,
@@ -171,6 +172,23 @@ def _painted_prefix(data: bytes) -> int:
     return offset + len(tail) - len(tail.lstrip(_PAINT_CHUNK[:1]))
 
 
+def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
+    """A call's `pages`: [[address, hex], ...], each a whole page of ppm-sim's user half."""
+    pages = message.get("pages", [])
+    if not isinstance(pages, list) or len(pages) > MAX_CALL_PAGES:
+        raise ProtocolError(f"call: 'pages' must be a list of at most {MAX_CALL_PAGES} pages")
+    out = []
+    for entry in pages:
+        if not isinstance(entry, list) or len(entry) != 2:
+            raise ProtocolError("call: each page must be [address, hex]")
+        address = integer({"page": entry[0]}, "page")
+        data = hex_bytes({"bytes": entry[1]}, "bytes")
+        if address % PAGE or address + PAGE > USER_LIMIT or len(data) != PAGE:
+            raise ProtocolError(f"call: page {address:#x} is not a whole page of the user half")
+        out.append((address, data))
+    return tuple(out)
+
+
 def kmdf_names(header: Path = KMDF_HEADER) -> dict[int, str]:
     text = header.read_text(encoding="utf-8")
     return {
@@ -202,6 +220,10 @@ class Runner(Services):
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         self.interrupts = True
+        # The current call's processor, when ppm-sim sent one: its interrupt windows are inert,
+        # so KeGetCurrentProcessorNumberEx is answered here and interrupt masking deferred.
+        self.processor: dict[str, Any] | None = None
+        self.deferred: list[dict[str, Any]] = []  # requests reported with the next message
         self.pool_next = POOL
         self.pool_mapped = POOL
         self.device_add: int = 0
@@ -311,7 +333,10 @@ class Runner(Services):
         """Serves a ppm-sim page to this call. Pages stay mapped between calls (mapping and
         unmapping flush Unicorn's translated code, which cost more than the rest of a call),
         protected PROT_NONE while stale, so the next touch fetches them again."""
-        data = self._read_page(page)
+        self._install_page(page, self._read_page(page))
+
+    def _install_page(self, page: int, data: bytes) -> None:
+        """Maps ppm-sim's `page` with `data` for this call (see _fetch_page)."""
         if page in self.stale:
             self.stale.discard(page)
             self.uc.mem_protect(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
@@ -395,7 +420,7 @@ class Runner(Services):
         """One host request; a `call` command arriving meanwhile runs nested."""
         self.watchdog.pause()  # ppm-sim's time is not the image's
         try:
-            self.channel.send(request)
+            self.channel.send(self.with_deferred(request))
             while True:
                 message = self.channel.receive()
                 if message is None:
@@ -413,9 +438,35 @@ class Runner(Services):
                     done = self.cmd_call(message, nested=True)
                 finally:
                     self.watchdog.pause()
-                self.channel.send({"done": done})
+                self.channel.send(self.with_deferred({"done": done}))
         finally:
             self.watchdog.resume()
+
+    def with_deferred(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`message` (a host request or a `done`) carrying the deferred requests, which ppm-sim
+        serves first, in order."""
+        if self.deferred:
+            message = {**message, "deferred": self.deferred}
+            self.deferred = []
+        return message
+
+    def set_interrupts(self, enabled: bool) -> None:
+        """The image changed IF (PSTATE.I): ppm-sim is told now, or with the next message
+        when the call's interrupt windows are inert."""
+        if enabled == self.interrupts:
+            return
+        self.interrupts = enabled
+        request = {"host": "interrupts", "enabled": enabled}
+        if self.processor is None:
+            self.ask(request)
+        else:
+            self.deferred.append(request)
+
+    def current_processor(self) -> dict[str, Any]:
+        """KeGetCurrentProcessorNumberEx's answer: the call's processor, or ppm-sim's."""
+        if self.processor is not None:
+            return self.processor
+        return self.ask({"host": "current_processor"})
 
     # ---- registers ----------------------------------------------------------------------
 
@@ -561,13 +612,22 @@ class Runner(Services):
 
     # ---- execution ----------------------------------------------------------------------
 
-    def execute(self, address: int, args: list[int], interrupts: bool, nested: bool) -> dict:
+    def execute(
+        self,
+        address: int,
+        args: list[int],
+        interrupts: bool,
+        nested: bool,
+        processor: dict[str, Any] | None = None,
+        pages: tuple[tuple[int, bytes], ...] = (),
+    ) -> dict:
         """Calls `address` with `args` (the Windows convention of the image's architecture);
-        {"rax"} (the return register: RAX or X0) or {"crash"}."""
+        {"rax"} (the return register: RAX or X0) or {"crash"}. `processor`: the call's, when
+        its interrupt windows are inert; `pages`: ppm-sim's pages sent with the call."""
         uc = self.uc
         arch = self.arch
         saved = uc.context_save() if nested else None
-        saved_state = (self.crash, self.interrupts)
+        saved_state = (self.crash, self.interrupts, self.processor)
         if nested:
             top = (self.regs.read(arch.sp) - NESTED_GAP) & ~0xF
         else:
@@ -594,10 +654,14 @@ class Runner(Services):
         for register, value in arch.call_registers(interrupts, SENTINEL):
             self.regs.write(register, value)
         self.interrupts = interrupts
+        self.processor = processor
         self.crash = None
         self.mirrors.append({})
         if nested:
             self._share_outer_pages()
+        for page, data in pages:
+            if page not in self.mirrors[-1]:
+                self._install_page(page, data)
         if not nested:
             self.watchdog.arm()
         try:
@@ -616,7 +680,7 @@ class Runner(Services):
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        self.crash, self.interrupts = saved_state
+        self.crash, self.interrupts, self.processor = saved_state
         if crash is not None:
             return {"crash": self._crash_json(crash)}
         return {"rax": rax, "writes": writes}
@@ -818,7 +882,7 @@ class Runner(Services):
             elif kind in ("rdtsc", "rdtscp"):
                 self._edx_eax(integer(self.ask({"host": "rdtsc"}), "value"))
                 if kind == "rdtscp":  # IA32_TSC_AUX: the processor's index, as Windows sets it
-                    index = integer(self.ask({"host": "current_processor"}), "index", 32)
+                    index = integer(self.current_processor(), "index", 32)
                     self.regs.write(x86.UC_X86_REG_RCX, index)
             elif kind == "cpuid":
                 leaf = self.regs.read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
@@ -833,9 +897,7 @@ class Runner(Services):
                     self.regs.write(reg, integer(answer, name, 32))
             elif kind in ("cli", "sti"):
                 enabled = kind == "sti"
-                if enabled != self.interrupts:
-                    self.interrupts = enabled
-                    self.ask({"host": "interrupts", "enabled": enabled})
+                self.set_interrupts(enabled)
                 flags = self.regs.read(x86.UC_X86_REG_RFLAGS)
                 self.regs.write(
                     x86.UC_X86_REG_RFLAGS, flags | RFLAGS_IF if enabled else flags & ~RFLAGS_IF
@@ -883,10 +945,7 @@ class Runner(Services):
                     daif = pstate | field << DAIF_SHIFT
                 else:
                     daif = pstate & ~(field << DAIF_SHIFT)
-                enabled = not daif & DAIF_I
-                if enabled != self.interrupts:
-                    self.interrupts = enabled
-                    self.ask({"host": "interrupts", "enabled": enabled})
+                self.set_interrupts(not daif & DAIF_I)
                 pstate = pstate & ~(0xF << DAIF_SHIFT) | daif & (0xF << DAIF_SHIFT)
                 self.uc.reg_write(arm64.UC_ARM64_REG_PSTATE, pstate)
             else:
@@ -976,11 +1035,28 @@ class Runner(Services):
         interrupts = message.get("interrupts", True)
         if not isinstance(interrupts, bool):
             raise ProtocolError("call: 'interrupts' must be true or false")
-        return self._run(address, values, interrupts, nested)
+        processor = message.get("processor")
+        if processor is not None:
+            if not isinstance(processor, dict):
+                raise ProtocolError("call: 'processor' must be an object")
+            processor = {
+                "index": integer(processor, "index", 32),
+                "group": integer(processor, "group", 16),
+                "number": integer(processor, "number", 8),
+            }
+        return self._run(address, values, interrupts, nested, processor, _pages(message))
 
-    def _run(self, address: int, args: list[int], interrupts: bool, nested: bool) -> dict:
+    def _run(
+        self,
+        address: int,
+        args: list[int],
+        interrupts: bool,
+        nested: bool,
+        processor: dict[str, Any] | None = None,
+        pages: tuple[tuple[int, bytes], ...] = (),
+    ) -> dict:
         try:
-            return self.execute(address, args, interrupts, nested)
+            return self.execute(address, args, interrupts, nested, processor, pages)
         except Crash as crash:
             return {"crash": self._crash_json(crash)}
 
@@ -1080,7 +1156,7 @@ class Runner(Services):
                     return 0
                 if op not in commands:
                     raise ProtocolError(f"unknown command {op!r}")
-                self.channel.send({"done": commands[op](message)})
+                self.channel.send(self.with_deferred({"done": commands[op](message)}))
             except (Fatal, ProtocolError) as error:
                 self.channel.send({"error": str(error)})
                 print(f"image-runner: {error}", file=sys.stderr)

@@ -341,7 +341,7 @@ fn open_state<K: KernelServices>(kernel: &K) -> Option<K::State<'_>> {
         Ok(record) => Some(record),
         Err(status) => {
             kernel
-                .log(LogLevel::Error, format_args!("cannot create the State key ({status:#010X})"));
+                .log(LogLevel::Error, format_args!("cannot create the Boot key ({status:#010X})"));
             None
         }
     }

@@ -24,12 +24,12 @@ use super::CheckResult;
 pub enum ExpectedBoot {
     /// It registers the PEP.
     Registers,
-    /// It loads inert, for this reason (`State\RegistrationSkipped`: `skip-registration`,
+    /// It loads inert, for this reason (`Boot\RegistrationSkipped`: `skip-registration`,
     /// `install-pending`).
     Skips(SkipReason),
     /// Step `step` fails with `status`; everything is undone.
     Fails {
-        /// `State\FailedStep`.
+        /// `Boot\FailedStep`.
         step: &'static str,
         /// What `DriverEntry` returns.
         status: NTSTATUS,
@@ -208,7 +208,7 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
     CheckResult::from_failures(id, &failures, summary)
 }
 
-/// `boot.state`: the `State` key holds exactly the values `docs/registry.md` documents for the
+/// `boot.state`: the `Boot` key holds exactly the values `docs/registry.md` documents for the
 /// outcome.
 fn state_key(
     scenario: &Scenario,
@@ -221,20 +221,20 @@ fn state_key(
         let logged = record
             .log
             .iter()
-            .any(|(level, line)| *level == LogLevel::Error && line.contains("State key"));
+            .any(|(level, line)| *level == LogLevel::Error && line.contains("Boot key"));
         let passed = record.state.is_none() && logged;
         return CheckResult::new(
             id,
             passed,
             if passed {
-                "the State key could not be created: logged, nothing written, boot unaffected"
+                "the Boot key could not be created: logged, nothing written, boot unaffected"
             } else {
-                "the State key failure was not logged, or values were written anyway"
+                "the Boot key failure was not logged, or values were written anyway"
             },
         );
     }
     let Some(values) = &record.state else {
-        return CheckResult::new(id, false, "no State key written");
+        return CheckResult::new(id, false, "no Boot key written");
     };
     let names: BTreeSet<&str> = values.keys().map(String::as_str).collect();
     let wanted: BTreeSet<&str> = match expected {
@@ -292,7 +292,7 @@ fn state_key(
 }
 
 /// `boot.inert`: with `SkipRegistration` set, or in the session of a fresh install, no
-/// callback is reachable and `State` says why.
+/// callback is reachable and the `Boot` key says why.
 fn inert(observations: &Observations, record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
     let id = "boot.inert";
     let ExpectedBoot::Skips(reason) = expected else {
@@ -316,13 +316,13 @@ fn inert(observations: &Observations, record: &BootRecord, expected: ExpectedBoo
         failures.push(format!("DriverEntry returned {} instead of success", hex(record.status)));
     }
     if record.state_value(state::REGISTRATION_SKIPPED).as_deref() != Some(reason.name()) {
-        failures.push("State does not say why the PEP is not registered".to_owned());
+        failures.push("the Boot key does not say why the PEP is not registered".to_owned());
     }
     CheckResult::from_failures(
         id,
         &failures,
         format!(
-            "the service loads inert: nothing registered, no callback reachable, State\\RegistrationSkipped = {}",
+            "the service loads inert: nothing registered, no callback reachable, Boot\\RegistrationSkipped = {}",
             reason.name()
         ),
     )

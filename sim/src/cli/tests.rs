@@ -271,7 +271,7 @@ fn a_file_over_the_limit_is_refused_without_reading_it_all() {
 }
 
 #[test]
-fn a_bad_file_names_the_file_and_the_field() {
+fn a_bad_file_names_the_file_the_line_and_the_field() {
     let path = std::env::temp_dir().join(format!("ppm-sim-cli-test-{}.toml", std::process::id()));
     std::fs::write(&path, "name = \"x\"\n[platform]\nprocessors = 5000\nnominal_mhz = 2000\n[pofx]\nduration_ms = 10\n")
             .expect("temporary file");
@@ -282,7 +282,7 @@ fn a_bad_file_names_the_file_and_the_field() {
     assert_eq!(
         err,
         format!(
-            "ppm-sim: {}: field `platform.processors`: expected an integer in 1..=2048, found 5000\n",
+            "ppm-sim: {}: line 3, column 14: field `platform.processors`: expected an integer in 1..=2048, found 5000\n",
             path.display()
         )
     );

@@ -200,8 +200,15 @@ class FakeChannel(Channel):
         self.incoming: deque[dict[str, Any]] = deque()
         self.finals: list[dict[str, Any]] = []
         self.deferred: list[dict[str, Any]] = []  # answers held back until a nested call ends
+        self.carried: list[tuple[str, list[bool]]] = []  # (message, its deferred masking)
 
     def send(self, message: dict[str, Any]) -> None:
+        # What each message carried in `deferred`, served first, as ppm-sim does.
+        deferred = message.get("deferred", [])
+        self.carried.append((message.get("host", "done"), [d["enabled"] for d in deferred]))
+        for request in deferred:
+            assert request["host"] == "interrupts", request
+            self.host.answer(request)
         if "host" in message:
             answer = self.host.answer(message)
             if self.host.inject_on == message["host"] and self.host.inject:
@@ -254,8 +261,13 @@ class Session:
         )
 
     def command(self, message: dict[str, Any]) -> dict[str, Any]:
+        """As the runner's loop serves `message`: its `done` (with what was deferred to it
+        delivered to the host first)."""
         handler = getattr(self.runner, f"cmd_{message['op']}")
-        return handler(message)
+        final = self.runner.with_deferred({"done": handler(message)})
+        self.channel.send(final)
+        self.channel.finals.pop()
+        return final["done"]
 
     def boot(self) -> dict[str, Any]:
         return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})
