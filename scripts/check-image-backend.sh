@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The image backend (docs/image-backend.md): every built-in scenario run against the machine
-# code of the linked driver image, target/driver-image/x64/ppm_pep.sys, by `ppm-sim validate
-# --pep image`, after the runner's own lint and tests.
+# code of the linked driver image of its architecture (target/driver-image/x64 and arm64), by
+# `ppm-sim validate --pep image`, after the runner's own lint and tests.
 #
 # Usage: scripts/check-image-backend.sh [--self-test]
 #   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image-runner), then
@@ -19,6 +19,8 @@
 #                                     -> dpm.processors_accepted (and ppm.boot_queries)
 #                  early-return       the PPM callback returns TRUE before writing its output
 #                                     -> capabilities.consistent (and ppm.null_data_refused)
+#                and the ARM64 image with its AMU guards' scope tables emptied must fail
+#                `validate arm64` with image.bugcheck (the AMU fault unhandled: 0x1E).
 # Needs the image and its stack.txt: scripts/check-driver-image.sh builds and checks both
 # (scripts/build-driver-image.sh builds the image alone). Exit 1 when a check fails, 2 when
 # the image is missing or the arguments are wrong.
@@ -132,6 +134,24 @@ if $SELF_TEST; then
             status=1
         fi
     done
+    # The ARM64 image with every AMU guard's scope table emptied (tools/driver-image/
+    # broken_image.py, the checker's patch, its map and stack.txt copied beside it): the arm64
+    # scenario's AMU fault is then an exception no frame handles.
+    arm64=$ROOT/target/driver-image/arm64
+    kind=arm64-scope-removed
+    image=$broken/$kind.arm64/ppm_pep.sys
+    log=$broken/$kind.log
+    mkdir -p "$(dirname "$image")"
+    rm -f "$image"
+    if ! "$PY" tools/driver-image/broken_image.py "$kind" "$arm64/ppm_pep.sys" \
+        "$arm64/ppm_pep.map" "$image" --with-map; then
+        echo "self-test $kind: the image could not be broken as intended" >&2
+        status=1
+    elif ! expect_refused "$kind" \
+        '^  FAIL image\.bugcheck +bugcheck 0x1e at ppm_amu_read_[a-z0-9]+\+0x0: exception 0xc000001d not handled' \
+        "$log" "$SIM" validate arm64 --pep image --image "$image"; then
+        status=1
+    fi
     echo "   $((SECONDS - start)) s (self-test)"
 fi
 exit "$status"

@@ -28,6 +28,7 @@
 //!   unload, all `PASSIVE_LEVEL`; never on a notification path).
 //! - `msr_guard` (x64): which MSRs may be touched, proven under SEH (`msr_probe.c`) while
 //!   `DriverEntry` initialises.
+//! - `amu_guard` (ARM64): every Activity Monitors `MRS` under SEH, a fault answered as a value.
 //!
 //! [`Platform`]: ppm_engine::Platform
 #![cfg_attr(all(windows, panic = "abort"), no_std)]
@@ -43,6 +44,8 @@ static GLOBAL_ALLOCATOR: wdk_alloc::WdkAllocator = wdk_alloc::WdkAllocator;
 
 #[cfg(all(windows, panic = "abort"))]
 mod affinity;
+#[cfg(all(windows, panic = "abort", target_arch = "aarch64"))]
+mod amu_guard;
 #[cfg(all(windows, panic = "abort"))]
 mod driver;
 #[cfg(all(windows, panic = "abort"))]

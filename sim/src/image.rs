@@ -81,15 +81,6 @@ pub fn image_for(scenario: &crate::scenario::Scenario, explicit: Option<&Path>) 
     )
 }
 
-/// The built-in scenarios `validate --pep image` leaves out, each with the reason (README and
-/// docs/image-backend.md list them; `validate NAME --pep image` still runs one).
-pub const LEFT_OUT: [(&str, &str); 1] = [(
-    "arm64",
-    "its msr-fault event makes an AMU read undefined for a while: the ARM64 image reads the AMU \
-     with a plain MRS (no exception handling on ARM64 yet), so it bugchecks 0x1E, a defect of \
-     the ARM64 driver this backend found, not fixed",
-)];
-
 /// The architecture a scenario's processors need of the image (`x64`, `arm64`).
 #[must_use]
 pub const fn architecture_of(scenario: &crate::scenario::Scenario) -> &'static str {

@@ -149,8 +149,7 @@ pub fn run_image(
 /// Every built-in scenario against the image (`ppm-sim validate --pep image`).
 ///
 /// Each runs on the image of its architecture (`explicit` for every scenario of that image's
-/// architecture), but those [`image::LEFT_OUT`] names; the suite adds the x64 image's function
-/// coverage over all of them.
+/// architecture); the suite adds the x64 image's function coverage over the x64 ones.
 ///
 /// # Errors
 /// As [`run_image`], for the first scenario that could not run.
@@ -161,10 +160,7 @@ pub fn validate_image(
     let mut reports = Vec::new();
     let mut executed = std::collections::BTreeSet::new();
     let x64_image = explicit.map_or_else(image::default_image, std::path::Path::to_path_buf);
-    let suite: Vec<_> = builtin::all()
-        .into_iter()
-        .filter(|(name, _)| !image::LEFT_OUT.iter().any(|(left_out, _)| left_out == name))
-        .collect();
+    let suite = builtin::all();
     for (number, (name, scenario)) in suite.iter().enumerate() {
         let image_path = &image::image_for(scenario, explicit);
         let label = suite_label(number, suite.len(), name);

@@ -475,11 +475,6 @@ impl SuiteReport {
             }
         }
         let passed = self.scenarios.iter().filter(|report| report.passed).count();
-        if self.image_coverage.is_some() {
-            for (name, reason) in crate::image::LEFT_OUT {
-                let _ = writeln!(text, "LEFT OUT {name}: {reason}");
-            }
-        }
         if let Some((coverage, check)) = &self.image_coverage {
             let units: Vec<String> = coverage
                 .iter()

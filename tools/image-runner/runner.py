@@ -39,6 +39,7 @@ from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 from unicorn.unicorn_py3.unicorn import uclib
 
+import arm64_unwind
 import image as pe_image
 import printf
 import seh
@@ -103,6 +104,8 @@ ARM64_BRK_IMMEDIATES = {
     0xF004: STATUS_INTEGER_DIVIDE_BY_ZERO,  # the compiler's divide-by-zero check
 }
 ARM64_BRK_FASTFAIL = 0xF003
+# What an ARM64 virtual unwind restores besides SP and PC: x19..x28, the frame pointer, LR.
+ARM64_NONVOLATILE_REGS = {f"x{n}": ARM64_X[n] for n in range(19, 31)}
 NONVOLATILE_REGS = {
     "rbx": x86.UC_X86_REG_RBX,
     "rbp": x86.UC_X86_REG_RBP,
@@ -571,12 +574,9 @@ class Runner(Services):
         self.stack_top = self.stack_low + stack_bytes
         uc.mem_map(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE)
         uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
-        # x64 SEH from .pdata; ARM64 needs none (parse_image refused an image with a handler).
-        self.unwinder = (
-            seh.Unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
-            if arch == "x64"
-            else None
-        )
+        # Structured exception dispatch from the image's own .pdata, .xdata and scope tables.
+        unwinder = seh.Unwinder if arch == "x64" else arm64_unwind.Unwinder
+        self.unwinder = unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
         self.sites = pe_image.find_sites(image, arch)
         self.site_functions = set(self.sites) & set(symbols.rvas)
         site_hook = self._site if arch == "x64" else self._site_arm64
@@ -825,14 +825,20 @@ class Runner(Services):
 
     def raise_exception(self, code: int, address: int) -> None:
         """Dispatches an exception raised at `address` through the image's __except scopes:
-        resumes at the handler or ends the command with KMODE_EXCEPTION_NOT_HANDLED."""
-        regs = {name: self.regs.read(reg) for name, reg in NONVOLATILE_REGS.items()}
-        regs["rsp"] = self.regs.read(x86.UC_X86_REG_RSP)
-        regs["rip"] = address
+        resumes at the handler (the exception code in the return register, the frame's
+        registers restored) or ends the command with KMODE_EXCEPTION_NOT_HANDLED."""
+        if self.arch.name == "x64":
+            registers = {**NONVOLATILE_REGS, "rsp": x86.UC_X86_REG_RSP}
+            pc, unwinding = "rip", seh
+        else:
+            registers = {**ARM64_NONVOLATILE_REGS, "sp": arm64.UC_ARM64_REG_SP}
+            pc, unwinding = "pc", arm64_unwind
+        regs = {name: self.regs.read(reg) for name, reg in registers.items()}
+        regs[pc] = address
         try:
-            dispatch = self.unwinder.dispatch(regs, lambda rip: rip == SENTINEL)
-        except seh.UnwindError as error:
-            dispatch = seh.Dispatch(None, None, f"unwind failed: {error}")
+            dispatch = self.unwinder.dispatch(regs, lambda at: at == SENTINEL)
+        except unwinding.UnwindError as error:
+            dispatch = unwinding.Dispatch(None, None, f"unwind failed: {error}")
         self.seh_log.append(
             {
                 "address": address,
@@ -849,11 +855,10 @@ class Runner(Services):
                 f"exception {code:#x} not handled: {dispatch.reason}",
                 address,
             )
-        for name, reg in NONVOLATILE_REGS.items():
+        for name, reg in registers.items():
             self.regs.write(reg, dispatch.registers[name])
-        self.regs.write(x86.UC_X86_REG_RSP, dispatch.registers["rsp"])
-        self.regs.write(x86.UC_X86_REG_RAX, code)
-        self.regs.write(x86.UC_X86_REG_RIP, dispatch.target)
+        self.regs.write(self.arch.result, code)
+        self.regs.write(self.arch.pc, dispatch.target)
 
     def _site(self, uc: Uc, address: int, size: int, site: tuple[str, int]) -> None:
         kind, length = site
@@ -925,14 +930,10 @@ class Runner(Services):
                     {"host": "mrs", "op0": op0, "op1": op1, "crn": crn, "crm": crm, "op2": op2}
                 )
                 if answer.get("fault"):
-                    # An undefined-instruction exception; the image has no handler on ARM64
-                    # (parse_image refuses one that has): what Windows bugchecks with.
-                    raise Crash(
-                        KMODE_EXCEPTION_NOT_HANDLED,
-                        [STATUS_ILLEGAL_INSTRUCTION, address, 0, 0],
-                        f"MRS of S{op0}_{op1}_C{crn}_C{crm}_{op2}: undefined instruction",
-                        address,
-                    )
+                    # An undefined-instruction exception at the MRS, dispatched as Windows
+                    # would: to the image's __except or to a bugcheck.
+                    self.raise_exception(STATUS_ILLEGAL_INSTRUCTION, address)
+                    return
                 if rt != 31:  # XZR
                     self.regs.write(ARM64_X[rt], integer(answer, "value"))
             elif kind in ("daifset", "daifclr", "msr_daif"):
@@ -961,28 +962,22 @@ class Runner(Services):
             self._stop(error)
 
     def _interrupt_arm64(self, uc: Uc, number: int, _: Any) -> None:
-        """An ARM64 exception Unicorn raised: an undefined instruction, BRK (a breakpoint,
-        __fastfail, the compiler's traps) or an abort; none has a handler in the image."""
+        """An ARM64 exception Unicorn raised: an undefined instruction or BRK (a breakpoint,
+        the compiler's traps), dispatched through the image's __except scopes as on x64;
+        __fastfail and aborts bugcheck."""
         try:
             pc = self._rip()
             if number == ARM64_EXCP_BKPT:
                 address, immediate = self._brk(pc)
                 if immediate == ARM64_BRK_FASTFAIL:
                     raise Crash(0x139, [self.arg(0), 0, 0, 0], "__fastfail (brk #0xf003)", address)
-                code = ARM64_BRK_IMMEDIATES.get(immediate, STATUS_BREAKPOINT)
-                raise Crash(
-                    KMODE_EXCEPTION_NOT_HANDLED,
-                    [code, address, immediate, 0],
-                    f"brk #{immediate:#x}: exception {code:#x}, no handler on ARM64",
-                    address,
+                self.raise_exception(
+                    ARM64_BRK_IMMEDIATES.get(immediate, STATUS_BREAKPOINT), address
                 )
+                return
             if number == ARM64_EXCP_UDEF:
-                raise Crash(
-                    KMODE_EXCEPTION_NOT_HANDLED,
-                    [STATUS_ILLEGAL_INSTRUCTION, pc, 0, 0],
-                    "undefined instruction",
-                    pc,
-                )
+                self.raise_exception(STATUS_ILLEGAL_INSTRUCTION, pc)  # PC at the instruction
+                return
             if number in ARM64_EXCP_ABORTS:
                 raise Crash(
                     PAGE_FAULT_IN_NONPAGED_AREA, [0, 0, pc, 0], f"abort (exception {number})", pc

@@ -65,6 +65,7 @@ class FakeHost:
             dict(SYSTEM_REGISTERS) if system_registers is None else system_registers
         )
         self.core_hz = CORE_HZ  # the rate AMEVCNTR00 (core cycles) counts at from now on
+        self.faulting: set[tuple[int, ...]] = set()  # system registers whose MRS faults now
         self.cycles = 0
         self.registry = registry or {}
         self.memory: dict[int, bytearray] = {}  # page address -> contents (ppm-sim memory)
@@ -101,6 +102,8 @@ class FakeHost:
             return {}
         if kind == "mrs":
             register = tuple(request[name] for name in ("op0", "op1", "crn", "crm", "op2"))
+            if register in self.faulting:
+                return {"fault": True}
             amu = self.system_registers.get(ID_AA64PFR0_EL1, 0) >> 44 & 0xF
             if register == CNTVCT_EL0 or (amu and register in (AMEVCNTR00_EL0, AMEVCNTR01_EL0)):
                 # The clock advances with every read, by 10 ticks (0.5 us: a counter pair's
@@ -235,11 +238,18 @@ REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_p
 class Session:
     """One runner with one fake host; `command` runs a command and returns its `done`."""
 
-    def __init__(self, host: FakeHost | None = None, stack_bytes: int = 24576, arch: str = "x64"):
+    def __init__(
+        self,
+        host: FakeHost | None = None,
+        stack_bytes: int = 24576,
+        arch: str = "x64",
+        image: Path | None = None,
+    ):
+        """`image`: a patched copy of the architecture's image (its map is the original's)."""
         self.host = host or FakeHost()
         self.channel = FakeChannel(self.host)
         self.runner = Runner(self.channel)
-        image, map_path = IMAGES[arch]
+        image, map_path = (image or IMAGES[arch][0]), IMAGES[arch][1]
         self.loaded = self.command(
             {
                 "op": "load",
