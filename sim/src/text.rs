@@ -1,7 +1,8 @@
 //! User-supplied text as `ppm-sim` prints it.
 //!
-//! The one escaping every output applies to strings it did not write itself (device ids, registry value names, scenario and file names, the PEP's
-//! `Boot` strings), so that no control character reaches a terminal raw.
+//! The one escaping every output applies to strings it did not write itself (device ids,
+//! registry value names, scenario and file names, the PEP's `Boot` strings), so that no
+//! control character reaches a terminal raw.
 //!
 //! A scenario can name a processor `"\u001b[2J"` (clear the screen) or `"x\rok  "` (rewrite a
 //! FAIL line to read ok); [`escaped`] prints such characters as Rust escapes (`\u{1b}`, `\r`,

@@ -1,9 +1,10 @@
 //! The driver image and the files beside it, checked before the runner starts.
 //!
-//! A `.sys` that is not a whole PE image of the scenario's architecture, or a map or `stack.txt` written for
-//! another image, is unusable input (one line naming the file and what is wrong, exit 2), not a
-//! run to judge — the runner would map a truncated section short and the image would fault on
-//! the missing bytes (bugcheck 0x50), failing every check for a reason that is not the PEP's.
+//! A `.sys` that is not a whole PE image of the scenario's architecture, or a map or
+//! `stack.txt` written for another image, is unusable input (one line naming the file and
+//! what is wrong, exit 2), not a run to judge — the runner would map a truncated section short
+//! and the image would fault on the missing bytes (bugcheck 0x50), failing every check for a
+//! reason that is not the PEP's.
 //!
 //! What is read (PE/COFF as Microsoft's "PE Format" specifies it): the DOS header's `MZ` and
 //! `e_lfanew`, the `PE\0\0` signature, the COFF header (`Machine`, `NumberOfSections`,
