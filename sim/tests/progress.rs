@@ -60,7 +60,7 @@ fn progress_off_a_terminal_is_whole_lines_naming_the_run() {
     assert!(shown.status.success());
     let text = String::from_utf8_lossy(&shown.stderr);
     assert!(text.starts_with("ppm-sim: validate default: "), "{text:?}");
-    assert!(text.ends_with(" s\n") && !text.contains('\r'), "{text:?}");
+    assert!(text.ends_with(" s so far\n") && !text.contains('\r'), "{text:?}");
     let silent = run("never");
     assert!(silent.status.success());
     assert!(silent.stderr.is_empty(), "{:?}", String::from_utf8_lossy(&silent.stderr));

@@ -166,7 +166,10 @@ fn status(shared: &Shared, elapsed: Duration) -> String {
     let expected = shared.expected.load(Ordering::Relaxed);
     let reads = shared.reads.load(Ordering::Relaxed);
     let percent = (reads.saturating_mul(100) / expected.max(1)).min(100);
-    format!("ppm-sim: {label}: {percent:>3} % of about {expected} reads, {} s", elapsed.as_secs())
+    format!(
+        "ppm-sim: {label}: {percent:>3} % of about {expected} reads, {} s so far",
+        elapsed.as_secs()
+    )
 }
 
 #[cfg(test)]
@@ -199,7 +202,7 @@ mod tests {
         assert_eq!(
             line,
             format!(
-                "ppm-sim: validate 1/2 de\\u{{1b}}[2Jfault:  50 % of about {expected} reads, 7 s"
+                "ppm-sim: validate 1/2 de\\u{{1b}}[2Jfault:  50 % of about {expected} reads, 7 s so far"
             )
         );
     }
