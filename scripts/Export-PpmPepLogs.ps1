@@ -1,7 +1,6 @@
 <#
 .SYNOPSIS
     Collects everything needed to diagnose ppm-pep on a test VM into one folder and a zip.
-    (Named Collect-PpmPepLogs.ps1 before; Export is PowerShell's approved verb.)
 
 .DESCRIPTION
     Gathers, into -OutputDirectory (and <OutputDirectory>.zip):

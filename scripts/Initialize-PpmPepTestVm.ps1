@@ -1,7 +1,6 @@
 <#
 .SYNOPSIS
     Prepares a test VM for ppm-pep: test signing, the test certificate, crash dumps.
-    (Named Prepare-TestVm.ps1 before; Initialize is PowerShell's approved verb.)
 
 .DESCRIPTION
     Run once, elevated, on the test VM (Windows 10 2004 or later, Windows 11), then reboot.

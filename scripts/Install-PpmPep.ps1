@@ -11,7 +11,7 @@
     2. pnputil /add-driver <package>\ppm_pep.inf /install: stages the package in the driver
        store and installs it on the matching device.
     3. Before step 2 it creates the volatile key Parameters\InstallPending: pnputil starts the
-       service at once, and that DriverEntry loads inert (State\RegistrationSkipped =
+       service at once, and that DriverEntry loads inert (Boot\RegistrationSkipped =
        install-pending) instead of registering with PoFx mid-session; the key is gone at the
        next boot. Then it asks for a reboot: a PEP registers with the power framework once, from
        DriverEntry, when the boot loader starts it. Installing or updating a PEP takes effect only after a reboot;

@@ -13,8 +13,7 @@
       IRQL): a PEP runs its processor callbacks at up to HIGH_LEVEL, so IRQL and DDI rules matter
       most. Every class is one of Microsoft's "Driver Verifier options and rule classes" table
       (devtest/driver-verifier-options.md; class 35 is described in
-      devtest/ddi-compliance-checking.md). An earlier version of this script called 35 reserved:
-      that was wrong.
+      devtest/ddi-compliance-checking.md).
       -Isolation adds 33 (driver isolation checking) and 36 (DIF mode), which 33 requires.
       -StandardOnly uses `verifier /standard` instead. `resetonbootfail` turns Verifier off
       again if the boot fails, which matters for a boot-start driver: a Verifier bugcheck during

@@ -19,6 +19,11 @@
       driver-image    the image file has not changed since boot (else the running image is an
                       older one: reboot), and with -PackagePath it is the package's ppm_pep.sys
                       (SHA-256). Prerequisite: INFO/FAIL.
+      image-identity  Boot\ImageTimeDateStamp (the PE header TimeDateStamp of the image that
+                      ran DriverEntry this boot) equals that of the package's ppm_pep.sys
+                      (-PackagePath) and of the file ImagePath names: a stale image, still
+                      loaded after an update without its reboot, fails it although the files
+                      match.
       device          a present device node with -HardwareId, status OK.
       registration    the volatile state key Boot (under the service key; written by DriverEntry
                       this boot): Registered = 1; if 0, FailedStep and FailureStatus say why.
@@ -26,14 +31,26 @@
                       APERF/MPERF legitimately reports 0, with NoCountersReason).
       perf            Lowest >= 1 and Lowest <= LowestNonlinear <= Nominal <= Highest.
       configuration   ConfigurationIssues = 0 (values the driver ignored; see docs\registry.md).
+      nominal-rate    where NominalRate came from (NominalRateSource). FAIL on ARM64 when it was
+                      calibrated: the AMU's constant counter runs at the system counter's rate,
+                      so the PEP measured the boot processor's clock at boot, which boost or
+                      firmware may have set anywhere (set Parameters\NominalMhz).
       verifier        ppm_pep.sys among the drivers Driver Verifier verifies this boot
                       (prerequisite: INFO, or FAIL with -RequireVerifier).
       events          no Service Control Manager load failure (7000/7026) for ppm_pep since
                       boot, no bugcheck reported at this boot.
       perf-feedback   with feedback counters: the sampled \Processor Information(_Total)\%
-                      Processor Performance is above 0 and at most 110 % of Highest/Nominal
-                      (Windows derives it from the feedback counters the PEP serves; a PEP that
-                      serves frozen or runaway counts fails it).
+                      Processor Performance is above 0 and at most 110 % of Highest/Nominal.
+                      Windows computes that counter with or without a PEP, so a reading in range
+                      proves nothing about the PEP's counts: INFO. Out of range (frozen or
+                      runaway counts) is a FAIL, whose action is the comparison with a
+                      SkipRegistration boot that tells the PEP's share.
+      idle-states     deep C-state residency: \Processor Information(*)\% C2 Time and % C3 Time
+                      (with % C1 Time) per processor over the sampling. The PEP owns the
+                      processors and reports no idle states (IdleStateCount 0); whether Windows
+                      still enters their ACPI _CST states is not documented. PASS when some
+                      processor entered C2 or C3; with none, FAIL when -ExpectDeepCStates says
+                      the machine offers them, else WARN (VMs usually offer only C1).
       perf-counters   the typeperf samples themselves (INFO: those counters exist with or
                       without the PEP).
     Results go to -OutputDirectory: results.csv, state.json, counters.csv, verifier-query.txt.
@@ -58,8 +75,18 @@
     The performance counters to sample (English names; pass the localized names on a localized
     Windows). The first must be the % Processor Performance counter for perf-feedback.
 
+.PARAMETER IdleCounterPaths
+    The C-state residency counters for idle-states, sampled with -CounterPaths (English names;
+    pass the localized names on a localized Windows): % C1 Time, % C2 Time, % C3 Time of
+    \Processor Information(*), in that order.
+
 .PARAMETER ExpectCounters
     Fail (instead of warn) when the PEP reports no feedback counters.
+
+.PARAMETER ExpectDeepCStates
+    The machine offers C-states deeper than C1 (its firmware's _CST lists C2 or C3: seen as
+    non-zero % C2/C3 Time in a boot with Parameters\SkipRegistration = 1, when the PEP owns no
+    processor). idle-states then fails when no processor enters them.
 
 .PARAMETER RequireVerifier
     Fail when Driver Verifier is not verifying ppm_pep.sys.
@@ -82,7 +109,14 @@ param(
         '\Processor Information(*)\% Processor Performance',
         '\Processor Information(*)\Processor Frequency'
     ),
+    [ValidateCount(3, 3)]
+    [string[]] $IdleCounterPaths = @(
+        '\Processor Information(*)\% C1 Time',
+        '\Processor Information(*)\% C2 Time',
+        '\Processor Information(*)\% C3 Time'
+    ),
     [switch] $ExpectCounters,
+    [switch] $ExpectDeepCStates,
     [switch] $RequireVerifier
 )
 
@@ -119,6 +153,18 @@ function ConvertTo-UInt32 {
     param($Value)
     if ($null -eq $Value) { return [uint32]0 }
     return [BitConverter]::ToUInt32([BitConverter]::GetBytes([int32]$Value), 0)
+}
+
+function Get-PeTimeDateStamp {
+    # The COFF file header's TimeDateStamp of a PE image: the DWORD 8 bytes after the "PE\0\0"
+    # signature, whose offset is the DWORD at 0x3C (e_lfanew). $null if the file is no PE image.
+    param([string] $Path)
+    $bytes = [System.IO.File]::ReadAllBytes($Path)
+    if ($bytes.Length -lt 0x40 -or $bytes[0] -ne 0x4D -or $bytes[1] -ne 0x5A) { return $null }
+    $peOffset = [BitConverter]::ToUInt32($bytes, 0x3C)
+    if ($peOffset + 12 -gt $bytes.Length) { return $null }
+    if ([BitConverter]::ToUInt32($bytes, [int]$peOffset) -ne 0x00004550) { return $null }
+    return [BitConverter]::ToUInt32($bytes, [int]$peOffset + 8)
 }
 
 $bootTime = (Get-CimInstance Win32_OperatingSystem).LastBootUpTime
@@ -270,7 +316,7 @@ if ($devices.Count -eq 0) {
     Write-Result 'device' 'FAIL' $problems 'look the problem code up (Device Manager error codes); setupapi.dev.log via Export-PpmPepLogs.ps1'
 }
 
-# --- registration (volatile State key) ------------------------------------------------------
+# --- registration (volatile Boot key) ------------------------------------------------------
 $state = [ordered]@{}
 $stateKey = Get-PpmPepStateKey
 if ($null -ne $stateKey) {
@@ -326,6 +372,52 @@ if ($state['Registered'] -eq 1) {
     } else {
         Write-Result 'configuration' 'WARN' "$issues Parameters value(s) ignored (see the DbgPrintEx output)"
     }
+
+    # The AMU's constant counter runs at the system counter's rate (CNTFRQ_EL0), not at the
+    # processor's nominal rate: without NominalMhz the PEP measures the boot processor's clock
+    # during DriverEntry, which depends on what firmware or boost set at that moment.
+    $nominalDetail = "NominalMhz=$($state['NominalMhz']) from $($state['NominalRateSource']), CalibratedMhz=$($state['CalibratedMhz']), $($state['Architecture'])"
+    if ($state['Architecture'] -eq 'arm64' -and $state['NominalRateSource'] -eq 'calibrated') {
+        Write-Result 'nominal-rate' 'FAIL' "the nominal rate is the boot processor's clock at boot, not the SoC's nominal frequency: % Processor Performance changes from boot to boot. $nominalDetail" `
+            'set Parameters\NominalMhz (REG_DWORD) to the SoC''s nominal, non-boost frequency in MHz (vendor documentation, or the Nominal Frequency of the processors'' ACPI _CPC), reboot, test again'
+    } else {
+        Write-Result 'nominal-rate' 'INFO' $nominalDetail
+    }
+}
+
+# --- image identity --------------------------------------------------------------------------
+# Driver-store copies keep the package's timestamps and ImagePath already names the new file
+# after an update, so the files cannot show that an older image is still running: the running
+# image's own PE TimeDateStamp, written by DriverEntry, can.
+if ($state.Count -gt 0) {
+    if (-not $state.Contains('ImageTimeDateStamp') -and $state['Registered'] -ne 1) {
+        Write-Result 'image-identity' 'INFO' 'the Boot key of this unregistered boot has no ImageTimeDateStamp: compare after a boot that registers the PEP'
+    } elseif (-not $state.Contains('ImageTimeDateStamp')) {
+        Write-Result 'image-identity' 'FAIL' 'the Boot key has no ImageTimeDateStamp: the running image predates it, i.e. it is older than this package' `
+            'install this package (Install-PpmPep.ps1 -PackagePath ...), reboot, and test again'
+    } else {
+        $running = ConvertTo-UInt32 $state['ImageTimeDateStamp']
+        $compared = [ordered]@{}
+        if ($PackagePath) {
+            $packageImage = Join-Path $PackagePath $PpmPepDriverFile
+            if (Test-Path -LiteralPath $packageImage -PathType Leaf) { $compared[$packageImage] = Get-PeTimeDateStamp $packageImage }
+        }
+        if ($null -ne $imagePath -and (Test-Path -LiteralPath $imagePath -PathType Leaf)) { $compared[$imagePath] = Get-PeTimeDateStamp $imagePath }
+        $parts = @($compared.Keys | ForEach-Object {
+                $stamp = $compared[$_]
+                if ($null -eq $stamp) { "$_ is no PE image" } else { '{0} 0x{1:X8}' -f $_, $stamp }
+            })
+        $identityDetail = 'running image 0x{0:X8}; {1}' -f $running, $(if ($parts.Count -gt 0) { $parts -join '; ' } else { 'no file to compare with (pass -PackagePath)' })
+        $stale = @($compared.Keys | Where-Object { $compared[$_] -ne $running })
+        if ($compared.Count -eq 0) {
+            Write-Result 'image-identity' 'INFO' $identityDetail
+        } elseif ($stale.Count -eq 0) {
+            Write-Result 'image-identity' 'PASS' $identityDetail
+        } else {
+            Write-Result 'image-identity' 'FAIL' "the running image is not $($stale -join ' or '): $identityDetail" `
+                'reboot: a registered PEP is never unloaded, the installed image loads at the next boot (if it persists, reinstall the package)'
+        }
+    }
 }
 
 # --- Driver Verifier --------------------------------------------------------------------------
@@ -358,8 +450,8 @@ if ($scmEvents.Count -gt 0) {
 # --- performance counters -------------------------------------------------------------------
 if ($Samples -gt 0) {
     $csv = Join-Path $OutputDirectory 'counters.csv'
-    Write-Host "Sampling $($CounterPaths -join ', ') ($Samples x $IntervalSeconds s) into $csv"
-    $arguments = @($CounterPaths) + @('-si', "$IntervalSeconds", '-sc', "$Samples", '-f', 'CSV', '-o', $csv, '-y')
+    Write-Host "Sampling $(@($CounterPaths) + @($IdleCounterPaths) -join ', ') ($Samples x $IntervalSeconds s) into $csv; leave the machine idle meanwhile"
+    $arguments = @($CounterPaths) + @($IdleCounterPaths) + @('-si', "$IntervalSeconds", '-sc', "$Samples", '-f', 'CSV', '-o', $csv, '-y')
     $ErrorActionPreference = 'Continue'
     & typeperf.exe @arguments 2>&1 | Out-Null
     $ErrorActionPreference = 'Stop'
@@ -399,9 +491,39 @@ if ($Samples -gt 0) {
             $maximum = if ($values.Count -gt 0) { ($values | Measure-Object -Maximum).Maximum } else { 0 }
             $feedbackDetail = '{0}: avg {1:N1} %, max {2:N1} % over {3} samples; ceiling {4:N1} % (110 % of Highest/Nominal)' -f $column, $average, $maximum, $values.Count, $ceiling
             if ($values.Count -gt 0 -and $average -gt 0 -and $maximum -le $ceiling) {
-                Write-Result 'perf-feedback' 'PASS' $feedbackDetail
+                # Windows computes the counter with or without the PEP (its processor driver reads
+                # the hardware itself), so a plausible value does not show the PEP's counts are used.
+                Write-Result 'perf-feedback' 'INFO' "$feedbackDetail; in range, which Windows also shows without this PEP"
             } else {
-                Write-Result 'perf-feedback' 'FAIL' $feedbackDetail 'the feedback counters the PEP serves look frozen or runaway: take a boot trace and a kernel debugger (!ppmperf), report with Export-PpmPepLogs.ps1'
+                Write-Result 'perf-feedback' 'FAIL' $feedbackDetail 'reboot once with Parameters\SkipRegistration = 1 and sample again: a normal reading then means the counts this PEP serves are frozen or runaway (take a kernel debugger, !ppmperf, and report with Export-PpmPepLogs.ps1)'
+            }
+        }
+
+        # Deep C-state residency of every processor instance (not the _Total aggregates).
+        $residency = foreach ($path in $IdleCounterPaths) {
+            $leaf = ($path -split '\\')[-1]
+            $perInstance = @($columns | Where-Object { ($_ -split '\\')[-1] -eq $leaf -and $_ -notmatch '_Total' } | ForEach-Object {
+                    $column = $_
+                    $values = @($rows | ForEach-Object { $_.$column } | Where-Object { $_ -match '^\s*[0-9.]+\s*$' } | ForEach-Object { [double]$_ })
+                    if ($values.Count -gt 0) { ($values | Measure-Object -Average).Average } else { 0.0 }
+                })
+            , $perInstance
+        }
+        $c1 = @($residency[0]); $c2 = @($residency[1]); $c3 = @($residency[2])
+        if ($c2.Count -eq 0 -or $c2.Count -ne $c3.Count) {
+            Write-Result 'idle-states' 'FAIL' "no per-processor C-state columns in $csv" 'on a localized Windows pass the localized % C1/C2/C3 Time names with -IdleCounterPaths'
+        } else {
+            $deep = 0..($c2.Count - 1) | ForEach-Object { $c2[$_] + $c3[$_] }
+            $entered = @($deep | Where-Object { $_ -gt 0 }).Count
+            $mean = { param($list) if (@($list).Count -gt 0) { (@($list) | Measure-Object -Average).Average } else { 0.0 } }
+            $idleDetail = 'over {0} processors: C1 {1:N2} %, C2 {2:N2} %, C3 {3:N2} % of the time on average; {4} entered C2 or C3' -f $c2.Count, (& $mean $c1), (& $mean $c2), (& $mean $c3), $entered
+            if ($entered -gt 0) {
+                Write-Result 'idle-states' 'PASS' $idleDetail
+            } elseif ($ExpectDeepCStates) {
+                Write-Result 'idle-states' 'FAIL' "no processor entered a C-state deeper than C1 although the machine offers them: $idleDetail" `
+                    'boot once with Parameters\SkipRegistration = 1 and test again: if C2/C3 come back, owning the processors with IdleStateCount 0 costs this machine its deep C-states (docs/architecture.md, "Idle states"): uninstall, and report with Export-PpmPepLogs.ps1'
+            } else {
+                Write-Result 'idle-states' 'WARN' "no processor entered a C-state deeper than C1 (a VM usually offers only C1; pass -ExpectDeepCStates where the machine offers more): $idleDetail"
             }
         }
     }

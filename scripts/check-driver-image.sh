@@ -7,10 +7,11 @@
 # Usage: scripts/check-driver-image.sh [--self-test]
 #   --self-test  also requires each broken image to fail the check with its own message:
 #                an undocumented import, a user-mode import, a writable+executable section, a
-#                frame over budget (x64 and ARM64) (patched copies of the images,
-#                tools/driver-image/broken_image.py) and an RDMSR outside the __try scope (the
-#                x64 SEH shim relinked with clang's inline RDMSR). Nothing is committed: all
-#                under target/.
+#                frame over budget (x64 and ARM64), ARM64 AMU guards without their __except
+#                scope, with a handler that is not __C_specific_handler, and making a call
+#                (patched copies of the images, tools/driver-image/broken_image.py) and an
+#                RDMSR outside the __try scope (the x64 SEH shim relinked with clang's inline
+#                RDMSR). Nothing is committed: all under target/.
 # Output: target/driver-image/<arch>/ppm_pep.sys (+ .pdb, .map), stack.txt (the stack
 # figures); exit 1 when a check fails.
 set -euo pipefail
@@ -26,21 +27,11 @@ TOOL=$ROOT/tools/driver-image
 VENV=$ROOT/target/driver-image/venv
 export PYTHONDONTWRITEBYTECODE=1
 
-# The checker's virtualenv, reinstalled when requirements.txt changes.
-stamp=$VENV/requirements.txt
-if [[ ! -x $VENV/bin/python ]] || ! cmp -s "$TOOL/requirements.txt" "$stamp"; then
-    if ! python3 -m venv --clear "$VENV" >/dev/null 2>&1; then
-        if [[ $(id -u) -eq 0 ]]; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-            python3 -m venv --clear "$VENV"
-        else
-            echo "check-driver-image: python3 -m venv failed (install python3-venv)" >&2
-            exit 1
-        fi
-    fi
-    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$TOOL/requirements.txt"
-    cp "$TOOL/requirements.txt" "$stamp"
-fi
+# The checker's virtualenv (scripts/lib/setup.sh).
+LOG_NAME=check-driver-image
+# shellcheck source=scripts/lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+python_venv "$VENV" "$TOOL/requirements.txt"
 PY=$VENV/bin/python
 
 echo "== the checker: ruff, pytest"
@@ -78,12 +69,19 @@ if $SELF_TEST; then
         [frame-over-budget]='stack FxDriverEntry: [0-9]+ bytes exceeds its budget of'
         [frame-over-budget-arm64]='stack FxDriverEntry: [0-9]+ bytes exceeds its budget of'
         [rdmsr-outside-try]='ppm_msr_probe_read: rdmsr at 0x[0-9a-f]+ lies outside its __try scope'
+        [arm64-scope-removed]='ppm_amu_read_amevcntr00: mrs of AMEVCNTR00_EL0 at 0x[0-9a-f]+ lies outside its __except scope'
+        [arm64-foreign-handler]='ppm_amu_read_amcgcr: its handler .* is not __C_specific_handler'
+        [arm64-guard-calls]='ppm_amu_read_amevcntr00: the AMU guard makes a call at 0x[0-9a-f]+'
     )
     arm64=$ROOT/target/driver-image/arm64
     for kind in undocumented-import user-mode-import wx-section frame-over-budget \
-        frame-over-budget-arm64 rdmsr-outside-try; do
+        frame-over-budget-arm64 rdmsr-outside-try arm64-scope-removed arm64-foreign-handler \
+        arm64-guard-calls; do
         arch=x64
-        if [[ $kind == rdmsr-outside-try ]]; then
+        if [[ $kind == arm64-* ]]; then
+            arch=arm64 dir=$arm64 image=$broken/$kind.sys
+            "$PY" "$TOOL/broken_image.py" "$kind" "$arm64/ppm_pep.sys" "$arm64/ppm_pep.map" "$image"
+        elif [[ $kind == rdmsr-outside-try ]]; then
             # The SEH shim with the RDMSR clang inlines (no out-of-line leaf): clang's scope
             # table then covers no instruction of the read probe.
             dir=$broken/$kind

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The image backend (docs/image-backend.md): every built-in scenario run against the machine
-# code of the linked driver image, target/driver-image/x64/ppm_pep.sys, by `ppm-sim validate
-# --pep image`, after the runner's own lint and tests.
+# code of the linked driver image of its architecture (target/driver-image/x64 and arm64), by
+# `ppm-sim validate --pep image`, after the runner's own lint and tests.
 #
 # Usage: scripts/check-image-backend.sh [--self-test]
 #   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image-runner), then
 #                `ppm-sim validate --pep image` over every built-in scenario (debug ppm-sim,
-#                the shared target/), its output and wall time printed
+#                the shared target/), its output and wall time printed; then
+#                sim/tests/scenarios/registry-issues.toml on both backends: the ignored registry
+#                values the image lists in its State key must be the engine's, line for line
 #   --self-test  also proves the checks can fail: three copies of the image broken on purpose
 #                (tools/image-runner/broken_image.py, written to target/image-runner/self-test/,
 #                the real image never modified) must each fail `validate default` with a named
@@ -17,6 +19,8 @@
 #                                     -> dpm.processors_accepted (and ppm.boot_queries)
 #                  early-return       the PPM callback returns TRUE before writing its output
 #                                     -> capabilities.consistent (and ppm.null_data_refused)
+#                and the ARM64 image with its AMU guards' scope tables emptied must fail
+#                `validate arm64` with image.bugcheck (the AMU fault unhandled: 0x1E).
 # Needs the image and its stack.txt: scripts/check-driver-image.sh builds and checks both
 # (scripts/build-driver-image.sh builds the image alone). Exit 1 when a check fails, 2 when
 # the image is missing or the arguments are wrong.
@@ -68,6 +72,20 @@ if [[ $status -ne 0 ]]; then
     echo "check-image-backend: validate --pep image failed" >&2
 fi
 
+echo "== ppm-sim run --pep image: the ignored registry values, read back from the image's State"
+# The image writes ConfigurationIssue1, ... itself; its list must be the engine's, line for line.
+registry_issues=sim/tests/scenarios/registry-issues.toml
+ignored() { "$SIM" run "$registry_issues" "$@" | sed -n '/^configuration: /,/^$/p'; }
+from_engine=$(ignored --pep engine) || status=1
+from_image=$(ignored --pep image) || status=1
+if [[ -n $from_image && $from_image == "$from_engine" ]]; then
+    echo "   $(head -n 1 <<<"$from_image") the same from both backends"
+else
+    echo "check-image-backend: the image lists other ignored values than the engine:" >&2
+    diff <(echo "$from_engine") <(echo "$from_image") >&2 || true
+    status=1
+fi
+
 if $SELF_TEST; then
     # shellcheck source=scripts/lib/self-test.sh
     source "$ROOT/scripts/lib/self-test.sh"
@@ -116,6 +134,24 @@ if $SELF_TEST; then
             status=1
         fi
     done
+    # The ARM64 image with every AMU guard's scope table emptied (tools/driver-image/
+    # broken_image.py, the checker's patch, its map and stack.txt copied beside it): the arm64
+    # scenario's AMU fault is then an exception no frame handles.
+    arm64=$ROOT/target/driver-image/arm64
+    kind=arm64-scope-removed
+    image=$broken/$kind.arm64/ppm_pep.sys
+    log=$broken/$kind.log
+    mkdir -p "$(dirname "$image")"
+    rm -f "$image"
+    if ! "$PY" tools/driver-image/broken_image.py "$kind" "$arm64/ppm_pep.sys" \
+        "$arm64/ppm_pep.map" "$image" --with-map; then
+        echo "self-test $kind: the image could not be broken as intended" >&2
+        status=1
+    elif ! expect_refused "$kind" \
+        '^  FAIL image\.bugcheck +bugcheck 0x1e at ppm_amu_read_[a-z0-9]+\+0x0: exception 0xc000001d not handled' \
+        "$log" "$SIM" validate arm64 --pep image --image "$image"; then
+        status=1
+    fi
     echo "   $((SECONDS - start)) s (self-test)"
 fi
 exit "$status"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Parses every scripts/*.ps1 with a real PowerShell grammar (PyPI tree-sitter 0.26.1 and
-# tree-sitter-powershell 0.26.4, in a venv under target/) and fails on a syntax error, on a
+# Parses every scripts/*.ps1 with a real PowerShell grammar (PyPI tree-sitter and
+# tree-sitter-powershell, pinned in tools/powershell-check/requirements.txt, in a venv under target/) and fails on a syntax error, on a
 # script or function whose verb is not approved (Get-Verb), and on a state-changing one
 # (Set-, Install-, Remove-, ...) without [CmdletBinding(SupportsShouldProcess)] and a
 # $PSCmdlet.ShouldProcess( call; see tools/powershell-check/check.py for the rules and the one
@@ -13,19 +13,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VENV=target/powershell-check/venv
-if [[ ! -x $VENV/bin/python ]] || ! "$VENV/bin/python" -c 'import tree_sitter_powershell' 2>/dev/null; then
-    if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
-        if [[ $(id -u) -eq 0 ]]; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-            rm -rf "$VENV"
-            python3 -m venv "$VENV"
-        else
-            echo "check-powershell: python3 -m venv failed (install python3-venv)" >&2
-            exit 1
-        fi
-    fi
-    "$VENV/bin/pip" install -q --disable-pip-version-check tree-sitter==0.26.1 tree-sitter-powershell==0.26.4
-fi
+LOG_NAME=check-powershell
+# shellcheck source=scripts/lib/setup.sh
+source scripts/lib/setup.sh
+python_venv "$VENV" tools/powershell-check/requirements.txt
 CHECK=("$VENV/bin/python" tools/powershell-check/check.py)
 "${CHECK[@]}" scripts/*.ps1
 if [[ ${1:-} == --self-test ]]; then

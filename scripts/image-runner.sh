@@ -26,24 +26,11 @@ if [[ $mode != run && $# -gt 0 ]]; then
     exit 2
 fi
 
-# The virtualenv, reinstalled when requirements.txt changes (the stamp is its installed copy).
-# Progress goes to stderr: stdout belongs to the protocol.
-stamp=$VENV/requirements.txt
-if [[ ! -x $VENV/bin/python ]] || ! cmp -s "$TOOL/requirements.txt" "$stamp"; then
-    echo "image-runner: preparing $VENV" >&2
-    mkdir -p "$(dirname "$VENV")"
-    if ! python3 -m venv --clear "$VENV" >/dev/null 2>&1; then
-        if [[ $(id -u) -eq 0 ]]; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-            python3 -m venv --clear "$VENV" >&2
-        else
-            echo "image-runner: python3 -m venv failed (install python3-venv)" >&2
-            exit 2
-        fi
-    fi
-    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$TOOL/requirements.txt" >&2
-    cp "$TOOL/requirements.txt" "$stamp"
-fi
+# The virtualenv (scripts/lib/setup.sh). Progress goes to stderr: stdout belongs to the protocol.
+LOG_NAME=image-runner
+# shellcheck source=scripts/lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+python_venv "$VENV" "$TOOL/requirements.txt"
 
 case $mode in
     setup) exit 0 ;;

@@ -42,15 +42,10 @@ die() {
     exit 2
 }
 
-if ! command -v valgrind >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "measure-read-path: installing valgrind" >&2
-        apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
-    else
-        die "valgrind is missing (install it: apt-get install valgrind)"
-    fi
-fi
+LOG_NAME=measure-read-path
+# shellcheck source=scripts/lib/setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
+command -v valgrind >/dev/null 2>&1 || debian_install valgrind || die "valgrind is missing (install it: apt-get install valgrind)"
 command -v cargo >/dev/null 2>&1 || die "cargo is missing"
 
 WORK="$(mktemp -d)"

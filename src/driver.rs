@@ -6,11 +6,11 @@
 //! remove, and an unload of a registered PEP bugchecks, as in Microsoft's PEP sample; an update
 //! needs a reboot), and hands over to `ppm_engine::driver::driver_entry` over this kernel's services
 //! ([`Kernel`]): configuration, `SkipRegistration`, processor table, PMU reservation, PEP,
-//! `PoFxRegisterPluginEx`, `State`, and the unwinding of every failure — the sequence the
+//! `PoFxRegisterPluginEx`, `Boot`, and the unwinding of every failure — the sequence the
 //! emulator runs on every scenario. It returns that sequence's status.
 //!
 //! The device ids PoFx offers arrive later (`PEP_DPM_PREPARE_DEVICE`, after `DriverEntry`), so
-//! they are not in the `State` key: the engine records them in its device-id log, which a kernel
+//! they are not in the `Boot` key: the engine records them in its device-id log, which a kernel
 //! debugger shows (see docs/windows.md, "Validate").
 
 use core::mem::size_of;

@@ -6,6 +6,7 @@ use core::ptr::{self, NonNull};
 
 use ppm_engine::Pep;
 use ppm_engine::abi::{NTSTATUS, PEP_INFORMATION, PHYSICAL_COUNTER_RESOURCE_LIST};
+use ppm_engine::driver::services::{PE_HEADER_BYTES, time_date_stamp_of};
 use ppm_engine::driver::{KernelServices, LogLevel, PoolBlock};
 use wdk_sys::ntddk::{
     ExAllocatePool2, ExFreePool, HalAllocateHardwareCounters, HalFreeHardwareCounters,
@@ -27,8 +28,20 @@ pub const POOL_TAG: u32 = u32::from_le_bytes(*b"PpmP");
 /// exists only in the session of the install.
 const INSTALL_PENDING_KEY: &str = "InstallPending";
 
-/// The architecture the driver was built for, as the `State` key names it.
+/// The architecture the driver was built for, as the `Boot` key names it.
 const ARCHITECTURE: &str = if cfg!(target_arch = "x86_64") { "x64" } else { "arm64" };
+
+unsafe extern "C" {
+    /// The first byte of this image as loaded: its DOS header, then the PE headers. A
+    /// pseudo-symbol the linker defines in every PE image it links (lld-link: `__ImageBase`,
+    /// an absolute symbol at the image base, `lld/COFF/Driver.cpp`; link.exe the same, as
+    /// "Accessing the current module's HINSTANCE from a static library", The Old New Thing,
+    /// 2004, describes), relocated with the image; the kernel keeps a loaded driver's headers
+    /// mapped (its exception dispatch reads the image's unwind data through them). Chosen over
+    /// `DRIVER_OBJECT::DriverStart`, which `wdm.h`'s documentation leaves undescribed, and
+    /// `RtlPcToFileHeader`, which the WDK does not document for kernel mode.
+    static __ImageBase: u8;
+}
 
 /// The kernel services of `DriverEntry`, for the KMDF driver object `driver`.
 pub struct Kernel {
@@ -70,6 +83,15 @@ impl KernelServices for Kernel {
 
     fn architecture(&self) -> &'static str {
         ARCHITECTURE
+    }
+
+    fn image_time_date_stamp(&self) -> u32 {
+        let base = &raw const __ImageBase;
+        // SAFETY: `__ImageBase` is the start of this loaded image, whose headers — at least
+        // `PE_HEADER_BYTES`, the smallest FileAlignment — stay mapped and unchanged while the
+        // driver is loaded; nothing writes them.
+        let header = unsafe { core::slice::from_raw_parts(base, PE_HEADER_BYTES) };
+        time_date_stamp_of(header).unwrap_or(0)
     }
 
     fn open_parameters(&self) -> Result<Parameters, NTSTATUS> {

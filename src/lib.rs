@@ -20,7 +20,7 @@
 //! - `kernel_services`: the engine's `KernelServices` over `ntoskrnl`, `hal` and KMDF.
 //! - `platform`: the kernel implementation of the engine's platform trait (any IRQL).
 //! - `storage`: static storage for the PEP instance and the `PoFx` kernel-information block.
-//! - `registry`: the `Parameters` and `State` keys through KMDF (`PASSIVE_LEVEL`).
+//! - `registry`: the `Parameters` and `Boot` keys through KMDF (`PASSIVE_LEVEL`).
 //! - `affinity`: running code on a chosen processor (`PASSIVE_LEVEL`).
 //! - `pofx`: the declaration of `PoFxRegisterPluginEx` (`pepfx.h` is not bound by `wdk-sys`).
 //! - `log`: `DbgPrintEx` lines (`DriverEntry` only, never on a notification path).
@@ -28,6 +28,7 @@
 //!   unload, all `PASSIVE_LEVEL`; never on a notification path).
 //! - `msr_guard` (x64): which MSRs may be touched, proven under SEH (`msr_probe.c`) while
 //!   `DriverEntry` initialises.
+//! - `amu_guard` (ARM64): every Activity Monitors `MRS` under SEH, a fault answered as a value.
 //!
 //! [`Platform`]: ppm_engine::Platform
 #![cfg_attr(all(windows, panic = "abort"), no_std)]
@@ -43,6 +44,8 @@ static GLOBAL_ALLOCATOR: wdk_alloc::WdkAllocator = wdk_alloc::WdkAllocator;
 
 #[cfg(all(windows, panic = "abort"))]
 mod affinity;
+#[cfg(all(windows, panic = "abort", target_arch = "aarch64"))]
+mod amu_guard;
 #[cfg(all(windows, panic = "abort"))]
 mod driver;
 #[cfg(all(windows, panic = "abort"))]

@@ -14,7 +14,8 @@
 //! x64: `CPUID` and the interrupt masking are the engine's [`ppm_engine::x86::instructions`];
 //! `RDMSR`/`WRMSR` go through `msr_guard`, which touches only MSRs proven to exist. ARM64:
 //! `cpuid` returns zeros and there are no MSRs; the engine reads `ID_AA64PFR0_EL1` and, only
-//! where it announces the Activity Monitors, their registers, through the engine's
+//! where it announces the Activity Monitors, their registers: the AMU's through `amu_guard`
+//! (under SEH, a fault answered as [`MsrFault`]), the rest through the engine's
 //! [`ppm_engine::arm64::instructions`] (`MRS`, `DAIF` masking, `CNTVCT_EL0` as the time stamp).
 
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -119,8 +120,9 @@ impl Platform for KernelPlatform {
         arch::read_timestamp()
     }
 
-    /// `MRS` of an ARM64 system register (`MsrFault` on x64). The engine reads an Activity
-    /// Monitors register only after `ID_AA64PFR0_EL1` announced the AMU. Any IRQL.
+    /// `MRS` of an ARM64 system register (`MsrFault` on x64, and on ARM64 for an Activity
+    /// Monitors access that faulted). The engine reads an Activity Monitors register only
+    /// after `ID_AA64PFR0_EL1` announced the AMU. Any IRQL.
     #[inline]
     fn read_system_register(&self, register: SystemRegister) -> Result<u64, MsrFault> {
         arch::read_system_register(register)
@@ -183,7 +185,8 @@ mod arch {
     }
 }
 
-/// ARM64: no CPUID, no MSRs; the Activity Monitors through the engine's `MRS` wrappers.
+/// ARM64: no CPUID, no MSRs; the Activity Monitors under SEH (`amu_guard`), the other system
+/// registers through the engine's `MRS` wrappers.
 #[cfg(target_arch = "aarch64")]
 mod arch {
     use ppm_engine::arm64::{SystemRegister, instructions};
@@ -213,13 +216,15 @@ mod arch {
         Some(instructions::read_virtual_count())
     }
 
-    /// `MRS` of `register`. Any IRQL.
+    /// `MRS` of `register`: an Activity Monitors register under SEH (`amu_guard`: a fault
+    /// answers [`MsrFault`]), the ID and timer registers plain. Any IRQL.
     #[inline]
-    #[allow(clippy::unnecessary_wraps, reason = "the trait's signature: a fault is x64's answer")]
     pub fn read_system_register(register: SystemRegister) -> Result<u64, MsrFault> {
-        // SAFETY: the engine reads an AMU register only after ID_AA64PFR0_EL1 announced the
-        // AMU (`ppm_engine::arm64`); the other registers are always readable at EL1.
-        Ok(unsafe { instructions::read(register) })
+        if register.is_amu() {
+            crate::amu_guard::read(register)
+        } else {
+            instructions::read(register).ok_or(MsrFault)
+        }
     }
 
     /// Saves `DAIF`, masks IRQ and FIQ, runs `f`, restores `DAIF`. Any IRQL.

@@ -49,7 +49,7 @@ pub fn unregister() {
 }
 
 /// One line of the `DriverEntry` sequence (what the engine logs: each configuration issue, the
-/// counter source and why, the PMU reservation, the registration and the `State` key), as event
+/// counter source and why, the PMU reservation, the registration and the `Boot` key), as event
 /// `DriverEntryError` or `DriverEntryInfo` with field `Message`. `PASSIVE_LEVEL`.
 pub fn driver_entry_line(level: LogLevel, message: fmt::Arguments<'_>) {
     let mut text = Line::<MESSAGE_BYTES>::new();

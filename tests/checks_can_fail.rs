@@ -19,7 +19,7 @@ use ppm_engine::abi::{
     ULONG,
 };
 use ppm_engine::callbacks::pep_information;
-use ppm_sim::boot::BootSabotage;
+use ppm_sim::boot::{BootSabotage, ENGINE_IMAGE_TIME_DATE_STAMP};
 use ppm_sim::platform::SimHost;
 use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
 use ppm_sim::{PlatformFaults, RunOptions, run_with};
@@ -364,7 +364,7 @@ unsafe extern "C" fn boot_queries_declined(
 fn declined_boot_queries_fail_boot_queries() {
     let report = assert_fails(&base(), &with_ppm(boot_queries_declined), &["ppm.boot_queries"]);
     assert_detail(&report, "ppm.boot_queries", "QUERY_PLATFORM_STATES: FALSE");
-    assert_detail(&report, "ppm.boot_queries", "QUERY_VETO_REASONS: TRUE with count Some(3)");
+    assert_detail(&report, "ppm.boot_queries", "QUERY_VETO_REASONS: TRUE with count 3, expected 0");
 }
 
 fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {
@@ -426,6 +426,23 @@ fn lost_state_strings_fail_boot_state() {
         let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.state"]);
         let check = check_of(&report, "boot.state");
         assert!(check.detail.contains("Architecture"), "{name}: {}", check.detail);
+    }
+}
+
+#[test]
+fn a_stale_image_fails_boot_state() {
+    let sabotage = BootSabotage { stale_image: true, ..BootSabotage::default() };
+    for name in ["default", "boot-register-refused", "boot-skip-registration"] {
+        let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.state"]);
+        assert_detail(
+            &report,
+            "boot.state",
+            &format!(
+                "ImageTimeDateStamp = \"{}\", expected \"{}\"",
+                ENGINE_IMAGE_TIME_DATE_STAMP - 86_400,
+                ENGINE_IMAGE_TIME_DATE_STAMP
+            ),
+        );
     }
 }
 

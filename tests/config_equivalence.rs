@@ -30,6 +30,8 @@
 //!   integer 2 where `true`/`false` is expected;
 //! - a `REG_SZ` where a `REG_DWORD` is read ↔ a string where `[config]` wants an integer or
 //!   boolean, or the registry number where it wants a name;
+//! - `TransitionLatency100ns` other than 0 (`NoPerfStates`: the PEP reports no perf states) ↔
+//!   the integer outside `0..=0`;
 //! - perf values: one out of range (`OutOfRange` then `PerfIncomplete`) ↔ that field out of
 //!   range; one missing (`PerfIncomplete`) ↔ the field missing; unordered (`PerfUnordered`) ↔
 //!   the table refused as unordered;
@@ -215,22 +217,38 @@ struct Number {
     apply: fn(&mut Config, u32),
 }
 
-const NUMBERS: [Number; 2] = [
-    Number {
-        key: "nominal_mhz",
-        value: names::NOMINAL_MHZ,
-        min: 1,
-        max: MAX_NOMINAL_MHZ,
-        apply: |config, value| config.nominal_mhz = Some(value),
-    },
-    Number {
-        key: "transition_latency_100ns",
-        value: names::TRANSITION_LATENCY_100NS,
-        min: 0,
-        max: MAX_TRANSITION_LATENCY_100NS,
-        apply: |config, value| config.transition_latency_100ns = value,
-    },
-];
+const NUMBERS: [Number; 1] = [Number {
+    key: "nominal_mhz",
+    value: names::NOMINAL_MHZ,
+    min: 1,
+    max: MAX_NOMINAL_MHZ,
+    apply: |config, value| config.nominal_mhz = Some(value),
+}];
+
+/// `TransitionLatency100ns`: 0 applies; any other number describes no perf transition (the
+/// PEP reports `PerformanceStatesSupported` FALSE), so the driver ignores it with its own
+/// reason and the scenario refuses it as out of `0..=0`.
+fn latency_cases(cases: &mut Vec<Case>) {
+    let (key, name) = ("transition_latency_100ns", names::TRANSITION_LATENCY_100NS);
+    assert_eq!(MAX_TRANSITION_LATENCY_100NS, 0);
+    cases.push(Case::applied(format!("{key} = 0"), vec![(name, Raw::Dword(0))], |config| {
+        config.transition_latency_100ns = 0;
+    }));
+    for value in [1, 10_000_000, u32::MAX] {
+        cases.push(Case::refused(
+            format!("{key} = {value}"),
+            vec![(name, Raw::Dword(value))],
+            &format!("config.{key}"),
+            vec![Note { value: name, problem: Problem::NoPerfStates { value } }],
+        ));
+    }
+    cases.push(Case::refused(
+        format!("{key} = \"0\""),
+        vec![(name, Raw::Sz("0".to_owned()))],
+        &format!("config.{key}"),
+        vec![wrong_type(name, REG_SZ, REG_DWORD)],
+    ));
+}
 
 fn number_cases(cases: &mut Vec<Case>) {
     for number in NUMBERS {
@@ -507,6 +525,7 @@ fn cases() -> Vec<Case> {
     );
     view_cases(&mut cases);
     number_cases(&mut cases);
+    latency_cases(&mut cases);
     perf_cases(&mut cases);
     pattern_cases(&mut cases);
     cases

@@ -192,7 +192,7 @@ fn run_json_has_the_documented_shape() {
     assert!(
         (processors[0]["processor_performance_percent"].as_f64().unwrap() - 160.0).abs() < 0.05
     );
-    // The engine's decisions in the driver's `State` vocabulary.
+    // The engine's decisions in the driver's `Boot` vocabulary.
     assert_eq!(json["engine"]["nominal_source"], "cpuid-base-frequency");
     assert_eq!(json["engine"]["perf_source"], "intel-hwp");
     assert_eq!(json["engine"]["perf_capabilities"].as_array().unwrap().len(), 4);

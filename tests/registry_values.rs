@@ -168,19 +168,41 @@ fn pmu_reservation_values_map_to_the_engine_policy() {
 
 #[test]
 fn out_of_range_dwords_are_ignored_and_reported() {
-    let cases: [(&'static str, u32, u32, u32); 7] = [
+    let cases: [(&'static str, u32, u32, u32); 6] = [
         (names::FEEDBACK_COUNTERS, 2, 0, 1),
         (names::COUNTER_SOURCE, 5, 0, 4),
         (names::PERFORMANCE_COUNTER_VIEW, u32::MAX, 0, 1),
         (names::NOMINAL_MHZ, 0, 1, 100_000),
         (names::NOMINAL_MHZ, 100_001, 1, 100_000),
-        (names::TRANSITION_LATENCY_100NS, MAX_TRANSITION_LATENCY_100NS + 1, 0, 10_000_000),
         (names::FEEDBACK_COUNTERS, u32::MAX, 0, 1),
     ];
     for (name, value, min, max) in cases {
         let (config, notes) = read(Table::default().dword(name, value));
         assert_eq!(config, Config::new(), "{name} = {value} changed the configuration");
         assert_eq!(notes, [Note { value: name, problem: Problem::OutOfRange { value, min, max } }]);
+    }
+}
+
+/// `TransitionLatency100ns` describes perf transitions, and the PEP reports none
+/// (`PerformanceStatesSupported` FALSE): 0 applies, any other number is ignored with that
+/// reason.
+#[test]
+fn a_transition_latency_is_ignored_since_the_pep_reports_no_perf_states() {
+    let name = names::TRANSITION_LATENCY_100NS;
+    let (config, notes) = read(Table::default().dword(name, 0));
+    assert_eq!((config, notes), (Config::new(), Vec::new()));
+    for value in [1, 500, 10_000_000, u32::MAX] {
+        let (config, notes) = read(Table::default().dword(name, value));
+        assert_eq!(config.transition_latency_100ns, 0);
+        assert_eq!(config, Config::new(), "{value} changed the configuration");
+        assert_eq!(notes, [Note { value: name, problem: Problem::NoPerfStates { value } }]);
+        assert_eq!(
+            notes[0].to_string(),
+            format!(
+                "TransitionLatency100ns: {value} describes no perf transition (the PEP reports \
+                 PerformanceStatesSupported FALSE); ignored"
+            )
+        );
     }
 }
 

@@ -4,9 +4,11 @@
 //! (actual) and constant-frequency cycles (nominal: the system counter's rate, `CNTFRQ_EL0`)
 //! while the processor is active — what Linux uses for frequency invariance
 //! (`arch/arm64/kernel/topology.c`). An access to an AMU register the processor does not
-//! implement (or that a hypervisor traps) is an undefined-instruction exception: in the kernel,
-//! a bugcheck. So the engine reads `ID_AA64PFR0_EL1` (always readable at EL1) first and touches
-//! an AMU register only when its `AMU` field announces the extension; then the count of
+//! implement (or that a hypervisor traps) is an undefined-instruction exception: unhandled in
+//! the kernel, a bugcheck, so a kernel platform reads every AMU register under an exception
+//! handler and answers a fault as [`crate::MsrFault`]. The engine reads `ID_AA64PFR0_EL1`
+//! (always readable at EL1) first and touches an AMU register only when its `AMU` field
+//! announces the extension; then the count of
 //! group-0 counters (`AMCGCR_EL0.CG0NC`) must cover counters 0 and 1 and `AMCNTENSET0_EL0` must
 //! show them enabled (firmware enables them; the PEP never writes a system register).
 
@@ -67,50 +69,39 @@ pub const fn group0_counters(amcgcr: u64) -> u64 {
 /// Counters 0 (processor cycles) and 1 (constant-frequency cycles) in `AMCNTENSET0_EL0`.
 pub const GROUP0_CYCLE_COUNTERS: u64 = 0b11;
 
-/// The AArch64 instructions, for a kernel platform. Each is one `MRS`/`MSR` of a register the
-/// engine reads only as described in the module documentation.
+/// The AArch64 instructions that cannot fault at EL1, for a kernel platform.
+///
+/// Each is one `MRS`/`MSR` of a register readable at EL1. The Activity Monitors' registers are
+/// not here: a kernel platform reads them under an exception handler (the driver's
+/// `amu_guard`).
 #[cfg(target_arch = "aarch64")]
 pub mod instructions {
     use super::SystemRegister;
 
-    /// Reads `register` on the current processor. Any IRQL.
+    /// Reads `register` on the current processor if it is readable at EL1. Any IRQL.
     ///
-    /// # Safety
-    /// An AMU register only where `ID_AA64PFR0_EL1.AMU` is non-zero (else an undefined
-    /// instruction exception).
+    /// `ID_AA64PFR0_EL1` and `CNTFRQ_EL0` are; `None` for an Activity Monitors register, whose
+    /// access can raise an undefined-instruction exception and therefore goes through the
+    /// kernel platform's exception-guarded read (the driver's `amu_guard`).
     #[inline]
     #[must_use]
-    pub unsafe fn read(register: SystemRegister) -> u64 {
+    pub fn read(register: SystemRegister) -> Option<u64> {
         let value: u64;
-        // The AMU registers by their encodings (op0 3, op1 3, CRn 13): assemblers without the
-        // v8.4 names accept them.
         match register {
             // SAFETY: an ID register, always readable at EL1.
             SystemRegister::IdAa64Pfr0El1 => unsafe {
                 core::arch::asm!("mrs {}, ID_AA64PFR0_EL1", out(reg) value, options(nomem, nostack, preserves_flags));
             },
-            // SAFETY: the caller established that the AMU is implemented.
-            SystemRegister::AmcgcrEl0 => unsafe {
-                core::arch::asm!("mrs {}, S3_3_C13_C2_2", out(reg) value, options(nomem, nostack, preserves_flags));
-            },
-            // SAFETY: as above.
-            SystemRegister::Amcntenset0El0 => unsafe {
-                core::arch::asm!("mrs {}, S3_3_C13_C2_5", out(reg) value, options(nomem, nostack, preserves_flags));
-            },
-            // SAFETY: as above.
-            SystemRegister::Amevcntr00El0 => unsafe {
-                core::arch::asm!("mrs {}, S3_3_C13_C4_0", out(reg) value, options(nomem, nostack, preserves_flags));
-            },
-            // SAFETY: as above.
-            SystemRegister::Amevcntr01El0 => unsafe {
-                core::arch::asm!("mrs {}, S3_3_C13_C4_1", out(reg) value, options(nomem, nostack, preserves_flags));
-            },
             // SAFETY: the generic timer's frequency register, readable at EL1.
             SystemRegister::CntfrqEl0 => unsafe {
                 core::arch::asm!("mrs {}, CNTFRQ_EL0", out(reg) value, options(nomem, nostack, preserves_flags));
             },
+            SystemRegister::AmcgcrEl0
+            | SystemRegister::Amcntenset0El0
+            | SystemRegister::Amevcntr00El0
+            | SystemRegister::Amevcntr01El0 => return None,
         }
-        value
+        Some(value)
     }
 
     /// The virtual count (`CNTVCT_EL0`), at `CNTFRQ_EL0`: the time stamp that bounds how far

@@ -8,13 +8,13 @@
 //! handle, or whose decline it documents through output fields, are answered that way:
 //! `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE` (completed at once: the PEP manages no clock or power
 //! resource of a processor), `PEP_DPM_DEVICE_POWER_STATE` (acknowledged, nothing written),
-//! `PEP_DPM_POWER_CONTROL_REQUEST` (`Status` = `STATUS_NOT_SUPPORTED`: the PEP defines no
-//! control code) and `PEP_DPM_WORK` (`NeedWork` FALSE, `WorkInformation` NULL: it never requests
-//! work). Every other notification returns FALSE. [`crate::notifications`] is the table of
+//! `PEP_DPM_POWER_CONTROL_REQUEST` (`Status` = `STATUS_NOT_IMPLEMENTED`: the PEP owns the
+//! processor but defines no control code) and `PEP_DPM_WORK` (`NeedWork` FALSE: it never
+//! requests work). Every other notification returns FALSE. [`crate::notifications`] is the table of
 //! every id with the documentation each answer follows.
 //!
 //! IRQL: `PASSIVE_LEVEL` (prepare, register, unregister, abandon), `<= DISPATCH_LEVEL` (device
-//! started). Nothing allocates or waits; every transition is a compare-exchange, so concurrent
+//! started, device power state), `<= HIGH_LEVEL` (register crashdump device, refused). Nothing allocates or waits; every transition is a compare-exchange, so concurrent
 //! notifications for different devices are safe, and so are a repeated or stale UNREGISTER and
 //! concurrent PREPAREs of one id (model-checked with loom, `engine/tests/loom.rs`).
 //!
@@ -33,7 +33,7 @@ use crate::abi::{
     PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEP_DPM_WORK,
     PEP_NOTIFY_COMPONENT_IDLE_STATE, PEP_POWER_CONTROL_REQUEST, PEP_PREPARE_DEVICE,
     PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEP_WORK, PEPHANDLE, PepDeviceAccepted,
-    PepDeviceNotAccepted, STATUS_NOT_SUPPORTED, TRUE,
+    PepDeviceNotAccepted, STATUS_NOT_IMPLEMENTED, TRUE,
 };
 use crate::payload::{Data, Dpm};
 use crate::pep::Pep;
@@ -76,7 +76,8 @@ fn component_idle_state(data: Data<'_, Dpm>) -> bool {
     true
 }
 
-/// `PEP_DPM_DEVICE_POWER_STATE`: `PASSIVE_LEVEL`. Informational: "The PEP does not write to
+/// `PEP_DPM_DEVICE_POWER_STATE`: IRQL <= `DISPATCH_LEVEL` (see [`PEP_DPM_DEVICE_POWER_STATE`]).
+/// Informational: "The PEP does not write to
 /// this structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle,
 /// nothing written; refused for any other handle.
 fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
@@ -84,26 +85,30 @@ fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
     pep.slot_for_handle(data.DeviceHandle).is_some()
 }
 
-/// `PEP_DPM_POWER_CONTROL_REQUEST`: IRQL <= `DISPATCH_LEVEL`. The PEP defines no power control
-/// code, so for a live processor handle the request fails the documented way: `Status` =
-/// `STATUS_NOT_SUPPORTED`, `BytesReturned` = 0, nothing written to the driver's buffers.
-/// Refused (untouched) for any other handle.
+/// `PEP_DPM_POWER_CONTROL_REQUEST`: IRQL <= `DISPATCH_LEVEL`. The PEP owns the processor but
+/// defines no power control code, so for a live processor handle the request fails with the
+/// status `PoFxPowerControl` documents for that: `STATUS_NOT_IMPLEMENTED`, "The requested power
+/// control operation is not implemented" (`STATUS_NOT_SUPPORTED` would say "The power engine
+/// plug-in (PEP) does not acknowledge support for this device", untrue of a device it
+/// registered); `BytesReturned` = 0, nothing written to the driver's buffers. Refused
+/// (untouched) for any other handle.
 fn power_control_request<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
     let Some(data) = data.get::<PEP_POWER_CONTROL_REQUEST>() else { return false };
     if pep.slot_for_handle(data.DeviceHandle).is_none() {
         return false;
     }
     data.BytesReturned = 0;
-    data.Status = STATUS_NOT_SUPPORTED;
+    data.Status = STATUS_NOT_IMPLEMENTED;
     true
 }
 
 /// `PEP_DPM_WORK`: `PASSIVE_LEVEL`. PoFx sends it after the PEP calls `RequestWorker`, which
-/// this PEP never does; should it arrive, the PEP has no work, said the documented way:
-/// `NeedWork` = FALSE and `WorkInformation` = NULL.
+/// this PEP never does; should it arrive, the PEP has no work: `NeedWork` = FALSE, and nothing
+/// else. `WorkInformation` is left as PoFx passed it: Microsoft's PEPs treat it as the OS's
+/// buffer (the i.MX PEP of ms-iot/imx-iotcore fills `PepWork->WorkInformation->…` in place and
+/// never assigns the pointer), so writing NULL over it could lose the OS's buffer.
 fn work(data: Data<'_, Dpm>) -> bool {
     let Some(data) = data.get::<PEP_WORK>() else { return false };
-    data.WorkInformation = core::ptr::null_mut();
     data.NeedWork = FALSE;
     true
 }

@@ -6,9 +6,10 @@
 //! "nothing to report" is an answer: `QUERY_PLATFORM_STATES` (0 platform idle states),
 //! `QUERY_VETO_REASONS` (0 veto reasons) and `ENUMERATE_BOOT_VETOES` (no payload, no boot veto).
 //! Every other notification returns FALSE ([`crate::notifications`] has every id, the
-//! documentation each answer follows and why); idle states stay with the OS (`IdleStateCount = 0`,
-//! so no idle-state or coordinated-state query follows) and perf control with ACPI
-//! (`PerformanceStatesSupported = FALSE`).
+//! documentation each answer follows and why). The PEP reports no idle state of its own
+//! (`IdleStateCount = 0`, so no idle-state or coordinated-state query follows; who then idles a
+//! processor it owns is not documented: `docs/architecture.md`, "Idle states") and leaves perf
+//! control with ACPI (`PerformanceStatesSupported = FALSE`).
 //!
 //! IRQL: `PASSIVE_LEVEL` up to `HIGH_LEVEL`, interrupts possibly disabled. Nothing here
 //! allocates, blocks, logs or panics; every pointer is checked for NULL and alignment and every

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use ppm_caller::fixture::NoCounters;
 use ppm_engine::abi::{
     PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE, PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_WORK, PEPHANDLE,
-    STATUS_NOT_SUPPORTED,
+    STATUS_NOT_IMPLEMENTED,
 };
 use ppm_engine::config::Config;
 use ppm_engine::notifications::{Answer, Callback, DPM, Notification, Output, PPM, Requirement};
@@ -130,8 +130,10 @@ fn the_engine_answers_what_the_table_says() {
     // The documented outputs, spelled out once.
     let write = |id| DPM.iter().find(|row| row.id == id).unwrap().outputs;
     assert_eq!(write(PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE), [Output { offset: 17, bytes: &[1] }]);
-    assert_eq!(write(PEP_DPM_WORK)[1], Output { offset: 8, bytes: &[0] });
-    assert_eq!(write(PEP_DPM_POWER_CONTROL_REQUEST)[1].bytes, STATUS_NOT_SUPPORTED.to_le_bytes());
+    // DPM_WORK: NeedWork FALSE only; WorkInformation (offset 0) is the OS's and stays as passed.
+    assert_eq!(write(PEP_DPM_WORK), [Output { offset: 8, bytes: &[0] }]);
+    // POWER_CONTROL_REQUEST: "not implemented", not "the PEP does not own the device".
+    assert_eq!(write(PEP_DPM_POWER_CONTROL_REQUEST)[1].bytes, STATUS_NOT_IMPLEMENTED.to_le_bytes());
     // COMPONENT_IDLE_STATE is completed for any handle; the other DPM notifications that
     // name a device refuse, untouched, a handle that is not a live one of the PEP's.
     for row in DPM.iter().filter(|row| row.fixed() && row.answer != Answer::Refused) {
@@ -160,6 +162,19 @@ fn render() -> String {
          of the PEP's, are always answered FALSE with nothing written. The engine's answers, \
          this page and the emulator's `notifications.documented_answers` check all follow the \
          one table in `engine/src/notifications.rs`; a test fails if they disagree.\n\n\
+         \"The PEP must understand and accept most device power management notifications even if \
+         the PEP chooses not to act on them. The PEP must refuse to handle (by returning FALSE) \
+         every notification that it does not recognize\" (`pepfx/nc-pepfx-pepcallbacknotifydpm.md`). \
+         This PEP recognises every DPM id below; it accepts (TRUE) the ones about its processor \
+         devices' lifecycle and state, including those it does not act on (`DEVICE_POWER_STATE`, \
+         `DEVICE_STARTED`, `NOTIFY_COMPONENT_IDLE_STATE`, `POWER_CONTROL_REQUEST`, `WORK`), and \
+         answers FALSE where the documentation lets a PEP decline, where the notification \
+         belongs to a feature it never opts into (component perf states, SoC subsystem \
+         accounting, platform idle states), or where the id is deprecated. IRQL: \
+         `AcceptDeviceNotification` \"can be called at IRQL <= DISPATCH_LEVEL\" (and \
+         `REGISTER_CRASHDUMP_DEVICE` at IRQL <= HIGH_LEVEL), `AcceptProcessorNotification` up \
+         to HIGH_LEVEL; every answer, accepted or refused, touches only the PEP's processor \
+         table and the notification's structure: it never allocates, blocks or waits.\n\n\
          Sources: `dpm-notifications.md` and `ppm-notifications.md` are \
          `windows-driver-docs-pr/kernel/` of MicrosoftDocs/windows-driver-docs; `pepfx/…` pages \
          are `wdk-ddi-src/content/pepfx/` of MicrosoftDocs/windows-driver-docs-ddi.\n",

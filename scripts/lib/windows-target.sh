@@ -7,7 +7,9 @@
 #     mingw-w64-x86-64-dev, clang, libclang-dev, llvm, binutils, and each EXTRA package whose
 #     COMMAND (a path or a command name) is not there.
 # windows_target_env
-#     exports RUSTC (Debian's rustc), RUSTC_BOOTSTRAP=1, PPM_CHECK_INCLUDE and sets BUILD_STD.
+#     exports RUSTC (Debian's rustc), RUSTC_BOOTSTRAP=1, PPM_CHECK_INCLUDE, CLANG_PATH and
+#     LIBCLANG_PATH (the `clang` on PATH and the libclang of the same LLVM, see below) and sets
+#     BUILD_STD.
 # windows_target_wdk_crates WORK
 #     puts the check's wdk-sys (the real wdk-sys 0.5.2 src/ from the cargo registry over
 #     bindings generated from mingw-w64's headers) and wdk-build stand-in under WORK, and sets
@@ -18,6 +20,9 @@
 #     ones left as they are (so cargo rebuilds exactly what changed), removed ones deleted.
 # The caller sets ROOT (the repository root) and LOG_NAME (its name, for messages).
 
+# shellcheck source=scripts/lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
+
 windows_target_packages() {
     local need=() extra package command
     [[ -x /usr/bin/rustc ]] && /usr/bin/rustc --version | grep -q '^rustc 1\.9[6-9]' || need+=(rustc-web)
@@ -25,7 +30,9 @@ windows_target_packages() {
     [[ -x /usr/bin/clippy-driver ]] || need+=(rust-web-clippy)
     [[ -f /usr/share/mingw-w64/include/ddk/ntddk.h ]] || need+=(mingw-w64-x86-64-dev)
     command -v clang >/dev/null || need+=(clang)
-    compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null || need+=(libclang-dev)
+    # The libclang bindgen loads must be the one of the LLVM `clang` belongs to (see
+    # windows_target_env); another version's does not do.
+    [[ -n $(windows_target_libclang) ]] || need+=(libclang-dev)
     # llvm-nm, llvm-objdump, llvm-readobj, llvm-dlltool read and make the COFF files.
     { command -v llvm-objdump || compgen -G "/usr/lib/llvm-*/bin/llvm-objdump"; } >/dev/null \
         || need+=(llvm)
@@ -40,20 +47,44 @@ windows_target_packages() {
         fi
     done
     ((${#need[@]})) || return 0
-    if [[ $(id -u) -ne 0 ]]; then
-        echo "$LOG_NAME: missing Debian packages: ${need[*]} (run as root or install them)" >&2
-        return 1
-    fi
-    echo "$LOG_NAME: installing ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq "${need[@]}" >/dev/null
+    debian_install "${need[@]}"
+}
+
+# The LLVM installation the `clang` on PATH belongs to (/usr/lib/llvm-14 for Debian 12's
+# clang), or nothing without a clang.
+windows_target_llvm() {
+    local clang
+    clang=$(command -v clang) || return 0
+    clang=$(readlink -f "$clang")
+    dirname "$(dirname "$clang")"
+}
+
+# That LLVM's libclang (a path), or nothing.
+windows_target_libclang() {
+    local llvm
+    llvm=$(windows_target_llvm)
+    [[ -n $llvm ]] || return 0
+    compgen -G "$llvm/lib/libclang.so*" | sort | head -n1 || true
 }
 
 windows_target_env() {
     export RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1
     export PPM_CHECK_INCLUDE=$ROOT/tools/windows-check/include
     BUILD_STD=(-Zbuild-std=core,alloc)
+    # bindgen parses the headers with the libclang clang-sys finds — the newest one installed,
+    # unless LIBCLANG_PATH names one — while the bindings' build script passes the resource
+    # headers (intrinsics) of the `clang` it runs. A newer libclang beside Debian's clang 14
+    # rejects clang 14's intrinsics headers ("unknown builtin __builtin_ia32_..."), so both
+    # are pinned to one LLVM: the `clang` on PATH and its own libclang.
+    local libclang
+    libclang=$(windows_target_libclang)
+    if [[ -z $libclang ]]; then
+        echo "$LOG_NAME: no libclang beside $(command -v clang || echo clang) (install libclang-dev)" >&2
+        return 1
+    fi
+    export CLANG_PATH
+    CLANG_PATH=$(readlink -f "$(command -v clang)")
+    export LIBCLANG_PATH=$libclang
 }
 
 windows_target_wdk_crates() {

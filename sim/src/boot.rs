@@ -6,7 +6,7 @@
 //! is the host allocator with a ledger of every block, processor affinity runs the thread as
 //! the processor, `HalAllocateHardwareCounters` is the machine's PMU arbitration (refused while
 //! another owner holds the PMU), `PoFxRegisterPluginEx` applies the emulated `PoFx`'s checks,
-//! and the `State` key and the debugger log are recorded. A scenario's `[[fault]]` entries make
+//! and the `Boot` key and the debugger log are recorded. A scenario's `[[fault]]` entries make
 //! one of these services fail; [`BootRecord`] keeps what the checks need to see that every
 //! failure was unwound completely.
 
@@ -45,15 +45,18 @@ pub struct BootSabotage {
     /// `DriverEntry` returns `STATUS_SUCCESS` whatever happened (a driver that swallows a
     /// failure, so a half-initialised image stays loaded).
     pub swallow_failure: bool,
-    /// The `State` key's `REG_SZ` writes are lost.
+    /// The `Boot` key's `REG_SZ` writes are lost.
     pub drop_state_strings: bool,
     /// The `Parameters` key hides `SkipRegistration` (a driver that ignores the switch).
     pub ignore_skip_registration: bool,
     /// `install_pending` answers false (a driver that registers mid-session after an install).
     pub ignore_install_pending: bool,
+    /// The image's `TimeDateStamp` is another build's (a stale image still loaded, or a driver
+    /// that reads the wrong header).
+    pub stale_image: bool,
 }
 
-/// One `State` value as written.
+/// One `Boot` value as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StateData {
     /// `REG_DWORD`.
@@ -92,7 +95,7 @@ pub struct BootRecord {
     pub outcome: Outcome,
     /// What `DriverEntry` returned.
     pub status: NTSTATUS,
-    /// The `State` key, if it was created.
+    /// The `Boot` key, if it was created.
     pub state: Option<BTreeMap<String, StateData>>,
     /// The debugger lines, in order.
     pub log: Vec<(LogLevel, String)>,
@@ -112,13 +115,40 @@ pub struct BootRecord {
     pub pmu_reserved: bool,
     /// Whether `HalAllocateHardwareCounters` was called.
     pub reservation_requested: bool,
+    /// The `TimeDateStamp` of the image that ran, which `State\ImageTimeDateStamp` must hold:
+    /// [`ENGINE_IMAGE_TIME_DATE_STAMP`] on the engine backend (its kernel reports that), the
+    /// image file's PE header on the image backend (the image reads its own header).
+    pub image_time_date_stamp: u32,
 }
 
+/// The `TimeDateStamp` the engine backend's kernel reports for the running image (there is no
+/// image: a fixed value, which `boot.state` expects in `State\ImageTimeDateStamp`).
+pub const ENGINE_IMAGE_TIME_DATE_STAMP: u32 = 0x5050_4550;
+
 impl BootRecord {
-    /// `State` value `name`, as text.
+    /// `Boot` value `name`, as text.
     #[must_use]
     pub fn state_value(&self, name: &str) -> Option<String> {
         self.state.as_ref()?.get(name).map(ToString::to_string)
+    }
+
+    /// The configuration values the PEP ignored, as `Boot` lists them
+    /// (`ConfigurationIssue1`, `ConfigurationIssue2`, … until one is missing): each split at
+    /// its first `": "` into the value's name and the reason.
+    #[must_use]
+    pub fn configuration_issues(&self) -> Vec<(String, String)> {
+        (1..)
+            .map_while(|index| {
+                self.state_value(&format!(
+                    "{}{index}",
+                    ppm_engine::driver::registry::state::CONFIGURATION_ISSUE_PREFIX
+                ))
+            })
+            .map(|text| match text.split_once(": ") {
+                Some((value, reason)) => (value.to_owned(), reason.to_owned()),
+                None => (String::new(), text),
+            })
+            .collect()
     }
 }
 
@@ -227,6 +257,7 @@ impl<'a> SimKernel<'a> {
             pmu_control: before.into_iter().zip(after).collect(),
             pmu_reserved: self.machine().pmu_reserved(),
             reservation_requested: self.reservation_requested.get(),
+            image_time_date_stamp: ENGINE_IMAGE_TIME_DATE_STAMP,
         };
         (record, pep.filter(|_| registered))
     }
@@ -299,7 +330,7 @@ impl<'a> SimKernel<'a> {
 
     /// The record of the image's `DriverEntry`, which returned `status` (`None`: it
     /// bugchecked) with the PMU control `before` it, the pool blocks still `outstanding`, as
-    /// [`Self::boot`] records the engine's (the outcome read back from the `State` key the image
+    /// [`Self::boot`] records the engine's (the outcome read back from the `Boot` key the image
     /// wrote). The image keeps its belief that the fixed counters are ready in its own memory;
     /// it holds the reservation at the end of `DriverEntry` only when it enabled them
     /// everywhere, which the machine is told.
@@ -331,11 +362,13 @@ impl<'a> SimKernel<'a> {
             pmu_control: before.into_iter().zip(after).collect(),
             pmu_reserved: self.machine().pmu_reserved(),
             reservation_requested: self.reservation_requested.get(),
+            // The image backend sets the image's own (`crate::image::boot`).
+            image_time_date_stamp: 0,
         }
     }
 }
 
-/// The image's outcome, read back as a reader of the `State` key would: registered, skipped
+/// The image's outcome, read back as a reader of the `Boot` key would: registered, skipped
 /// (`RegistrationSkipped`) or failed (`FailedStep`; a step the driver does not name is kept as
 /// the status only, under the first step, and `boot.state` fails on the name).
 fn image_outcome(
@@ -419,7 +452,7 @@ impl SimParameters<'_> {
     }
 }
 
-/// The `State` key as the driver writes it.
+/// The `Boot` key as the driver writes it.
 pub struct SimState<'k> {
     kernel: &'k SimKernel<'k>,
 }
@@ -469,6 +502,14 @@ impl KernelServices for SimKernel<'_> {
     fn architecture(&self) -> &'static str {
         // The emulated processors' architecture, whatever the host is.
         if self.platform.machine().cpu().kind.is_arm64() { "arm64" } else { "x64" }
+    }
+
+    fn image_time_date_stamp(&self) -> u32 {
+        if self.sabotage.stale_image {
+            ENGINE_IMAGE_TIME_DATE_STAMP.wrapping_sub(86_400)
+        } else {
+            ENGINE_IMAGE_TIME_DATE_STAMP
+        }
     }
 
     fn open_parameters(&self) -> Result<SimParameters<'_>, NTSTATUS> {

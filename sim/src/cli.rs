@@ -1,4 +1,4 @@
-//! The `ppm-sim` command line (see `design.md`), parsed with `clap`:
+//! The `ppm-sim` command line (see `docs/cli.md`), parsed with `clap`:
 //!
 //! - `ppm-sim` — the built-in default scenario, as a table and the checks.
 //! - `ppm-sim run FILE.toml [--json] [--trace FILE.csv] [--plot FILE.svg|FILE.png]
@@ -29,8 +29,10 @@ use crate::plot::{self, PlotCollector};
 use crate::pofx::RunOptions;
 use crate::report::{Report, SuiteReport, plural};
 use crate::scenario::Scenario;
+use crate::text::escaped;
 use crate::trace::TraceFile;
 use crate::{bench, builtin};
+use progress::Progress;
 
 /// Every check passed.
 pub const EXIT_PASSED: u8 = 0;
@@ -104,7 +106,7 @@ fn command() -> Command {
             .value_name("FILE.sys")
             .requires("pep")
             .value_parser(clap::value_parser!(PathBuf))
-            .help("The driver image for --pep image (default: target/driver-image/x64/ppm_pep.sys, built by scripts/build-driver-image.sh)")
+            .help("The driver image for --pep image (default: target/driver-image/x64/ppm_pep.sys, or target/driver-image/arm64/ppm_pep.sys for an ARM64 scenario; scripts/check-driver-image.sh builds both, with the ppm_pep.map and stack.txt the image backend reads beside each)")
     };
     Command::new("ppm-sim")
         .version(env!("CARGO_PKG_VERSION"))
@@ -323,7 +325,7 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
                     EXIT_PASSED
                 }
                 _ => {
-                    let _ = writeln!(err, "ppm-sim: {}", one_line(&error, args));
+                    let _ = writeln!(err, "ppm-sim: {}", escaped(&one_line(&error, args)));
                     EXIT_USAGE
                 }
             };
@@ -332,7 +334,8 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match dispatch(invocation(&matches), out, err) {
         Ok(code) => code,
         Err(message) => {
-            let _ = writeln!(err, "ppm-sim: {message}");
+            // Messages name files and values as given: escaped, so the line stays one line.
+            let _ = writeln!(err, "ppm-sim: {}", escaped(&message));
             EXIT_USAGE
         }
     }
@@ -416,7 +419,8 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     }
     let mut outputs = Outputs::prepare(input, &requests)?;
     let trace = outputs.take_file("--trace").map(TraceFile::new);
-    let mut observer = progress::observer(&scenario);
+    let progress = Progress::start();
+    let mut observer = Some(progress.scenario(&scenario.name, &scenario));
     if let Some(collector) = &collector {
         observer = Some(collector.observer(observer));
     }
@@ -431,7 +435,7 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
                 .report
         }
     };
-    progress::finish();
+    drop(progress);
     let written =
         write_files(request, (&scenario, &report), trace.as_deref(), collector.as_deref(), outputs);
     // The report is printed whether or not the files could be written.
@@ -440,10 +444,14 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
         format!("{error}; no output file was changed (the report is on stdout)")
     })?;
     if let (Some(rows), Some(path)) = (rows, &request.trace) {
-        let _ = writeln!(err, "ppm-sim: trace: {rows} reads written to {}", path.display());
+        let _ = writeln!(
+            err,
+            "ppm-sim: trace: {rows} reads written to {}",
+            escaped(&path.display().to_string())
+        );
     }
     if let Some(path) = &request.plot {
-        let _ = writeln!(err, "ppm-sim: plot written to {}", path.display());
+        let _ = writeln!(err, "ppm-sim: plot written to {}", escaped(&path.display().to_string()));
     }
     Ok(verdict(report.passed))
 }
@@ -473,7 +481,7 @@ fn write_files(
 /// Reads and validates a scenario file; errors name the file.
 ///
 /// # Errors
-/// A one-line message: `FILE: cannot read: …` or `FILE: field `…`: expected …`.
+/// A one-line message: `FILE: cannot read: …` or `FILE: line L, column C: field `…`: expected …`.
 pub fn load(path: &Path) -> Result<Scenario, String> {
     let file = std::fs::File::open(path)
         .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
@@ -506,7 +514,7 @@ fn write_output<T: serde::Serialize>(
     out: &mut dyn Write,
 ) -> Result<(), String> {
     if json {
-        let encoded = serde_json::to_string_pretty(value)
+        let encoded = crate::text::json_pretty(value)
             .map_err(|error| format!("cannot encode the report: {error}"))?;
         let _ = writeln!(out, "{encoded}");
     } else {
@@ -557,28 +565,33 @@ fn validate(
         write_output(&listed, json, text, out)?;
         return Ok(EXIT_PASSED);
     }
-    let suite = match name {
-        Some(name) => {
-            let scenario = builtin::get(name).ok_or_else(|| {
-                format!(
-                    "validate: no built-in scenario `{name}`; `ppm-sim validate --list` lists them"
-                )
-            })?;
-            match pep {
-                PepBackend::Engine => SuiteReport::new(vec![crate::run(&scenario)]),
-                PepBackend::Image(image) => {
-                    let image = image::image_for(&scenario, image.as_deref());
-                    SuiteReport::new(vec![
-                        crate::run_image(&scenario, &RunOptions::default(), &image)?.report,
-                    ])
-                }
+    let progress = Progress::start();
+    let suite = if let Some(name) = name {
+        let scenario = builtin::get(name).ok_or_else(|| {
+            format!("validate: no built-in scenario `{name}`; `ppm-sim validate --list` lists them")
+        })?;
+        let options = RunOptions {
+            read_observer: Some(progress.scenario(&format!("validate {name}"), &scenario)),
+            ..RunOptions::default()
+        };
+        match pep {
+            PepBackend::Engine => SuiteReport::new(vec![crate::run_with(&scenario, &options)]),
+            PepBackend::Image(image) => {
+                let image = image::image_for(&scenario, image.as_deref());
+                SuiteReport::new(vec![crate::run_image(&scenario, &options, &image)?.report])
             }
         }
-        None => match pep {
-            PepBackend::Engine => crate::validate(),
-            PepBackend::Image(image) => crate::validate_image(image.as_deref())?,
-        },
+    } else {
+        let options = |label: &str, scenario: &Scenario| RunOptions {
+            read_observer: Some(progress.scenario(label, scenario)),
+            ..RunOptions::default()
+        };
+        match pep {
+            PepBackend::Engine => crate::validate_with(&options),
+            PepBackend::Image(image) => crate::validate_image(image.as_deref(), &options)?,
+        }
     };
+    drop(progress);
     // One scenario prints its full report; the whole suite prints a line per scenario.
     let text = || match (name, suite.scenarios.first()) {
         (Some(_), Some(report)) => report.to_text(),
@@ -616,66 +629,7 @@ fn run_bench(
     Ok(EXIT_PASSED)
 }
 
-/// Progress of a long run on stderr, only when stderr is a terminal: after 2 s, the share of
-/// the expected reads made, refreshed twice a second, erased when the run ends. Processor
-/// threads write it, so `main` must not hold stderr's lock for the run.
-mod progress {
-    use std::io::{IsTerminal, Write};
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex, PoisonError};
-    use std::time::{Duration, Instant};
-
-    use crate::pofx::{ReadObserver, TracedRead};
-    use crate::scenario::Scenario;
-
-    /// Whether a progress line is on the terminal.
-    static SHOWN: AtomicBool = AtomicBool::new(false);
-
-    /// `PPM_SIM_PROGRESS=always`: progress from the first read, terminal or not.
-    pub const FORCE_VARIABLE: &str = "PPM_SIM_PROGRESS";
-
-    /// An observer that shows progress, if stderr is a terminal (or progress is forced).
-    pub fn observer(scenario: &Scenario) -> Option<ReadObserver> {
-        let forced = std::env::var(FORCE_VARIABLE).is_ok_and(|value| value == "always");
-        if !forced && !std::io::stderr().is_terminal() {
-            return None;
-        }
-        let pofx = scenario.pofx;
-        let expected = u64::from(scenario.platform.processors)
-            * (u64::from(pofx.duration_ms / pofx.sample_interval_ms.max(1)) + 1);
-        let reads = AtomicU64::new(0);
-        let start = Instant::now();
-        let next = Mutex::new(if forced { start } else { start + Duration::from_secs(2) });
-        Some(ReadObserver(Arc::new(move |_: &TracedRead| {
-            let done = reads.fetch_add(1, Ordering::Relaxed) + 1;
-            if !done.is_multiple_of(4096) {
-                return;
-            }
-            let now = Instant::now();
-            {
-                let mut next = next.lock().unwrap_or_else(PoisonError::into_inner);
-                if now < *next {
-                    return;
-                }
-                *next = now + Duration::from_millis(500);
-            }
-            let percent = (done.saturating_mul(100) / expected.max(1)).min(100);
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "\rppm-sim: {percent:>3} % of about {expected} reads");
-            let _ = stderr.flush();
-            SHOWN.store(true, Ordering::Relaxed);
-        })))
-    }
-
-    /// Erases the progress line, if one was shown.
-    pub fn finish() {
-        if SHOWN.swap(false, Ordering::Relaxed) {
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "\r{:60}\r", "");
-            let _ = stderr.flush();
-        }
-    }
-}
+mod progress;
 
 #[cfg(test)]
 mod tests;

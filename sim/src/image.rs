@@ -12,14 +12,18 @@
 //!
 //! The submodules: `runner` (the process and the line protocol), `host` (the requests),
 //! `callbacks` (the trampolines and the calling thread's link), `measurements` (what the
-//! runner measured, judged against the image's static figures).
+//! runner measured, judged against the image's static figures), `pe` (the image and the files
+//! beside it, checked before the runner starts), `symbols` (Rust symbols made readable for
+//! messages).
 
 use std::path::{Path, PathBuf};
 
 mod callbacks;
 mod host;
 mod measurements;
+pub mod pe;
 mod runner;
+mod symbols;
 
 pub use callbacks::{Entered, ImageCallbacks, enter, image_dpm, image_ppm};
 pub use host::{ImageHost, KernelKeys, KernelLedger};
@@ -77,52 +81,64 @@ pub fn image_for(scenario: &crate::scenario::Scenario, explicit: Option<&Path>) 
     )
 }
 
-/// The built-in scenarios `validate --pep image` leaves out, each with the reason (README and
-/// docs/image-backend.md list them; `validate NAME --pep image` still runs one).
-pub const LEFT_OUT: [(&str, &str); 1] = [(
-    "arm64",
-    "its msr-fault event makes an AMU read undefined for a while: the ARM64 image reads the AMU \
-     with a plain MRS (no exception handling on ARM64 yet), so it bugchecks 0x1E, a defect of \
-     the ARM64 driver this backend found, not fixed",
-)];
-
 /// The architecture a scenario's processors need of the image (`x64`, `arm64`).
 #[must_use]
 pub const fn architecture_of(scenario: &crate::scenario::Scenario) -> &'static str {
     if scenario.platform.cpu.is_arm64() { "arm64" } else { "x64" }
 }
 
-/// Checks that `image` exists before a run starts, with the message a user needs when it does
-/// not: how to build it.
+/// Checks `image` and the files beside it before a run starts.
+///
+/// So that the runner never starts on unusable input: the image exists and is a whole PE image of `architecture`
+/// ([`pe::PeImage`]), and its linker map and `stack.txt` are there and were written for it.
 ///
 /// # Errors
-/// The message when the image (or its map, beside it) is missing.
-pub fn check_image(image: &Path) -> Result<(), String> {
+/// One line naming the file and what is wrong with it; for a missing default image, how to
+/// build it.
+pub fn check_image(image: &Path, architecture: &str) -> Result<(), String> {
+    let default = [default_image(), default_arm64_image()].iter().any(|path| path == image);
+    if !image.exists() {
+        return Err(if default {
+            format!(
+                "no driver image at {}: build and check both images with `bash \
+                 scripts/check-driver-image.sh` (a few minutes the first time), or name one \
+                 with --image FILE",
+                image.display()
+            )
+        } else {
+            format!("--image {}: no such file", image.display())
+        });
+    }
     if !image.is_file() {
+        return Err(format!("--image {}: not a regular file", image.display()));
+    }
+    let pe = pe::PeImage::read(image)?;
+    if pe.architecture != architecture {
         return Err(format!(
-            "no driver image at {}: build and check both images with `bash \
-             scripts/check-driver-image.sh` (a few minutes the first time), or name one with \
-             --image FILE",
-            image.display()
+            "{}: an {} image, and the scenario's processors are {architecture}{}",
+            image.display(),
+            pe.architecture,
+            if default { "" } else { " (ARM64 scenarios need the ARM64 image)" }
         ));
     }
     let map = image.with_extension("map");
-    if !map.is_file() {
-        return Err(format!(
-            "no linker map beside the image ({}): the image backend needs the map that \
-             `scripts/build-driver-image.sh` writes with it",
+    let text = std::fs::read_to_string(&map).map_err(|error| {
+        format!(
+            "{}: the linker map beside the image cannot be read ({error}): the image backend \
+             needs the map that `scripts/build-driver-image.sh` writes with it",
             map.display()
-        ));
-    }
+        )
+    })?;
+    pe.check_map(&map, &text)?;
     let stack = image.with_file_name("stack.txt");
-    if !stack.is_file() {
-        return Err(format!(
-            "no stack.txt beside the image ({}): image.stack compares with the static figures \
-             `bash scripts/check-driver-image.sh` writes",
+    let text = std::fs::read_to_string(&stack).map_err(|error| {
+        format!(
+            "{}: the stack figures beside the image cannot be read ({error}): image.stack \
+             compares with the static figures `bash scripts/check-driver-image.sh` writes",
             stack.display()
-        ));
-    }
-    Ok(())
+        )
+    })?;
+    pe.check_stack(&stack, &text)
 }
 
 /// What the image did in one run, beside the observations every backend has.
@@ -204,6 +220,7 @@ pub fn boot(
         .map(u32::cast_signed)
         .filter(|_| crash.is_none());
     let mut record = kernel.image_record(status, before, host.outstanding());
+    record.image_time_date_stamp = runner.time_date_stamp;
     observation.crash = crash;
     let attempted = host.attempted();
     if let Some((dpm, ppm)) = attempted {

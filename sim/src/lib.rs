@@ -44,6 +44,7 @@ pub mod plot;
 pub mod pofx;
 pub mod report;
 pub mod scenario;
+pub mod text;
 pub mod trace;
 
 use std::sync::Arc;
@@ -106,7 +107,7 @@ pub fn run_image(
     options: &RunOptions,
     image_path: &std::path::Path,
 ) -> Result<RunOutput, String> {
-    image::check_image(image_path)?;
+    image::check_image(image_path, image::architecture_of(scenario))?;
     let script = image::repository().join("scripts/image-runner.sh");
     let runner = Arc::new(
         image::Runner::start(
@@ -148,21 +149,22 @@ pub fn run_image(
 /// Every built-in scenario against the image (`ppm-sim validate --pep image`).
 ///
 /// Each runs on the image of its architecture (`explicit` for every scenario of that image's
-/// architecture), but those [`image::LEFT_OUT`] names; the suite adds the x64 image's function
-/// coverage over all of them.
+/// architecture); the suite adds the x64 image's function coverage over the x64 ones.
 ///
 /// # Errors
 /// As [`run_image`], for the first scenario that could not run.
-pub fn validate_image(explicit: Option<&std::path::Path>) -> Result<SuiteReport, String> {
+pub fn validate_image(
+    explicit: Option<&std::path::Path>,
+    options: &dyn Fn(&str, &Scenario) -> RunOptions,
+) -> Result<SuiteReport, String> {
     let mut reports = Vec::new();
     let mut executed = std::collections::BTreeSet::new();
     let x64_image = explicit.map_or_else(image::default_image, std::path::Path::to_path_buf);
-    for (name, scenario) in builtin::all() {
-        if image::LEFT_OUT.iter().any(|(left_out, _)| *left_out == name) {
-            continue;
-        }
-        let image_path = &image::image_for(&scenario, explicit);
-        let output = run_image(&scenario, &RunOptions::default(), image_path)?;
+    let suite = builtin::all();
+    for (number, (name, scenario)) in suite.iter().enumerate() {
+        let image_path = &image::image_for(scenario, explicit);
+        let label = suite_label(number, suite.len(), name);
+        let output = run_image(scenario, &options(&label, scenario), image_path)?;
         if scenario.platform.cpu.is_arm64() {
             reports.push(output.report);
             continue;
@@ -179,5 +181,26 @@ pub fn validate_image(explicit: Option<&std::path::Path>) -> Result<SuiteReport,
 /// Runs every built-in scenario (`ppm-sim validate`).
 #[must_use]
 pub fn validate() -> SuiteReport {
-    SuiteReport::new(builtin::all().iter().map(|(_, scenario)| run(scenario)).collect())
+    validate_with(&|_, _| RunOptions::default())
+}
+
+/// As [`validate`], each scenario run with `options(label, scenario)` (the CLI's progress
+/// observer; `label` is `validate N/M NAME`).
+#[must_use]
+pub fn validate_with(options: &dyn Fn(&str, &Scenario) -> RunOptions) -> SuiteReport {
+    let suite = builtin::all();
+    SuiteReport::new(
+        suite
+            .iter()
+            .enumerate()
+            .map(|(number, (name, scenario))| {
+                run_with(scenario, &options(&suite_label(number, suite.len(), name), scenario))
+            })
+            .collect(),
+    )
+}
+
+/// What a suite's scenario is called while it runs: `validate 3/54 NAME`.
+fn suite_label(number: usize, count: usize, name: &str) -> String {
+    format!("validate {}/{count} {name}", number + 1)
 }

@@ -194,6 +194,16 @@ thread_local! {
     static RESUMING: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Whether no notification can be injected on the calling thread now.
+///
+/// Its interrupt windows (see [`InjectionPoint`]) then do nothing, so an image backend may
+/// report its interrupt masking later and answer the current processor itself without
+/// changing what the run sees.
+#[must_use]
+pub fn interrupt_windows_inert() -> bool {
+    NESTING.with(|nesting| nesting.borrow().is_none())
+}
+
 /// Runs `f` — the delivery of a `RESUME_FROM_SYSTEM_STATE` — with the MSR accesses it makes
 /// logged as [`AccessContext::Resume`].
 pub fn while_resuming<R>(f: impl FnOnce() -> R) -> R {

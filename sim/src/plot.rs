@@ -485,15 +485,13 @@ const MAX_ID_SHOWN: usize = 40;
 /// The most characters of the scenario's name the title shows.
 const MAX_NAME_SHOWN: usize = 64;
 
-/// A user-supplied string as the plot draws it: control characters escaped (`\u{1b}`, `\r`),
-/// so that no terminal or viewer sees them raw and the SVG stays well-formed XML (the SVG
-/// backend escapes `<`, `>`, `&` and quotes), cut to `limit` characters with `…`.
+/// A user-supplied string as the plot draws it: at most `limit` characters of it, then `…`,
+/// escaped by [`crate::text::escaped`] (control characters as `\u{1b}`, `\r`: no viewer or
+/// terminal sees them raw and the SVG stays well-formed XML; the SVG backend escapes `<`, `>`,
+/// `&` and quotes).
 fn shown(text: &str, limit: usize) -> String {
-    let mut out: String = text
-        .chars()
-        .take(limit)
-        .flat_map(|c| if c.is_control() { c.escape_debug().collect() } else { vec![c] })
-        .collect();
+    let head: String = text.chars().take(limit).collect();
+    let mut out = crate::text::escaped(&head).into_owned();
     if text.chars().nth(limit).is_some() {
         out.push('…');
     }

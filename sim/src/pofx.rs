@@ -246,7 +246,7 @@ impl<'a> Emulator<'a> {
         if let (Some(runner), Some(observation)) = (&self.runner, self.observations.image.as_mut())
         {
             match runner
-                .command(&serde_json::json!({"op": "report"}), &image::ImageHost::machine_only())
+                .command(&serde_json::json!({"op": "report"}), &image::ImageHost::without_machine())
             {
                 Ok(report) => observation.report = Some(report),
                 Err(error) => {
@@ -284,7 +284,7 @@ impl<'a> Emulator<'a> {
     }
 }
 
-/// What the image reported of itself: the `State` key it wrote (the values a VM's registry
+/// What the image reported of itself: the `Boot` key it wrote (the values a VM's registry
 /// shows), as [`summarise`] reads the engine.
 fn summarise_state(boot: &BootRecord) -> EngineSummary {
     use ppm_engine::driver::registry::state;
@@ -316,7 +316,7 @@ fn summarise(pep: &Pep<SimPlatform>) -> EngineSummary {
     EngineSummary {
         counter_source: pep.counter_source().name().to_owned(),
         nominal_mhz: pep.nominal_mhz(),
-        // The driver's `State` vocabulary, so that a run compares with a VM's registry.
+        // The driver's `Boot` vocabulary, so that a run compares with a VM's registry.
         nominal_source: registry::nominal_rate_source_name(pep.nominal_rate_source()).to_owned(),
         no_counters_reason: pep
             .no_counters_reason()

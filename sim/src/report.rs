@@ -1,5 +1,5 @@
 //! The result of a run: per-processor measurements, the engine's account of itself and the
-//! checks, as JSON (the schema in `design.md`, extended) and as a human-readable table.
+//! checks, as JSON (the schema in `docs/cli.md`) and as a human-readable table.
 
 use std::fmt::Write as _;
 
@@ -8,6 +8,8 @@ use serde::Serialize;
 use crate::checks::{CheckResult, CheckStatus, ProcessorMetrics};
 use crate::pofx::{EngineSummary, Observations};
 use crate::scenario::{PROCESSORS_PER_GROUP, Scenario};
+use crate::text::escaped;
+use ppm_engine::driver::registry::state;
 
 /// A run's report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -73,6 +75,53 @@ pub struct EngineReport {
     /// so that `% Processor Performance` is scaled wrongly: what happened and how to set the
     /// nominal rate.
     pub nominal_warning: Option<String>,
+    /// The configuration values `DriverEntry` ignored (`State\ConfigurationIssues`).
+    pub configuration_issue_count: u32,
+    /// Each ignored value and why, as `Boot` lists them (`ConfigurationIssue1`, …: the first
+    /// 8 of [`Self::configuration_issue_count`]).
+    pub configuration_issues: Vec<ConfigurationIssue>,
+}
+
+/// A configuration value the PEP ignored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ConfigurationIssue {
+    /// The value's name under `Parameters`.
+    pub value: String,
+    /// Why it was ignored.
+    pub reason: String,
+}
+
+impl EngineReport {
+    /// The ignored configuration values, a line each under a heading (nothing when none).
+    #[must_use]
+    pub fn configuration_text(&self) -> String {
+        let mut text = String::new();
+        if self.configuration_issue_count > 0 {
+            let _ = writeln!(
+                text,
+                "configuration: {} value{} ignored (Boot\\ConfigurationIssues):",
+                self.configuration_issue_count,
+                plural(self.configuration_issue_count)
+            );
+            for issue in &self.configuration_issues {
+                let _ = writeln!(
+                    text,
+                    "  ignored {}: {}",
+                    escaped(&issue.value),
+                    escaped(&issue.reason)
+                );
+            }
+            let listed = u32::try_from(self.configuration_issues.len()).unwrap_or(u32::MAX);
+            if self.configuration_issue_count > listed {
+                let _ = writeln!(
+                    text,
+                    "  and {} more (State lists the first {listed})",
+                    self.configuration_issue_count - listed
+                );
+            }
+        }
+        text
+    }
 }
 
 /// A logged device id.
@@ -189,6 +238,17 @@ impl Report {
         } = observations.engine.clone();
         let nominal_warning =
             calibration_warning(&nominal_source, nominal_mhz, platform.nominal_mhz);
+        let boot = observations.boot.as_ref();
+        let configuration_issue_count = boot
+            .and_then(|boot| boot.state_value(state::CONFIGURATION_ISSUES))
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(0);
+        let configuration_issues = boot
+            .map(crate::boot::BootRecord::configuration_issues)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(value, reason)| ConfigurationIssue { value, reason })
+            .collect();
         Self {
             scenario: scenario.name.clone(),
             passed: checks.iter().all(|check| check.passed),
@@ -213,6 +273,8 @@ impl Report {
                     .map(|(id, accepted)| DeviceIdSeen { id, accepted })
                     .collect(),
                 nominal_warning,
+                configuration_issue_count,
+                configuration_issues,
             },
             processors,
             checks,
@@ -245,7 +307,7 @@ impl Report {
         let _ = writeln!(
             text,
             "scenario {}: {} {} processor{} ({}, counters {}, nominal {} MHz{}), {} ms, OS reads every {} ms",
-            self.scenario,
+            escaped(&self.scenario),
             platform.processors,
             if platform.cpu == "arm64" { "ARM64" } else { "x86-64" },
             plural(platform.processors),
@@ -259,22 +321,23 @@ impl Report {
         let _ = writeln!(
             text,
             "PEP: counter source {}, nominal {} MHz ({}), perf {}/{}/{}/{} ({}){}",
-            engine.counter_source,
+            escaped(&engine.counter_source),
             engine.nominal_mhz,
-            engine.nominal_source,
+            escaped(&engine.nominal_source),
             engine.perf_capabilities[0],
             engine.perf_capabilities[1],
             engine.perf_capabilities[2],
             engine.perf_capabilities[3],
-            engine.perf_source,
+            escaped(&engine.perf_source),
             engine
                 .no_counters_reason
                 .as_ref()
-                .map_or_else(String::new, |reason| format!(", no counters: {reason}"))
+                .map_or_else(String::new, |reason| format!(", no counters: {}", escaped(reason)))
         );
         if let Some(warning) = &engine.nominal_warning {
             let _ = writeln!(text, "warning: {warning}");
         }
+        text.push_str(&engine.configuration_text());
         let _ = writeln!(text);
         let _ = writeln!(
             text,
@@ -299,7 +362,7 @@ impl Report {
                 "{:>5} {:>6}  {:<16} {:>8} {:>6} {:>7} {:>13} {:>13} {:>8} {:>7}{}",
                 processor.index,
                 format!("{}:{}", processor.group, processor.number),
-                processor.device_id,
+                escaped(&processor.device_id),
                 if processor.accepted {
                     processor.counters.to_string()
                 } else {
@@ -331,9 +394,10 @@ impl Report {
             } else {
                 "ok  "
             };
-            let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, check.detail);
+            let _ =
+                writeln!(text, "  {verdict} {:<38} {}", escaped(&check.id), escaped(&check.detail));
         }
-        let _ = writeln!(text, "{}: {}", self.scenario, self.tally());
+        let _ = writeln!(text, "{}: {}", escaped(&self.scenario), self.tally());
         text
     }
 
@@ -396,21 +460,21 @@ impl SuiteReport {
                 text,
                 "{} {:<27} {:>5} processor{:<1}  {}",
                 if report.passed { "PASS" } else { "FAIL" },
-                report.scenario,
+                escaped(&report.scenario),
                 report.platform.processors,
                 plural(report.platform.processors),
                 report.tally()
             );
             for check in report.failures() {
-                let _ = writeln!(text, "       FAIL {}: {}", check.id, check.detail);
+                let _ = writeln!(
+                    text,
+                    "       FAIL {}: {}",
+                    escaped(&check.id),
+                    escaped(&check.detail)
+                );
             }
         }
         let passed = self.scenarios.iter().filter(|report| report.passed).count();
-        if self.image_coverage.is_some() {
-            for (name, reason) in crate::image::LEFT_OUT {
-                let _ = writeln!(text, "LEFT OUT {name}: {reason}");
-            }
-        }
         if let Some((coverage, check)) = &self.image_coverage {
             let units: Vec<String> = coverage
                 .iter()
@@ -418,7 +482,7 @@ impl SuiteReport {
                 .collect();
             let _ = writeln!(text, "image functions run, per crate: {}", units.join(", "));
             let verdict = if check.passed { "ok  " } else { "FAIL" };
-            let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, check.detail);
+            let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, escaped(&check.detail));
         }
         let _ = writeln!(text, "validate: {passed} of {} scenarios passed", self.scenarios.len());
         text

@@ -119,14 +119,15 @@
 
 // One-way layers, each file using only those listed before it:
 // - `types` (each table's spec types and the schema's limits), `error` ([`ScenarioError`]);
-// - `reader` (typed access to one TOML table, one-line errors naming the field);
+// - `raw` (the file as serde reads it, unknown keys refused; the value checks whose bounds
+//   depend on other fields);
 // - `presence` (which processors are present when, from the hot-plug events);
 // - `boot` (`[registry]`, `[install]`, `[[fault]]`: how `DriverEntry` boots);
 // - `spec` ([`Scenario`], the whole description);
 // - `timeline` (the phases expanded per processor; presence and sleeps from the events);
 // - `validation` (cross-field checks), `expected` (what a correct PEP does: the oracle's
 //   expectations, from the description alone);
-// - `parse` (a TOML table to a validated [`Scenario`]).
+// - `parse` (the file read by `raw` to a validated [`Scenario`]; its errors located by line).
 // The simulation (`crate::cpu`, `crate::machine`) builds on this module, never the reverse.
 
 pub mod boot;
@@ -134,7 +135,7 @@ mod error;
 mod expected;
 mod parse;
 mod presence;
-mod reader;
+mod raw;
 mod spec;
 pub mod timeline;
 mod types;
@@ -144,7 +145,6 @@ pub use boot::{BootFault, BootSpec, RegistryValue};
 pub use error::ScenarioError;
 pub use expected::ExpectedSource;
 pub use parse::CONFIG_KEYS;
-use reader::{Reader, describe, quoted_list};
 pub use spec::Scenario;
 pub use types::{
     ArmSpec, BARE_METAL_MSR_READ_NS, ConfigSpec, CounterSourceKind, CpuKind, DEFAULT_CNTFRQ_HZ,

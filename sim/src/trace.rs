@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use crate::pofx::{ReadObserver, TracedRead};
 
-/// One CSV row.
-#[derive(Debug, Serialize)]
+/// One CSV row (its field names are the header).
+#[derive(Debug, Default, Serialize)]
 struct Row {
     time_ms: f64,
     processor: u32,
@@ -110,6 +110,12 @@ impl TraceFile {
     /// A one-line message when a row or the flush could not be written.
     pub fn finish(&self, path: &Path) -> Result<u64, String> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.rows == 0 && state.error.is_none() {
+            // No read: the header alone (the writer writes it before its first row).
+            if let Err(error) = state.writer.write_record(header()) {
+                state.error = Some(error.to_string());
+            }
+        }
         if let Some(error) = state.error.take() {
             return Err(format!("--trace: {}: cannot write: {error}", path.display()));
         }
@@ -118,5 +124,36 @@ impl TraceFile {
             .flush()
             .map_err(|error| format!("--trace: {}: cannot write: {error}", path.display()))?;
         Ok(state.rows)
+    }
+}
+
+/// The CSV header: [`Row`]'s field names, as the writer writes them before the first row.
+fn header() -> Vec<String> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let text = writer
+        .serialize(Row::default())
+        .ok()
+        .and_then(|()| writer.into_inner().ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_default();
+    text.lines().next().unwrap_or_default().split(',').map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TraceFile;
+
+    #[test]
+    fn a_trace_without_reads_is_its_header() {
+        let path = std::env::temp_dir().join(format!("ppm-sim-trace-{}.csv", std::process::id()));
+        let trace = TraceFile::new(std::fs::File::create(&path).expect("a scratch file"));
+        assert_eq!(trace.finish(&path), Ok(0));
+        let text = std::fs::read_to_string(&path).expect("the trace");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            text,
+            "time_ms,processor,counter_index,nominal_count,actual_count,served,faulted,\
+             delta_nominal,delta_actual,measured_mhz,true_mhz,discontinuity\n"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! run leaves every existing file as it was: each case here destroyed a file (or the report)
 //! before outputs were checked up front and written beside their place, then renamed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// A small valid scenario: 2 processors, 200 ms (a trace of some 800 rows, about 80 KB).
@@ -10,52 +10,9 @@ const SCENARIO: &str = "name = \"outputs\"\n[platform]\nprocessors = 2\nnominal_
     [pofx]\nduration_ms = 200\nsample_interval_ms = 1\n[[phase]]\nstart_ms = 0\n\
     processors = \"all\"\nfrequency_mhz = 2500\nbusy_percent = 100\n";
 
-/// A scratch directory for one test, removed when dropped.
-struct Scratch(PathBuf);
+mod common;
 
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("ppm-sim-outputs-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        Self(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.path(name);
-        std::fs::write(&path, text).expect("a scratch file");
-        path
-    }
-
-    /// The names in the directory, sorted (a temporary file left behind shows here).
-    fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .expect("the scratch directory")
-            .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn ppm_sim(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ppm-sim")).args(args).output().expect("ppm-sim runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{Scratch, ppm_sim, text};
 
 /// Exit 2, one line on stderr containing `expected`, nothing on stdout.
 fn assert_refused(output: &Output, expected: &str) {

@@ -45,3 +45,23 @@ fn a_threaded_run_shows_progress_and_finishes() {
     assert!(status.success(), "{status}: {text}");
     assert!(text.contains("% of about 48016 reads"), "{text:?}");
 }
+
+/// Progress on a pipe (a CI log) is whole lines naming what runs; `never` silences it.
+#[test]
+fn progress_off_a_terminal_is_whole_lines_naming_the_run() {
+    let run = |setting: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ppm-sim"))
+            .args(["validate", "default"])
+            .env("PPM_SIM_PROGRESS", setting)
+            .output()
+            .expect("ppm-sim runs")
+    };
+    let shown = run("always");
+    assert!(shown.status.success());
+    let text = String::from_utf8_lossy(&shown.stderr);
+    assert!(text.starts_with("ppm-sim: validate default: "), "{text:?}");
+    assert!(text.ends_with(" s so far\n") && !text.contains('\r'), "{text:?}");
+    let silent = run("never");
+    assert!(silent.status.success());
+    assert!(silent.stderr.is_empty(), "{:?}", String::from_utf8_lossy(&silent.stderr));
+}

@@ -7,18 +7,43 @@ KIND:
   user-mode-import     renames the imported module WDFLDR.SYS to USER32.dll (same length);
   wx-section           makes the .text section writable as well as executable;
   frame-over-budget    makes DriverEntry's UWOP_ALLOC_LARGE allocate 512 KiB (x64), or its
-                       first alloc_m unwind code 32 KiB (ARM64).
+                       first alloc_m unwind code 32 KiB (ARM64);
+  arm64-scope-removed  sets the Count of every ARM64 AMU guard's scope table to 0 (its MRS
+                       then lies outside every __except scope; an AMU fault is a bugcheck);
+  arm64-foreign-handler  names the AMCGCR_EL0 guard itself as its exception handler in place
+                       of the __C_specific_handler import thunk;
+  arm64-guard-calls    replaces the store after the AMEVCNTR00_EL0 guard's MRS by a BL (to
+                       the guard's own __except target).
 (An RDMSR outside the __try scope is a relink, not a patch: scripts/check-driver-image.sh.)
-The input is never modified; OUT is written (and only OUT). Exit 2 if the patch does not apply.
+The input is never modified; OUT is written, and with --with-map also IMAGE's map and
+stack.txt beside OUT, for the image backend (scripts/check-image-backend.sh --self-test runs
+arm64-scope-removed). Exit 2 if the patch does not apply.
 """
 
+import shutil
 import sys
+from pathlib import Path
 
 import pefile
 
 from pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, u16, u32
 
-KINDS = ("undocumented-import", "user-mode-import", "wx-section", "frame-over-budget")
+KINDS = (
+    "undocumented-import",
+    "user-mode-import",
+    "wx-section",
+    "frame-over-budget",
+    "arm64-scope-removed",
+    "arm64-foreign-handler",
+    "arm64-guard-calls",
+)
+# The ARM64 AMU guards (src/amu_guard.rs).
+AMU_GUARDS = (
+    "ppm_amu_read_amcgcr",
+    "ppm_amu_read_amcntenset0",
+    "ppm_amu_read_amevcntr00",
+    "ppm_amu_read_amevcntr01",
+)
 
 
 class PatchError(Exception):
@@ -66,6 +91,44 @@ def enlarge_arm64_driver_entry_frame(image):
     raise PatchError("DriverEntry's unwind codes have no alloc_m")
 
 
+def amu_guard(image, name):
+    """The .pdata entry of the AMU guard `name`, with its one __except scope."""
+    if image.machine != MACHINE_ARM64:
+        raise PatchError("the AMU guards are ARM64's: give the ARM64 image")
+    function = image.function_containing(image.rva_of(name))
+    if function is None or function.handler_data is None or len(function.scopes) != 1:
+        raise PatchError(f"{name} has no handler with one scope")
+    return function
+
+
+def remove_amu_scopes(image):
+    """[(file offset, bytes)] setting each AMU guard's scope Count to 0."""
+    return [
+        (image.pe.get_offset_from_rva(amu_guard(image, name).handler_data), bytes(4))
+        for name in AMU_GUARDS
+    ]
+
+
+def foreign_handler(image):
+    """[(file offset, bytes)] naming the AMCGCR_EL0 guard as its own handler (the handler RVA
+    is the word before the handler's data)."""
+    function = amu_guard(image, AMU_GUARDS[0])
+    offset = image.pe.get_offset_from_rva(function.handler_data - 4)
+    return [(offset, function.begin.to_bytes(4, "little"))]
+
+
+def guard_calls(image):
+    """[(file offset, bytes)] turning the instruction after the AMEVCNTR00_EL0 guard's MRS into
+    `bl` to the guard's __except target."""
+    function = amu_guard(image, AMU_GUARDS[2])
+    scope = function.scopes[0]
+    at = scope.end
+    if not function.begin <= at < function.end:
+        raise PatchError(f"{AMU_GUARDS[2]}: nothing after its scope")
+    bl = 0x94000000 | ((scope.target - at) // 4 & 0x3FFFFFF)
+    return [(image.pe.get_offset_from_rva(at), bl.to_bytes(4, "little"))]
+
+
 def enlarge_driver_entry_frame(image):
     """(file offset, bytes) setting DriverEntry's 16-bit ALLOC_LARGE slot to 0xFFFF (512 KiB)."""
     function = image.function_containing(image.rva_of("DriverEntry"))
@@ -86,8 +149,14 @@ def enlarge_driver_entry_frame(image):
 
 def main(argv=None):
     arguments = sys.argv[1:] if argv is None else argv
+    copy_beside = arguments[-1:] == ["--with-map"]
+    if copy_beside:
+        arguments = arguments[:-1]
     if len(arguments) != 4 or arguments[0] not in KINDS:
-        print(f"usage: broken_image.py {{{'|'.join(KINDS)}}} IMAGE MAP OUT", file=sys.stderr)
+        print(
+            f"usage: broken_image.py {{{'|'.join(KINDS)}}} IMAGE MAP OUT [--with-map]",
+            file=sys.stderr,
+        )
         return 2
     kind, source, map_path, out = arguments
     try:
@@ -97,21 +166,26 @@ def main(argv=None):
             raise PatchError("OUT must not be the input image")
         # Raw byte patches are applied after pefile has written its structures (it rewrites
         # the unwind data it parsed, which would undo them).
-        raw = None
+        raw = []
         if kind == "undocumented-import":
-            raw = patch_string(pe, b"KeBugCheckEx", b"KeBugCheckEy")
+            raw = [patch_string(pe, b"KeBugCheckEx", b"KeBugCheckEy")]
         elif kind == "user-mode-import":
-            raw = patch_string(pe, b"WDFLDR.SYS", b"USER32.dll")
+            raw = [patch_string(pe, b"WDFLDR.SYS", b"USER32.dll")]
         elif kind == "wx-section":
             make_writable_code(pe)
+        elif kind == "arm64-scope-removed":
+            raw = remove_amu_scopes(image)
+        elif kind == "arm64-foreign-handler":
+            raw = foreign_handler(image)
+        elif kind == "arm64-guard-calls":
+            raw = guard_calls(image)
         elif image.machine == MACHINE_ARM64:
-            raw = enlarge_arm64_driver_entry_frame(image)
+            raw = [enlarge_arm64_driver_entry_frame(image)]
         else:
-            raw = enlarge_driver_entry_frame(image)
+            raw = [enlarge_driver_entry_frame(image)]
         data = bytearray(pe.write())
         pe.close()
-        if raw is not None:
-            offset, new = raw
+        for offset, new in raw:
             data[offset : offset + len(new)] = new
         # A correct CheckSum, so that the patched defect is the image's only one.
         patched = pefile.PE(data=bytes(data))
@@ -120,6 +194,12 @@ def main(argv=None):
         data[checksum_offset : checksum_offset + 4] = checksum.to_bytes(4, "little")
         with open(out, "wb") as file:
             file.write(data)
+        if copy_beside:
+            # The image backend reads the map and stack.txt beside the image.
+            shutil.copyfile(map_path, Path(out).with_suffix(".map"))
+            stack = Path(source).with_name("stack.txt")
+            if stack.is_file():
+                shutil.copyfile(stack, Path(out).with_name("stack.txt"))
     except (ImageError, PatchError, OSError) as error:
         print(f"broken_image {kind}: {error}", file=sys.stderr)
         return 2

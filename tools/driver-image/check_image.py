@@ -22,6 +22,10 @@ Checks (x64 and ARM64 unless said):
             an __except scope of its scope table (a call by its return address, as the
             handler matches it); an RDMSR/WRMSR must be found so guarded, in the body or in the
             leaf a guarded call reaches.
+            (ARM64) every Activity Monitors MRS of the image (op0 3, op1 3, CRn 13, CRm >= 2)
+            lies inside an __except scope of its function's scope table, that function's
+            handler is the import thunk of ntoskrnl.exe!__C_specific_handler, and it makes no
+            call (BL, BLR); the four registers the driver reads must each be found so guarded.
   stack     the deepest stack of FxDriverEntry and each PoFx callback against its budget
             (see stack.py).
 """
@@ -34,7 +38,7 @@ from pathlib import Path
 import pefile
 
 import stack
-from pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle
+from pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle, u32
 
 ALLOWED_MODULES = ("ntoskrnl.exe", "HAL.dll", "WDFLDR.SYS")
 USER_MODE_DLLS = (
@@ -351,6 +355,103 @@ def calls_through(image, rva, slot):
     return instructions[0].mnemonic.startswith("jmp") and target in instructions[0].operands
 
 
+# ARM64: MRS Xt, (op0 op1 CRn CRm op2); the Activity Monitors are op0 3, op1 3, CRn 13, CRm 2
+# and up (CRm 0 is TPIDR_EL0/TPIDRRO_EL0). The registers the driver reads, by (CRm, op2).
+MRS_MASK, MRS = 0xFFF00000, 0xD5300000
+AMU_REGISTERS = {
+    (2, 2): "AMCGCR_EL0",
+    (2, 5): "AMCNTENSET0_EL0",
+    (4, 0): "AMEVCNTR00_EL0",
+    (4, 1): "AMEVCNTR01_EL0",
+}
+BL_MASK, BL = 0xFC000000, 0x94000000
+BLR_MASK, BLR = 0xFFFFFC1F, 0xD63F0000  # blr Xn
+BLRA_MASK, BLRA = 0xFEFFF800, 0xD63F0800  # blraa, blrab, blraaz, blrabz
+
+
+def amu_register(word):
+    """The name of the Activity Monitors register an MRS word reads, or None."""
+    if word & MRS_MASK != MRS:
+        return None
+    op0, op1 = 2 + (word >> 19 & 1), word >> 16 & 7
+    crn, crm, op2 = word >> 12 & 0xF, word >> 8 & 0xF, word >> 5 & 7
+    if (op0, op1, crn) != (3, 3, 13) or crm < 2:
+        return None
+    return AMU_REGISTERS.get((crm, op2), f"S3_3_C13_C{crm}_{op2}")
+
+
+def code_words(image):
+    """(RVA, word) of every 4-byte-aligned word of the executable sections."""
+    for start, end in image.executable_ranges():
+        data = image.pe.get_data(start, end - start)
+        for offset in range(0, len(data) - 3, 4):
+            yield start + offset, int.from_bytes(data[offset : offset + 4], "little")
+
+
+def arm64_thunk_target(image, rva):
+    """The IAT slot (RVA) an ARM64 import thunk at `rva` branches through
+    (adrp x16, page; ldr x16, [x16, #offset]; br x16), or None if the code is not one."""
+    adrp, ldr, br = (u32(image.read(rva + 4 * n, 4), 0) for n in range(3))
+    if adrp & 0x9F00001F != 0x90000010 or ldr & 0xFFC003FF != 0xF9400210 or br != 0xD61F0200:
+        return None
+    immediate = (adrp >> 5 & 0x7FFFF) << 2 | adrp >> 29 & 3
+    if immediate & 1 << 20:
+        immediate -= 1 << 21
+    page = ((image.base + rva) & ~0xFFF) + (immediate << 12)
+    return page + (ldr >> 10 & 0xFFF) * 8 - image.base
+
+
+def check_arm64_seh(image):
+    """Every Activity Monitors MRS lies inside an __except scope of its function's scope
+    table, the function's handler is __C_specific_handler imported from ntoskrnl.exe, and
+    the function (the guard) makes no call; each register the driver reads is so guarded."""
+    handler_slot = image.import_address("ntoskrnl.exe", "__C_specific_handler")
+    if handler_slot is None:
+        return [
+            "__C_specific_handler is not imported from ntoskrnl.exe: the AMU guards have no handler"
+        ]
+    failures, guarded, guards = [], set(), {}
+    for rva, word in code_words(image):
+        register = amu_register(word)
+        if register is None:
+            continue
+        function = image.function_containing(rva)
+        where = f"mrs of {register} at {rva:#x}"
+        if function is None:
+            failures.append(f"{where}: no .pdata entry: an exception in it cannot be handled")
+            continue
+        name = image.name_at(function.begin)
+        guards[function.begin] = function
+        if function.handler is None:
+            failures.append(f"{name}: {where}: its unwind info names no exception handler")
+            continue
+        if arm64_thunk_target(image, function.handler) != handler_slot:
+            failures.append(
+                f"{name}: its handler {image.name_at(function.handler)} is not __C_specific_handler"
+            )
+            continue
+        excepts = [scope for scope in function.scopes if scope.target != 0]
+        if not any(scope.begin <= rva < scope.end for scope in excepts):
+            ranges = ", ".join(f"{s.begin:#x}-{s.end:#x}" for s in excepts) or "none"
+            failures.append(
+                f"{name}: {where} lies outside its __except scope (__except scopes: {ranges})"
+            )
+            continue
+        guarded.add(register)
+    for begin, function in sorted(guards.items()):
+        for rva in range(function.begin, function.end, 4):
+            word = u32(image.read(rva, 4), 0)
+            if word & BL_MASK == BL or word & BLR_MASK == BLR or word & BLRA_MASK == BLRA:
+                failures.append(
+                    f"{image.name_at(begin)}: the AMU guard makes a call at {rva:#x}: a fault "
+                    "below it would be matched at the call, not at its MRS"
+                )
+    for register in AMU_REGISTERS.values():
+        if register not in guarded and not failures:
+            failures.append(f"no MRS of {register} under an __except scope")
+    return failures
+
+
 def run(image, documented, arch, stack_report=None):
     """Every check for arch; (failures, notes)."""
     failures = []
@@ -361,16 +462,23 @@ def run(image, documented, arch, stack_report=None):
     failures += check_exports(image)
     notes = []
     failures += check_unwind(image)
-    if arch == "x64":
-        failures += check_seh(image)
-    else:
-        notes.append("ARM64: no SEH check (the MSR shim is x64 only; ARM64 reads system registers)")
+    failures += check_seh(image) if arch == "x64" else check_arm64_seh(image)
     stack_failures, stack_notes = stack.check(image)
     failures += stack_failures
     notes += stack_notes
     if stack_report:
-        Path(stack_report).write_text("\n".join(stack_notes) + "\n")
+        Path(stack_report).write_text("\n".join([stack_identity(image), *stack_notes]) + "\n")
     return failures, notes
+
+
+def stack_identity(image):
+    """The first line of the stack report: which image its figures are of (ppm-sim refuses a
+    stack.txt whose line does not match the image it runs, sim/src/image/pe.rs)."""
+    return (
+        f"image TimeDateStamp {image.pe.FILE_HEADER.TimeDateStamp:#010x} "
+        f"CheckSum {image.pe.OPTIONAL_HEADER.CheckSum:#010x} "
+        f"SizeOfImage {image.pe.OPTIONAL_HEADER.SizeOfImage:#x}"
+    )
 
 
 def main(argv=None):

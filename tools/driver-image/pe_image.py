@@ -1,5 +1,6 @@
 """Reading a linked driver image: the PE headers (pefile), lld-link's map, the unwind data
-(.pdata/.xdata, decoded here) and llvm-objdump's disassembly.
+(.pdata/.xdata: x64 decoded here, ARM64 by tools/image-runner/arm64_unwind.py) and
+llvm-objdump's disassembly.
 
 Everything the checks in check_image.py and the stack measure in stack.py need; nothing here
 decides whether the image is right.
@@ -8,9 +9,15 @@ decides whether the image is right.
 import bisect
 import re
 import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pefile
+
+# The ARM64 unwind decoder is the image runner's (one decoder for the project).
+sys.path.append(str(Path(__file__).resolve().parent.parent / "image-runner"))
+import arm64_unwind  # noqa: E402
 
 MACHINE_X64 = 0x8664
 MACHINE_ARM64 = 0xAA64
@@ -66,7 +73,8 @@ class ScopeEntry:
 
 @dataclass
 class RuntimeFunction:
-    """One .pdata entry, decoded (x64): its range, frame size and exception handler."""
+    """One .pdata entry, decoded: its range, frame size, exception handler (RVA) and scope
+    table (the RVA of the handler's data on ARM64)."""
 
     begin: int
     end: int
@@ -75,6 +83,7 @@ class RuntimeFunction:
     flags: int = 0
     handler: int | None = None
     scopes: list[ScopeEntry] = field(default_factory=list)
+    handler_data: int | None = None
 
 
 @dataclass
@@ -227,47 +236,26 @@ class Image:
         return functions
 
     def _arm64_runtime_functions(self, data):
-        """ARM64 .pdata: 8-byte entries, packed unwind data or an .xdata record; the frame is
-        what the prologue allocates (packed FrameSize, or the prologue's unwind codes)."""
-        if len(data) % 8:
-            raise ImageError(f".pdata size {len(data)} is not a multiple of 8")
+        """ARM64 .pdata, decoded by the project's one ARM64 unwind decoder (arm64_unwind):
+        each function's range, frame (what its prologue or an epilogue allocates), exception
+        handler and, when it has one, its scope table read as __C_specific_handler's."""
         functions = []
-        for offset in range(0, len(data), 8):
-            begin, unwind = u32(data, offset), u32(data, offset + 4)
-            if unwind & 3:
-                length = ((unwind >> 2) & 0x7FF) * 4
-                frame = (unwind >> 23) * 16
-            else:
-                length, frame = self._arm64_xdata(unwind)
-            functions.append(RuntimeFunction(begin, begin + length, unwind, frame=frame))
-        functions.sort(key=lambda function: function.begin)
+        try:
+            for begin, unwind in arm64_unwind.decode_pdata(data):
+                decoded = arm64_unwind.decode_function(begin, unwind, self.read)
+                function = RuntimeFunction(
+                    begin, decoded.end, unwind, frame=decoded.frame(), handler=decoded.handler
+                )
+                if decoded.handler_data is not None:
+                    function.handler_data = decoded.handler_data
+                    function.scopes = [
+                        ScopeEntry(scope.begin, scope.end, scope.handler, scope.target)
+                        for scope in arm64_unwind.scope_table(decoded.handler_data, self.read)
+                    ]
+                functions.append(function)
+        except arm64_unwind.UnwindError as error:
+            raise ImageError(str(error)) from error
         return functions
-
-    def _arm64_xdata(self, rva):
-        """(function length, frame) of an ARM64 .xdata record: the largest allocation its
-        prologue's or any epilogue's unwind codes describe (with a frame pointer, LLVM's
-        prologue codes omit the allocation made after setting it; the epilogue's undo it)."""
-        header = u32(self.read(rva, 4), 0)
-        length = (header & 0x3FFFF) * 4
-        single_epilog = header >> 21 & 1
-        epilogs, words = header >> 22 & 0x1F, header >> 27
-        cursor = rva + 4
-        if epilogs == 0 and words == 0:
-            extended = u32(self.read(cursor, 4), 0)
-            epilogs, words = extended & 0xFFFF, extended >> 16 & 0xFF
-            cursor += 4
-        if single_epilog:
-            starts = [epilogs]
-        else:
-            scopes = self.read(cursor, 4 * epilogs)
-            starts = [u32(scopes, 4 * index) >> 22 for index in range(epilogs)]
-            cursor += 4 * epilogs
-        codes = self.read(cursor, 4 * words)
-        frames = [arm64_frame_of_codes(codes, 0, rva)]
-        frames += [
-            arm64_frame_of_codes(codes, start, rva) for start in starts if start < len(codes)
-        ]
-        return length, max(frames)
 
     def _decode_unwind(self, function, unwind, depth):
         if depth > MAX_CHAIN_DEPTH:
@@ -369,51 +357,6 @@ def frame_of_codes(codes, count, where):
         else:
             raise ImageError(f"UNWIND_INFO at {where:#x}: unknown unwind operation {operation}")
         index += slots
-    return frame
-
-
-def arm64_frame_of_codes(codes, index, where):
-    """Bytes of stack the ARM64 unwind codes from `index` to the next `end` allocate."""
-    frame = 0
-    while index < len(codes):
-        code = codes[index]
-        if code < 0x20:  # alloc_s
-            frame += (code & 0x1F) * 16
-            size = 1
-        elif code < 0x40:  # save_r19r20_x
-            frame += (code & 0x1F) * 8
-            size = 1
-        elif code < 0x80:  # save_fplr
-            size = 1
-        elif code < 0xC0:  # save_fplr_x
-            frame += ((code & 0x3F) + 1) * 8
-            size = 1
-        elif code < 0xC8:  # alloc_m
-            frame += ((code & 0x7) << 8 | codes[index + 1]) * 16
-            size = 2
-        elif code in (0xCC, 0xCD, 0xCE, 0xCF) or code in (0xD4, 0xD5) or code in (0xDA, 0xDB):
-            # save_regp_x, save_reg_x, save_fregp_x: pre-indexed, (z + 1) * 8
-            frame += ((codes[index + 1] & (0x1F if code in (0xD4, 0xD5) else 0x3F)) + 1) * 8
-            size = 2
-        elif code == 0xDE:  # save_freg_x
-            frame += ((codes[index + 1] & 0x1F) + 1) * 8
-            size = 2
-        elif code < 0xE0:  # save_regp, save_reg, save_lrpair, save_fregp, save_freg, alloc_z
-            size = 2
-        elif code == 0xE0:  # alloc_l
-            frame += int.from_bytes(codes[index + 1 : index + 4], "big") * 16
-            size = 4
-        elif code in (0xE4, 0xE5):  # end, end_c
-            break
-        elif code == 0xE2:  # add_fp
-            size = 2
-        elif code == 0xE7:  # save_any_reg
-            size = 3
-        elif code in (0xE1, 0xE3, 0xE6) or 0xE8 <= code <= 0xEF or code == 0xFC:
-            size = 1  # set_fp, nop, save_next, custom stack cases, pac_sign_lr
-        else:
-            raise ImageError(f"ARM64 .xdata at {where:#x}: unknown unwind code {code:#04x}")
-        index += size
     return frame
 
 

@@ -6,8 +6,11 @@ Usage: broken_image.py KIND IMAGE OUT
 KIND:
   kmdf-index         DriverEntry's one `call qword ptr [REG + 0x3a0]` (KMDF table index 116,
                      WdfDriverCreate) calls through [REG + 0x3a8] instead (index 117);
-  swapped-callbacks  DriverEntry's PEP_INFORMATION stores: `lea REG, [rip + X]` (X the DPM
-                     callback, accept_device_notification) then `mov qword ptr [rsp + D1], REG`,
+  swapped-callbacks  the PEP_INFORMATION stores of ppm_engine::driver::entry::initialize
+                     (DriverEntry's registering step, not inlined into it, which keeps
+                     DriverEntry's frame under the 4 KiB stack probe): `lea REG, [rip + X]`
+                     (X the DPM callback, accept_device_notification) then
+                     `mov qword ptr [rsp + D1], REG`,
                      the same for the PPM callback (accept_processor_notification) at D2 = D1 + 8;
                      D1 and D2 are swapped, so each callback lands in the other's field;
   early-return       accept_processor_notification begins with `mov al, 1; ret`: it returns
@@ -39,6 +42,7 @@ KMDF_INDEX = 116  # WdfDriverCreateTableIndex (KMDF 1.31 WDFFUNCENUM)
 WRONG_KMDF_INDEX = 117
 RETURN_TRUE = bytes([0xB0, 0x01, 0xC3])  # mov al, 1; ret
 DRIVER_ENTRY = "DriverEntry"
+REGISTRATION = "initialize"
 DPM_CALLBACK = "accept_device_notification"
 PPM_CALLBACK = "accept_processor_notification"
 
@@ -132,7 +136,7 @@ def kmdf_index(code: Code) -> str:
     return f"{describe(calls[0])} now calls through [REG + {8 * WRONG_KMDF_INDEX:#x}]"
 
 
-def callback_store(code: Code, instructions: list[capstone.CsInsn], callback: str):
+def callback_store(code: Code, instructions: list[capstone.CsInsn], callback: str, where: str):
     """The one `lea REG, [rip + callback]` followed by `mov qword ptr [rsp + D], REG`."""
     target, _ = code.function(callback)
     stores = []
@@ -156,7 +160,7 @@ def callback_store(code: Code, instructions: list[capstone.CsInsn], callback: st
             stores.append(store)
     if len(stores) != 1:
         raise PatchError(
-            f"{DRIVER_ENTRY} stores the address of {callback} to [rsp + D] right after its lea "
+            f"{where} stores the address of {callback} to [rsp + D] right after its lea "
             f"{len(stores)} times, expected exactly once"
         )
     return stores[0]
@@ -164,10 +168,10 @@ def callback_store(code: Code, instructions: list[capstone.CsInsn], callback: st
 
 def swapped_callbacks(code: Code) -> str:
     """The two callbacks' PEP_INFORMATION fields swapped: each store goes to the other's."""
-    begin, end = code.function(DRIVER_ENTRY)
+    begin, end = code.function(REGISTRATION)
     instructions = code.instructions(begin, end)
-    dpm = callback_store(code, instructions, DPM_CALLBACK)
-    ppm = callback_store(code, instructions, PPM_CALLBACK)
+    dpm = callback_store(code, instructions, DPM_CALLBACK, REGISTRATION)
+    ppm = callback_store(code, instructions, PPM_CALLBACK, REGISTRATION)
     d1, d2 = dpm.operands[0].mem.disp, ppm.operands[0].mem.disp
     if d2 != d1 + 8:
         raise PatchError(

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import capstone
 import pefile
 
+import arm64_unwind
+
 MAX_IMAGE_BYTES = 64 << 20
 MAX_MAP_BYTES = 16 << 20
 MAX_IMPORTS = 0x1000  # one stub byte each in the runner's import stub page
@@ -61,7 +63,8 @@ class Image:
     contents: list[tuple[int, bytes]]  # (rva, bytes) to write after mapping
     relocations: list[int]  # RVAs of DIR64 fixups
     imports: list[tuple[str, str, int]]  # (dll, name, IAT rva)
-    pdata: list[tuple[int, int, int]] = field(default_factory=list)  # (begin, end, unwind) RVAs
+    # .pdata: x64 (begin, end, unwind) RVAs; ARM64 (begin, unwind data) words.
+    pdata: list[tuple[int, ...]] = field(default_factory=list)
 
     def is_executable(self, rva: int) -> bool:
         return any(s.executable and s.rva <= rva < s.rva + s.size for s in self.sections)
@@ -125,10 +128,13 @@ def parse_image(path: str, base: int, arch: str = "x64", max_imports: int = MAX_
             imports.append((dll.dll.decode(), imp.name.decode(), imp.address - opt.ImageBase))
     if len(imports) > max_imports:
         raise ImageError(f"{path}: {len(imports)} imports exceed the limit of {max_imports}")
-    pdata = []
+    pdata: list[tuple[int, ...]] = []
     exc = opt.DATA_DIRECTORY[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXCEPTION"]]
-    if arch == "arm64":
-        _refuse_arm64_handlers(pe, path, exc, imports)
+    if arch == "arm64" and exc.Size:
+        try:
+            pdata = list(arm64_unwind.decode_pdata(pe.get_data(exc.VirtualAddress, exc.Size)))
+        except arm64_unwind.UnwindError as error:
+            raise ImageError(f"{path}: {error}") from error
     elif exc.Size:
         data = pe.get_data(exc.VirtualAddress, exc.Size)
         for offset in range(0, len(data) - 11, 12):
@@ -150,35 +156,6 @@ def parse_image(path: str, base: int, arch: str = "x64", max_imports: int = MAX_
         imports=imports,
         pdata=pdata,
     )
-
-
-def _refuse_arm64_handlers(pe: pefile.PE, path: str, exc, imports) -> None:
-    """The runner has no ARM64 exception dispatch: an image that could need one is refused.
-    ARM64 .pdata entries are {BeginAddress, UnwindData}; UnwindData with Flag (bits 1:0) 0 is
-    the RVA of an .xdata record whose first word's X bit (20) says an exception handler
-    follows. Packed unwind data (Flag 1 or 2) has none."""
-    names = {name for _, name, _ in imports}
-    if "__C_specific_handler" in names:
-        raise ImageError(
-            f"{path}: imports __C_specific_handler: the runner has no ARM64 exception dispatch"
-        )
-    data = pe.get_data(exc.VirtualAddress, exc.Size) if exc.Size else b""
-    for offset in range(0, len(data) - 7, 8):
-        begin = int.from_bytes(data[offset : offset + 4], "little")
-        unwind = int.from_bytes(data[offset + 4 : offset + 8], "little")
-        if unwind & 3:
-            continue  # packed unwind data: no handler
-        try:
-            header = int.from_bytes(pe.get_data(unwind, 4), "little")
-        except pefile.PEFormatError as error:
-            raise ImageError(
-                f"{path}: .pdata names unwind data at {unwind:#x} ({error})"
-            ) from error
-        if header >> 20 & 1:
-            raise ImageError(
-                f"{path}: the function at RVA {begin:#x} has an exception handler: the runner "
-                "has no ARM64 exception dispatch"
-            )
 
 
 _MAP_LINE = re.compile(r"^\s*([0-9a-fA-F]{4}):([0-9a-fA-F]{8})\s+(\S+)\s+([0-9a-fA-F]{16})\b")

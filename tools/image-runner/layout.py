@@ -35,6 +35,7 @@ HANG_SECONDS = 5.0  # wall-clock limit of one command (a hang)
 MAX_STACK_BYTES = 1 << 20
 MAX_COPY_BYTES = 16 << 20
 MAX_CALL_ARGS = 8
+MAX_CALL_PAGES = 8  # pages of ppm-sim memory a call may carry
 MAX_CACHED_PAGES = 256  # stale ppm-sim pages kept mapped between calls
 NESTED_GAP = 0x100  # bytes left between an interrupted frame's RSP and a nested call's frame
 PAINT = 0xDB  # the byte the stack is painted with before a command (low-water mark)

@@ -39,6 +39,7 @@ from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 from unicorn.unicorn_py3.unicorn import uclib
 
+import arm64_unwind
 import image as pe_image
 import printf
 import seh
@@ -56,6 +57,7 @@ from layout import (
     KMODE_EXCEPTION_NOT_HANDLED,
     MAX_CACHED_PAGES,
     MAX_CALL_ARGS,
+    MAX_CALL_PAGES,
     MAX_STACK_BYTES,
     NESTED_GAP,
     PAGE,
@@ -102,6 +104,8 @@ ARM64_BRK_IMMEDIATES = {
     0xF004: STATUS_INTEGER_DIVIDE_BY_ZERO,  # the compiler's divide-by-zero check
 }
 ARM64_BRK_FASTFAIL = 0xF003
+# What an ARM64 virtual unwind restores besides SP and PC: x19..x28, the frame pointer, LR.
+ARM64_NONVOLATILE_REGS = {f"x{n}": ARM64_X[n] for n in range(19, 31)}
 NONVOLATILE_REGS = {
     "rbx": x86.UC_X86_REG_RBX,
     "rbp": x86.UC_X86_REG_RBP,
@@ -168,6 +172,23 @@ def _painted_prefix(data: bytes) -> int:
     return offset + len(tail) - len(tail.lstrip(_PAINT_CHUNK[:1]))
 
 
+def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
+    """A call's `pages`: [[address, hex], ...], each a whole page of ppm-sim's user half."""
+    pages = message.get("pages", [])
+    if not isinstance(pages, list) or len(pages) > MAX_CALL_PAGES:
+        raise ProtocolError(f"call: 'pages' must be a list of at most {MAX_CALL_PAGES} pages")
+    out = []
+    for entry in pages:
+        if not isinstance(entry, list) or len(entry) != 2:
+            raise ProtocolError("call: each page must be [address, hex]")
+        address = integer({"page": entry[0]}, "page")
+        data = hex_bytes({"bytes": entry[1]}, "bytes")
+        if address % PAGE or address + PAGE > USER_LIMIT or len(data) != PAGE:
+            raise ProtocolError(f"call: page {address:#x} is not a whole page of the user half")
+        out.append((address, data))
+    return tuple(out)
+
+
 def kmdf_names(header: Path = KMDF_HEADER) -> dict[int, str]:
     text = header.read_text(encoding="utf-8")
     return {
@@ -199,6 +220,10 @@ class Runner(Services):
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         self.interrupts = True
+        # The current call's processor, when ppm-sim sent one: its interrupt windows are inert,
+        # so KeGetCurrentProcessorNumberEx is answered here and interrupt masking deferred.
+        self.processor: dict[str, Any] | None = None
+        self.deferred: list[dict[str, Any]] = []  # requests reported with the next message
         self.pool_next = POOL
         self.pool_mapped = POOL
         self.device_add: int = 0
@@ -308,7 +333,10 @@ class Runner(Services):
         """Serves a ppm-sim page to this call. Pages stay mapped between calls (mapping and
         unmapping flush Unicorn's translated code, which cost more than the rest of a call),
         protected PROT_NONE while stale, so the next touch fetches them again."""
-        data = self._read_page(page)
+        self._install_page(page, self._read_page(page))
+
+    def _install_page(self, page: int, data: bytes) -> None:
+        """Maps ppm-sim's `page` with `data` for this call (see _fetch_page)."""
         if page in self.stale:
             self.stale.discard(page)
             self.uc.mem_protect(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
@@ -392,7 +420,7 @@ class Runner(Services):
         """One host request; a `call` command arriving meanwhile runs nested."""
         self.watchdog.pause()  # ppm-sim's time is not the image's
         try:
-            self.channel.send(request)
+            self.channel.send(self.with_deferred(request))
             while True:
                 message = self.channel.receive()
                 if message is None:
@@ -410,9 +438,35 @@ class Runner(Services):
                     done = self.cmd_call(message, nested=True)
                 finally:
                     self.watchdog.pause()
-                self.channel.send({"done": done})
+                self.channel.send(self.with_deferred({"done": done}))
         finally:
             self.watchdog.resume()
+
+    def with_deferred(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`message` (a host request or a `done`) carrying the deferred requests, which ppm-sim
+        serves first, in order."""
+        if self.deferred:
+            message = {**message, "deferred": self.deferred}
+            self.deferred = []
+        return message
+
+    def set_interrupts(self, enabled: bool) -> None:
+        """The image changed IF (PSTATE.I): ppm-sim is told now, or with the next message
+        when the call's interrupt windows are inert."""
+        if enabled == self.interrupts:
+            return
+        self.interrupts = enabled
+        request = {"host": "interrupts", "enabled": enabled}
+        if self.processor is None:
+            self.ask(request)
+        else:
+            self.deferred.append(request)
+
+    def current_processor(self) -> dict[str, Any]:
+        """KeGetCurrentProcessorNumberEx's answer: the call's processor, or ppm-sim's."""
+        if self.processor is not None:
+            return self.processor
+        return self.ask({"host": "current_processor"})
 
     # ---- registers ----------------------------------------------------------------------
 
@@ -520,12 +574,9 @@ class Runner(Services):
         self.stack_top = self.stack_low + stack_bytes
         uc.mem_map(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE)
         uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
-        # x64 SEH from .pdata; ARM64 needs none (parse_image refused an image with a handler).
-        self.unwinder = (
-            seh.Unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
-            if arch == "x64"
-            else None
-        )
+        # Structured exception dispatch from the image's own .pdata, .xdata and scope tables.
+        unwinder = seh.Unwinder if arch == "x64" else arm64_unwind.Unwinder
+        self.unwinder = unwinder(IMAGE_BASE, image.size, image.pdata, self.read, c_specific)
         self.sites = pe_image.find_sites(image, arch)
         self.site_functions = set(self.sites) & set(symbols.rvas)
         site_hook = self._site if arch == "x64" else self._site_arm64
@@ -561,13 +612,22 @@ class Runner(Services):
 
     # ---- execution ----------------------------------------------------------------------
 
-    def execute(self, address: int, args: list[int], interrupts: bool, nested: bool) -> dict:
+    def execute(
+        self,
+        address: int,
+        args: list[int],
+        interrupts: bool,
+        nested: bool,
+        processor: dict[str, Any] | None = None,
+        pages: tuple[tuple[int, bytes], ...] = (),
+    ) -> dict:
         """Calls `address` with `args` (the Windows convention of the image's architecture);
-        {"rax"} (the return register: RAX or X0) or {"crash"}."""
+        {"rax"} (the return register: RAX or X0) or {"crash"}. `processor`: the call's, when
+        its interrupt windows are inert; `pages`: ppm-sim's pages sent with the call."""
         uc = self.uc
         arch = self.arch
         saved = uc.context_save() if nested else None
-        saved_state = (self.crash, self.interrupts)
+        saved_state = (self.crash, self.interrupts, self.processor)
         if nested:
             top = (self.regs.read(arch.sp) - NESTED_GAP) & ~0xF
         else:
@@ -594,10 +654,14 @@ class Runner(Services):
         for register, value in arch.call_registers(interrupts, SENTINEL):
             self.regs.write(register, value)
         self.interrupts = interrupts
+        self.processor = processor
         self.crash = None
         self.mirrors.append({})
         if nested:
             self._share_outer_pages()
+        for page, data in pages:
+            if page not in self.mirrors[-1]:
+                self._install_page(page, data)
         if not nested:
             self.watchdog.arm()
         try:
@@ -616,7 +680,7 @@ class Runner(Services):
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        self.crash, self.interrupts = saved_state
+        self.crash, self.interrupts, self.processor = saved_state
         if crash is not None:
             return {"crash": self._crash_json(crash)}
         return {"rax": rax, "writes": writes}
@@ -761,14 +825,20 @@ class Runner(Services):
 
     def raise_exception(self, code: int, address: int) -> None:
         """Dispatches an exception raised at `address` through the image's __except scopes:
-        resumes at the handler or ends the command with KMODE_EXCEPTION_NOT_HANDLED."""
-        regs = {name: self.regs.read(reg) for name, reg in NONVOLATILE_REGS.items()}
-        regs["rsp"] = self.regs.read(x86.UC_X86_REG_RSP)
-        regs["rip"] = address
+        resumes at the handler (the exception code in the return register, the frame's
+        registers restored) or ends the command with KMODE_EXCEPTION_NOT_HANDLED."""
+        if self.arch.name == "x64":
+            registers = {**NONVOLATILE_REGS, "rsp": x86.UC_X86_REG_RSP}
+            pc, unwinding = "rip", seh
+        else:
+            registers = {**ARM64_NONVOLATILE_REGS, "sp": arm64.UC_ARM64_REG_SP}
+            pc, unwinding = "pc", arm64_unwind
+        regs = {name: self.regs.read(reg) for name, reg in registers.items()}
+        regs[pc] = address
         try:
-            dispatch = self.unwinder.dispatch(regs, lambda rip: rip == SENTINEL)
-        except seh.UnwindError as error:
-            dispatch = seh.Dispatch(None, None, f"unwind failed: {error}")
+            dispatch = self.unwinder.dispatch(regs, lambda at: at == SENTINEL)
+        except unwinding.UnwindError as error:
+            dispatch = unwinding.Dispatch(None, None, f"unwind failed: {error}")
         self.seh_log.append(
             {
                 "address": address,
@@ -785,11 +855,10 @@ class Runner(Services):
                 f"exception {code:#x} not handled: {dispatch.reason}",
                 address,
             )
-        for name, reg in NONVOLATILE_REGS.items():
+        for name, reg in registers.items():
             self.regs.write(reg, dispatch.registers[name])
-        self.regs.write(x86.UC_X86_REG_RSP, dispatch.registers["rsp"])
-        self.regs.write(x86.UC_X86_REG_RAX, code)
-        self.regs.write(x86.UC_X86_REG_RIP, dispatch.target)
+        self.regs.write(self.arch.result, code)
+        self.regs.write(self.arch.pc, dispatch.target)
 
     def _site(self, uc: Uc, address: int, size: int, site: tuple[str, int]) -> None:
         kind, length = site
@@ -813,7 +882,7 @@ class Runner(Services):
             elif kind in ("rdtsc", "rdtscp"):
                 self._edx_eax(integer(self.ask({"host": "rdtsc"}), "value"))
                 if kind == "rdtscp":  # IA32_TSC_AUX: the processor's index, as Windows sets it
-                    index = integer(self.ask({"host": "current_processor"}), "index", 32)
+                    index = integer(self.current_processor(), "index", 32)
                     self.regs.write(x86.UC_X86_REG_RCX, index)
             elif kind == "cpuid":
                 leaf = self.regs.read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
@@ -828,9 +897,7 @@ class Runner(Services):
                     self.regs.write(reg, integer(answer, name, 32))
             elif kind in ("cli", "sti"):
                 enabled = kind == "sti"
-                if enabled != self.interrupts:
-                    self.interrupts = enabled
-                    self.ask({"host": "interrupts", "enabled": enabled})
+                self.set_interrupts(enabled)
                 flags = self.regs.read(x86.UC_X86_REG_RFLAGS)
                 self.regs.write(
                     x86.UC_X86_REG_RFLAGS, flags | RFLAGS_IF if enabled else flags & ~RFLAGS_IF
@@ -863,14 +930,10 @@ class Runner(Services):
                     {"host": "mrs", "op0": op0, "op1": op1, "crn": crn, "crm": crm, "op2": op2}
                 )
                 if answer.get("fault"):
-                    # An undefined-instruction exception; the image has no handler on ARM64
-                    # (parse_image refuses one that has): what Windows bugchecks with.
-                    raise Crash(
-                        KMODE_EXCEPTION_NOT_HANDLED,
-                        [STATUS_ILLEGAL_INSTRUCTION, address, 0, 0],
-                        f"MRS of S{op0}_{op1}_C{crn}_C{crm}_{op2}: undefined instruction",
-                        address,
-                    )
+                    # An undefined-instruction exception at the MRS, dispatched as Windows
+                    # would: to the image's __except or to a bugcheck.
+                    self.raise_exception(STATUS_ILLEGAL_INSTRUCTION, address)
+                    return
                 if rt != 31:  # XZR
                     self.regs.write(ARM64_X[rt], integer(answer, "value"))
             elif kind in ("daifset", "daifclr", "msr_daif"):
@@ -882,10 +945,7 @@ class Runner(Services):
                     daif = pstate | field << DAIF_SHIFT
                 else:
                     daif = pstate & ~(field << DAIF_SHIFT)
-                enabled = not daif & DAIF_I
-                if enabled != self.interrupts:
-                    self.interrupts = enabled
-                    self.ask({"host": "interrupts", "enabled": enabled})
+                self.set_interrupts(not daif & DAIF_I)
                 pstate = pstate & ~(0xF << DAIF_SHIFT) | daif & (0xF << DAIF_SHIFT)
                 self.uc.reg_write(arm64.UC_ARM64_REG_PSTATE, pstate)
             else:
@@ -902,28 +962,22 @@ class Runner(Services):
             self._stop(error)
 
     def _interrupt_arm64(self, uc: Uc, number: int, _: Any) -> None:
-        """An ARM64 exception Unicorn raised: an undefined instruction, BRK (a breakpoint,
-        __fastfail, the compiler's traps) or an abort; none has a handler in the image."""
+        """An ARM64 exception Unicorn raised: an undefined instruction or BRK (a breakpoint,
+        the compiler's traps), dispatched through the image's __except scopes as on x64;
+        __fastfail and aborts bugcheck."""
         try:
             pc = self._rip()
             if number == ARM64_EXCP_BKPT:
                 address, immediate = self._brk(pc)
                 if immediate == ARM64_BRK_FASTFAIL:
                     raise Crash(0x139, [self.arg(0), 0, 0, 0], "__fastfail (brk #0xf003)", address)
-                code = ARM64_BRK_IMMEDIATES.get(immediate, STATUS_BREAKPOINT)
-                raise Crash(
-                    KMODE_EXCEPTION_NOT_HANDLED,
-                    [code, address, immediate, 0],
-                    f"brk #{immediate:#x}: exception {code:#x}, no handler on ARM64",
-                    address,
+                self.raise_exception(
+                    ARM64_BRK_IMMEDIATES.get(immediate, STATUS_BREAKPOINT), address
                 )
+                return
             if number == ARM64_EXCP_UDEF:
-                raise Crash(
-                    KMODE_EXCEPTION_NOT_HANDLED,
-                    [STATUS_ILLEGAL_INSTRUCTION, pc, 0, 0],
-                    "undefined instruction",
-                    pc,
-                )
+                self.raise_exception(STATUS_ILLEGAL_INSTRUCTION, pc)  # PC at the instruction
+                return
             if number in ARM64_EXCP_ABORTS:
                 raise Crash(
                     PAGE_FAULT_IN_NONPAGED_AREA, [0, 0, pc, 0], f"abort (exception {number})", pc
@@ -981,11 +1035,21 @@ class Runner(Services):
         interrupts = message.get("interrupts", True)
         if not isinstance(interrupts, bool):
             raise ProtocolError("call: 'interrupts' must be true or false")
-        return self._run(address, values, interrupts, nested)
+        processor = message.get("processor")
+        if processor is not None:
+            if not isinstance(processor, dict):
+                raise ProtocolError("call: 'processor' must be an object")
+            processor = {
+                "index": integer(processor, "index", 32),
+                "group": integer(processor, "group", 16),
+                "number": integer(processor, "number", 8),
+            }
+        return self._run(address, values, interrupts, nested, processor, _pages(message))
 
-    def _run(self, address: int, args: list[int], interrupts: bool, nested: bool) -> dict:
+    def _run(self, *call: Any) -> dict:
+        """execute(*call), a CRASH raised before the call (no stack left) as its answer."""
         try:
-            return self.execute(address, args, interrupts, nested)
+            return self.execute(*call)
         except Crash as crash:
             return {"crash": self._crash_json(crash)}
 
@@ -1085,7 +1149,7 @@ class Runner(Services):
                     return 0
                 if op not in commands:
                     raise ProtocolError(f"unknown command {op!r}")
-                self.channel.send({"done": commands[op](message)})
+                self.channel.send(self.with_deferred({"done": commands[op](message)}))
             except (Fatal, ProtocolError) as error:
                 self.channel.send({"error": str(error)})
                 print(f"image-runner: {error}", file=sys.stderr)

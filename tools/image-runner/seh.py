@@ -174,25 +174,9 @@ class Unwinder:
                 first = False
                 continue
             handler, scopes = self.scopes(function)
-            if handler is not None and handler not in self.c_specific_handler:
-                return Dispatch(
-                    None, None, f"language handler at rva {handler:#x} is not __C_specific_handler"
-                )
-            for scope in scopes:
-                if scope.begin <= rva < scope.end and scope.target:
-                    if scope.handler != EXCEPTION_EXECUTE_HANDLER:
-                        return Dispatch(
-                            None,
-                            None,
-                            f"__except filter function at rva {scope.handler:#x} (unsupported)",
-                        )
-                    resume = dict(regs)
-                    resume["rip"] = self.base + scope.target
-                    return Dispatch(self.base + scope.target, resume, "")
-                if scope.begin <= rva < scope.end and not scope.target:
-                    return Dispatch(
-                        None, None, f"__finally at rva {scope.handler:#x} on the unwind path"
-                    )
+            verdict = frame_verdict(handler, scopes, self.c_specific_handler, rva, regs, self.base)
+            if verdict is not None:
+                return verdict
             self.unwind(regs, function)
             first = False
         return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
@@ -220,6 +204,40 @@ class Unwinder:
             else:
                 self.unwind(regs, function)
         raise UnwindError(f"more than {MAX_FRAMES} frames")
+
+
+def frame_verdict(
+    handler: int | None,
+    scopes: list[Scope],
+    c_specific_handler: set[int],
+    rva: int,
+    regs: dict[str, int],
+    base: int,
+    pc: str = "rip",
+) -> Dispatch | None:
+    """What one frame does with an exception at `rva` (its control PC, image-relative), on
+    either architecture: a Dispatch resuming `regs` at the JumpTarget of the first
+    __C_specific_handler scope that covers it with EXCEPTION_EXECUTE_HANDLER (`pc` the name of
+    the program counter in `regs`), an unhandled Dispatch for a language handler that is not
+    __C_specific_handler, a filter function or a __finally on the way, or None: on to the
+    caller."""
+    if handler is not None and handler not in c_specific_handler:
+        return Dispatch(
+            None, None, f"language handler at rva {handler:#x} is not __C_specific_handler"
+        )
+    for scope in scopes:
+        if not scope.begin <= rva < scope.end:
+            continue
+        if not scope.target:
+            return Dispatch(None, None, f"__finally at rva {scope.handler:#x} on the unwind path")
+        if scope.handler != EXCEPTION_EXECUTE_HANDLER:
+            return Dispatch(
+                None, None, f"__except filter function at rva {scope.handler:#x} (unsupported)"
+            )
+        resume = dict(regs)
+        resume[pc] = base + scope.target
+        return Dispatch(base + scope.target, resume, "")
+    return None
 
 
 def _slots(op: int, info: int, version: int) -> int:

@@ -131,7 +131,7 @@ class Services:
         self.ask({"host": "pool_free", "address": self.arg(0)})
 
     def imp_KeGetCurrentProcessorNumberEx(self) -> int:
-        answer = self.ask({"host": "current_processor"})
+        answer = self.current_processor()
         self._processor_number(self.arg(0), answer)
         return integer(answer, "index", 32)
 

@@ -286,7 +286,8 @@ pub type PPEP_PPM_ENTER_SYSTEM_STATE = *mut PEP_PPM_ENTER_SYSTEM_STATE;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PEP_PPM_RESUME_FROM_SYSTEM_STATE {
-    /// In: the system state being left.
+    /// In: "the power state that the system is entering" (its reference page): the state the
+    /// resume enters, not the sleep state it leaves.
     pub TargetState: SYSTEM_POWER_STATE,
 }
 assert_layout!(PEP_PPM_RESUME_FROM_SYSTEM_STATE, size 4, align 4, TargetState @ 0);

@@ -43,13 +43,17 @@ pub const FALSE: BOOLEAN = 0;
 pub const STATUS_SUCCESS: NTSTATUS = 0;
 /// `STATUS_UNSUCCESSFUL` (`0xC0000001`).
 pub const STATUS_UNSUCCESSFUL: NTSTATUS = 0xC000_0001_u32.cast_signed();
+/// `STATUS_NOT_IMPLEMENTED` (`0xC0000002`). `PoFxPowerControl`'s documented failure for "The
+/// requested power control operation is not implemented" (`wdm/nf-wdm-pofxpowercontrol.md`).
+pub const STATUS_NOT_IMPLEMENTED: NTSTATUS = 0xC000_0002_u32.cast_signed();
 /// `STATUS_INVALID_PARAMETER` (`0xC000000D`). `PoFxRegisterPluginEx` returns it for a bad
 /// kernel-information `Version` or `Size`, or a NULL notification callback.
 pub const STATUS_INVALID_PARAMETER: NTSTATUS = 0xC000_000D_u32.cast_signed();
 /// `STATUS_INSUFFICIENT_RESOURCES` (`0xC000009A`). Also what `HalAllocateHardwareCounters`
 /// returns while another owner holds the counters.
 pub const STATUS_INSUFFICIENT_RESOURCES: NTSTATUS = 0xC000_009A_u32.cast_signed();
-/// `STATUS_NOT_SUPPORTED` (`0xC00000BB`).
+/// `STATUS_NOT_SUPPORTED` (`0xC00000BB`). From `PoFxPowerControl`: "The power engine plug-in
+/// (PEP) does not acknowledge support for this device".
 pub const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BB_u32.cast_signed();
 /// `STATUS_INVALID_KERNEL_INFO_VERSION` (`0xC000A004`), the neighbour of
 /// [`STATUS_INVALID_PEP_INFO_VERSION`] in `ntstatus.h`.

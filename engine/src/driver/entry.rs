@@ -5,7 +5,7 @@
 //! 1. reads the configuration from the service's `Parameters` key (every value optional); if
 //!    `SkipRegistration` is set (boot safety), or a volatile `Parameters\InstallPending` key
 //!    says the package was installed in this session (the PEP registers when the boot loader
-//!    starts it, not mid-session), stops here: nothing is allocated or registered, `State`
+//!    starts it, not mid-session), stops here: nothing is allocated or registered, `Boot`
 //!    says why, and `DriverEntry` succeeds, so the service loads inert;
 //! 2. allocates the processor table for `KeQueryMaximumProcessorCountEx(ALL_PROCESSOR_GROUPS)`
 //!    processors from non-paged pool;
@@ -16,17 +16,20 @@
 //!    engine calibrates MPERF over ~10 ms and both reads must come from one processor), moves
 //!    it into the services' storage and publishes it (release);
 //! 5. calls `PoFxRegisterPluginEx` with the engine's `PEP_INFORMATION`;
-//! 6. writes the outcome to the volatile `State` key and the debugger.
+//! 6. writes the outcome to the volatile `Boot` key and the debugger.
 //!
 //! Any failure before registration undoes everything done so far — the PEP is withdrawn, the
 //! PMU control values restored on every processor and the reservation freed, the table freed —
-//! records the failed step in `State` and returns its status, so the driver does not load.
+//! records the failed step in `Boot` and returns its status, so the driver does not load.
 //! Nothing after a successful registration can fail `DriverEntry`.
 
+use core::fmt::Write as _;
+
 use crate::abi::{NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+use crate::driver::line::Line;
 use crate::driver::pmu_reservation::{self, PmuReservation};
 use crate::driver::processor_table::ProcessorTable;
-use crate::driver::registry::{self, Note, state};
+use crate::driver::registry::{self, Note, Problem, state};
 use crate::driver::services::{KernelServices, LogLevel, StateKey};
 use crate::platform::Passive;
 use crate::{Config, Pep, pep_information};
@@ -120,10 +123,11 @@ struct Registered<'a, P: crate::Platform> {
 /// `DriverEntry` after the KMDF driver object exists. `PASSIVE_LEVEL`, once per boot: `passive`
 /// is `DriverEntry`'s token, which building the PEP requires.
 ///
-/// Configuration, table, PMU, PEP, registration, `State`. Returns how it ended
+/// Configuration, table, PMU, PEP, registration, `Boot`. Returns how it ended
 /// ([`Outcome::status`] is what `DriverEntry` returns).
 pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome {
-    let (config, issues, skip) = read_configuration(kernel);
+    let mut issues = Issues::new();
+    let (config, skip) = read_configuration(kernel, &mut issues);
     let skipped = if skip {
         Some(SkipReason::SkipRegistration)
     } else if kernel.install_pending() {
@@ -144,12 +148,12 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
                 }
             ),
         );
-        report_skipped(kernel, issues, reason);
+        report_skipped(kernel, &issues, reason);
         return Outcome::Skipped(reason);
     }
     match initialize(kernel, passive, &config) {
         Ok(registered) => {
-            report_registered(kernel, &registered, &config, issues);
+            report_registered(kernel, &registered, &config, &issues);
             Outcome::Registered
         }
         Err(failure) => {
@@ -159,13 +163,64 @@ pub fn driver_entry<K: KernelServices>(kernel: &K, passive: &Passive) -> Outcome
     }
 }
 
+/// The configuration values `DriverEntry` ignored: all counted, the first
+/// [`state::MAX_LISTED_ISSUES`] kept, compactly (it lives in `DriverEntry`'s frame, which must
+/// stay under the 4 KiB that would need a stack probe), to be listed in `Boot`
+/// (`ConfigurationIssue1`, …).
+#[derive(Clone, Copy, Debug)]
+struct Issues {
+    /// How many.
+    count: u32,
+    /// The first ones, in the order found: the value's index in [`registry::names::ALL`]
+    /// ([`Issues::KEY`]: the `Parameters` key itself) and the problem.
+    listed: [Option<(u8, Problem)>; state::MAX_LISTED_ISSUES],
+}
+
+impl Issues {
+    /// The index that stands for the `Parameters` key itself.
+    const KEY: u8 = u8::MAX;
+
+    const fn new() -> Self {
+        Self { count: 0, listed: [None; state::MAX_LISTED_ISSUES] }
+    }
+
+    fn push(&mut self, note: Note) {
+        let value = registry::names::ALL
+            .iter()
+            .position(|name| *name == note.value)
+            .and_then(|index| u8::try_from(index).ok())
+            .unwrap_or(Self::KEY);
+        if let Some(slot) = self.listed.get_mut(usize::try_from(self.count).unwrap_or(usize::MAX)) {
+            *slot = Some((value, note.problem));
+        }
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// Writes `ConfigurationIssues` and one `ConfigurationIssueN` (`VALUE: REASON`) per listed
+    /// issue. Not inlined: its text buffers stay out of `DriverEntry`'s frame.
+    #[inline(never)]
+    fn record<S: StateKey>(&self, record: &mut Recorder<S>) {
+        record.dword(state::CONFIGURATION_ISSUES, self.count);
+        for (index, (value, problem)) in self.listed.iter().flatten().enumerate() {
+            let value =
+                registry::names::ALL.get(usize::from(*value)).copied().unwrap_or("Parameters");
+            let mut name = Line::<32>::new();
+            let mut text = Line::<128>::new();
+            let _ =
+                write!(name, "{}{}", state::CONFIGURATION_ISSUE_PREFIX, index.saturating_add(1));
+            let _ = write!(text, "{}", Note { value, problem: *problem });
+            record.string(name.as_str(), text.as_str());
+        }
+    }
+}
+
 /// Reads the configuration from `Parameters`, logging every ignored value: the configuration,
-/// the number of ignored values, and whether the registration is to be skipped. A `Parameters`
-/// key that cannot be opened leaves every default in place (logged, counted as one issue).
+/// the ignored values, and whether the registration is to be skipped. A `Parameters` key that
+/// cannot be opened leaves every default in place (logged, and one issue: `Parameters`).
 /// `PASSIVE_LEVEL`. Not inlined: the value buffer and the pattern parser's scratch space then
 /// leave the stack before `Pep::new` runs.
 #[inline(never)]
-fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
+fn read_configuration<K: KernelServices>(kernel: &K, issues: &mut Issues) -> (Config, bool) {
     let mut values = match kernel.open_parameters() {
         Ok(values) => values,
         Err(status) => {
@@ -173,20 +228,23 @@ fn read_configuration<K: KernelServices>(kernel: &K) -> (Config, u32, bool) {
                 LogLevel::Error,
                 format_args!("cannot open the Parameters key ({status:#010X}): using the defaults"),
             );
-            return (Config::new(), 1, false);
+            issues.push(Note { value: "Parameters", problem: Problem::KeyUnreadable { status } });
+            return (Config::new(), false);
         }
     };
-    let mut issues = 0u32;
     let mut note = |note: Note| {
-        issues = issues.saturating_add(1);
+        issues.push(note);
         kernel.log(LogLevel::Error, format_args!("Parameters\\{note}"));
     };
     let skip = registry::read_skip_registration(&mut values, &mut note);
     let config = if skip { Config::new() } else { registry::read_config(&mut values, &mut note) };
-    (config, issues, skip)
+    (config, skip)
 }
 
-/// Steps 2 to 5. `PASSIVE_LEVEL`.
+/// Steps 2 to 5. `PASSIVE_LEVEL`. Not inlined: building the PEP needs room of its own, and
+/// `DriverEntry`'s frame (the configuration, the ignored values) must stay under the 4 KiB past
+/// which the compiler probes the stack with `__chkstk`, which a driver does not link.
+#[inline(never)]
 fn initialize<'k, K: KernelServices>(
     kernel: &'k K,
     passive: &Passive,
@@ -231,14 +289,14 @@ fn unwind<K: KernelServices>(
     unsafe { table.free(kernel) };
 }
 
-/// Logs the registration and writes it to `State`. `PASSIVE_LEVEL`. Best effort: the PEP is
+/// Logs the registration and writes it to `Boot`. `PASSIVE_LEVEL`. Best effort: the PEP is
 /// registered whatever happens here.
 #[inline(never)]
 fn report_registered<K: KernelServices>(
     kernel: &K,
     registered: &Registered<'_, K::Platform>,
     config: &Config,
-    issues: u32,
+    issues: &Issues,
 ) {
     let pep = registered.pep;
     let caps = pep.perf_capabilities();
@@ -252,7 +310,7 @@ fn report_registered<K: KernelServices>(
         format_args!(
             "registered: {} feedback counter(s), source {source} (no-counters reason {reason}), \
              nominal {} MHz ({rate_source}), perf {}/{}/{}/{} ({perf_source}), {} processor \
-             slots, {issues} ignored configuration value(s), PMU reservation {}",
+             slots, {} ignored configuration value(s), PMU reservation {}",
             pep.feedback_counter_count(),
             pep.nominal_mhz(),
             caps.highest,
@@ -260,6 +318,7 @@ fn report_registered<K: KernelServices>(
             caps.lowest_nonlinear,
             caps.lowest,
             registered.capacity,
+            issues.count,
             registered.pmu,
         ),
     );
@@ -279,8 +338,9 @@ fn report_registered<K: KernelServices>(
     record.string(state::PERF_SOURCE, perf_source);
     record.dword(state::PROCESSOR_TABLE_CAPACITY, registered.capacity);
     record.dword(state::DEVICE_ID_PATTERN_COUNT, patterns);
-    record.dword(state::CONFIGURATION_ISSUES, issues);
+    issues.record(&mut record);
     record.string(state::ARCHITECTURE, kernel.architecture());
+    record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     record.string(state::PMU_RESERVATION, registered.pmu);
     let failures = record.failures;
     drop(record);
@@ -289,7 +349,7 @@ fn report_registered<K: KernelServices>(
     }
 }
 
-/// An open `State` key that counts the writes that failed.
+/// An open `Boot` key that counts the writes that failed.
 struct Recorder<S: StateKey> {
     key: S,
     failures: u32,
@@ -307,7 +367,9 @@ impl<S: StateKey> Recorder<S> {
     }
 }
 
-/// Logs a failed initialisation and records it in `State` (best effort). `PASSIVE_LEVEL`.
+/// Logs a failed initialisation and records it in `Boot` (best effort). `PASSIVE_LEVEL`. Not
+/// inlined, as [`report_registered`].
+#[inline(never)]
 fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
     kernel.log(
         LogLevel::Error,
@@ -322,26 +384,31 @@ fn report_failure<K: KernelServices>(kernel: &K, failure: Failure) {
         let _ = record.string(state::FAILED_STEP, failure.step.name());
         let _ = record.dword(state::FAILURE_STATUS, failure.status.cast_unsigned());
         let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+        let _ = record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     }
 }
 
-/// Records a skipped registration in `State` (best effort). `PASSIVE_LEVEL`.
-fn report_skipped<K: KernelServices>(kernel: &K, issues: u32, reason: SkipReason) {
-    if let Some(mut record) = open_state(kernel) {
-        let _ = record.dword(state::REGISTERED, 0);
-        let _ = record.string(state::REGISTRATION_SKIPPED, reason.name());
-        let _ = record.dword(state::CONFIGURATION_ISSUES, issues);
-        let _ = record.string(state::ARCHITECTURE, kernel.architecture());
+/// Records a skipped registration in `Boot` (best effort). `PASSIVE_LEVEL`. Not inlined, as
+/// [`report_registered`].
+#[inline(never)]
+fn report_skipped<K: KernelServices>(kernel: &K, issues: &Issues, reason: SkipReason) {
+    if let Some(key) = open_state(kernel) {
+        let mut record = Recorder { key, failures: 0 };
+        record.dword(state::REGISTERED, 0);
+        record.string(state::REGISTRATION_SKIPPED, reason.name());
+        issues.record(&mut record);
+        record.string(state::ARCHITECTURE, kernel.architecture());
+        record.dword(state::IMAGE_TIME_DATE_STAMP, kernel.image_time_date_stamp());
     }
 }
 
-/// Opens `State`, logging a failure. `PASSIVE_LEVEL`.
+/// Opens `Boot`, logging a failure. `PASSIVE_LEVEL`.
 fn open_state<K: KernelServices>(kernel: &K) -> Option<K::State<'_>> {
     match kernel.create_state_key() {
         Ok(record) => Some(record),
         Err(status) => {
             kernel
-                .log(LogLevel::Error, format_args!("cannot create the State key ({status:#010X})"));
+                .log(LogLevel::Error, format_args!("cannot create the Boot key ({status:#010X})"));
             None
         }
     }

@@ -9,7 +9,7 @@
 //!
 //! - [`entry`]: the sequence and the unwinding of every failure.
 //! - [`services`]: the kernel services it needs.
-//! - [`registry`]: the pure rules for the `Parameters` values and the `State` names.
+//! - [`registry`]: the pure rules for the `Parameters` values and the `Boot` names.
 //! - [`processor_table`]: the non-paged processor table.
 //! - [`pmu_reservation`]: the HAL's PMU reservation and the fixed counters' enabling.
 //! - [`line`](mod@line): the fixed-size, panic-free text line the driver formats its log and ETW events

@@ -150,7 +150,7 @@ fn free_reservation<K: KernelServices>(kernel: &K, handle: K::CounterReservation
 }
 
 impl<H> PmuReservation<H> {
-    /// The outcome's name for the log and the `State` key's `PmuReservation`.
+    /// The outcome's name for the log and the `Boot` key's `PmuReservation`.
     #[must_use]
     pub const fn name(&self) -> &'static str {
         match self {

@@ -31,7 +31,7 @@ pub const REG_DWORD: u32 = 4;
 /// `REG_MULTI_SZ` (`winnt.h`): NUL-terminated UTF-16 strings, ended by an empty string.
 pub const REG_MULTI_SZ: u32 = 7;
 /// `REG_OPTION_VOLATILE` (`winnt.h`): a key that lives in memory only and is gone after a
-/// reboot. The `State` key is created with it, so it never shows a previous boot's state.
+/// reboot. The `Boot` key is created with it, so it never shows a previous boot's state.
 pub const REG_OPTION_VOLATILE: u32 = 1;
 
 /// The most bytes of one value the driver reads; a larger value is ignored. Enough for the
@@ -43,8 +43,12 @@ pub const MAX_NAME_UNITS: usize = 64;
 /// The largest perf level accepted from the registry (the same bound as
 /// [`MAX_NOMINAL_MHZ`]: the engine's flat fallback expresses perf in MHz).
 pub const MAX_PERFORMANCE_LEVEL: u32 = MAX_NOMINAL_MHZ;
-/// The largest `TransitionLatency100ns` accepted: one second, in 100 ns units.
-pub const MAX_TRANSITION_LATENCY_100NS: u32 = 10_000_000;
+/// The largest `TransitionLatency100ns` accepted: 0.
+///
+/// The PEP answers `QUERY_CAPABILITIES` with `PerformanceStatesSupported` FALSE (perf control stays with ACPI), so a worst-case perf
+/// transition latency in `QUERY_DOMAIN_INFO` would describe transitions the PEP does not make;
+/// any other value is ignored as [`Problem::NoPerfStates`].
+pub const MAX_TRANSITION_LATENCY_100NS: u32 = 0;
 
 /// The value names under `Parameters`.
 pub mod names {
@@ -66,7 +70,8 @@ pub mod names {
     pub const LOWEST_PERFORMANCE: &str = "LowestPerformance";
     /// `REG_MULTI_SZ`, default the engine's patterns: processor device-id patterns.
     pub const PROCESSOR_DEVICE_ID_PATTERNS: &str = "ProcessorDeviceIdPatterns";
-    /// `REG_DWORD` 0..=10000000, default 0: worst-case perf transition latency (100 ns units).
+    /// `REG_DWORD` 0 only, default 0: worst-case perf transition latency (100 ns units); any
+    /// other value describes nothing ([`super::MAX_TRANSITION_LATENCY_100NS`]) and is ignored.
     pub const TRANSITION_LATENCY_100NS: &str = "TransitionLatency100ns";
     /// `REG_DWORD` 0..=1, default 0: how the PMU is reserved for the fixed-counter source
     /// (0 = exclusive ownership, `ResourceList` NULL; 1 = one range over every counter index).
@@ -132,8 +137,20 @@ pub mod state {
     pub const DEVICE_ID_PATTERN_COUNT: &str = "DeviceIdPatternCount";
     /// `REG_DWORD`: configuration values that were ignored (each one logged).
     pub const CONFIGURATION_ISSUES: &str = "ConfigurationIssues";
+    /// The prefix of `REG_SZ` values `ConfigurationIssue1`, `ConfigurationIssue2`, ….
+    ///
+    /// They are the first [`MAX_LISTED_ISSUES`] of the `ConfigurationIssues`, in the order found, each
+    /// `VALUE: REASON` (the value's name under `Parameters`, then why it was ignored), written
+    /// wherever `ConfigurationIssues` is.
+    pub const CONFIGURATION_ISSUE_PREFIX: &str = "ConfigurationIssue";
+    /// The most ignored values listed by name in `ConfigurationIssue1`…; the count in
+    /// `ConfigurationIssues` covers them all.
+    pub const MAX_LISTED_ISSUES: usize = 8;
     /// `REG_SZ`: the processor architecture the driver was built for (`x64`, `arm64`).
     pub const ARCHITECTURE: &str = "Architecture";
+    /// `REG_DWORD`: the `TimeDateStamp` of the running image's PE header (0 when it could not
+    /// be read): which build is loaded, to compare with the package's `.sys`.
+    pub const IMAGE_TIME_DATE_STAMP: &str = "ImageTimeDateStamp";
     /// `REG_SZ`: the PMU reservation for the fixed-counter source: `not-needed`, `refused`
     /// (the HAL said another owner holds the PMU), `programming-failed` or `reserved`.
     pub const PMU_RESERVATION: &str = "PmuReservation";
@@ -141,7 +158,7 @@ pub mod state {
     /// `skip-registration` (the `SkipRegistration` value).
     pub const REGISTRATION_SKIPPED: &str = "RegistrationSkipped";
     /// Every value written after a successful registration, in the order written.
-    pub const REGISTERED_VALUES: [&str; 17] = [
+    pub const REGISTERED_VALUES: [&str; 18] = [
         REGISTERED,
         FEEDBACK_COUNTER_COUNT,
         COUNTER_SOURCE,
@@ -158,13 +175,20 @@ pub mod state {
         DEVICE_ID_PATTERN_COUNT,
         CONFIGURATION_ISSUES,
         ARCHITECTURE,
+        IMAGE_TIME_DATE_STAMP,
         PMU_RESERVATION,
     ];
     /// Every value written after a failed initialisation.
-    pub const FAILED_VALUES: [&str; 4] = [REGISTERED, FAILED_STEP, FAILURE_STATUS, ARCHITECTURE];
+    pub const FAILED_VALUES: [&str; 5] =
+        [REGISTERED, FAILED_STEP, FAILURE_STATUS, ARCHITECTURE, IMAGE_TIME_DATE_STAMP];
     /// Every value written when the registration was skipped.
-    pub const SKIPPED_VALUES: [&str; 4] =
-        [REGISTERED, REGISTRATION_SKIPPED, CONFIGURATION_ISSUES, ARCHITECTURE];
+    pub const SKIPPED_VALUES: [&str; 5] = [
+        REGISTERED,
+        REGISTRATION_SKIPPED,
+        CONFIGURATION_ISSUES,
+        ARCHITECTURE,
+        IMAGE_TIME_DATE_STAMP,
+    ];
 }
 
 /// The outcome of reading one value.
@@ -253,6 +277,17 @@ pub enum Problem {
     },
     /// Text after the empty string that ends a `REG_MULTI_SZ` list (ignored).
     TrailingData,
+    /// A non-zero `TransitionLatency100ns`: the PEP reports no perf states
+    /// (`PerformanceStatesSupported` FALSE), so the latency describes nothing; 0 is kept.
+    NoPerfStates {
+        /// The value.
+        value: u32,
+    },
+    /// The `Parameters` key could not be opened: every default is kept.
+    KeyUnreadable {
+        /// The `NTSTATUS` of the failed open.
+        status: i32,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -292,6 +327,14 @@ impl fmt::Display for Problem {
                 write!(f, "pattern {index} rejected ({why})")
             }
             Self::TrailingData => f.write_str("text after the end of the list ignored"),
+            Self::NoPerfStates { value } => write!(
+                f,
+                "{value} describes no perf transition (the PEP reports \
+                 PerformanceStatesSupported FALSE); ignored"
+            ),
+            Self::KeyUnreadable { status } => {
+                write!(f, "cannot be opened (status {status:#010X}); every default kept")
+            }
         }
     }
 }
@@ -339,16 +382,14 @@ pub fn read_config(source: &mut impl ValueSource, mut note: impl FnMut(Note)) ->
     if let Some(patterns) = read_patterns(source, &mut note) {
         config.device_id_patterns = patterns;
     }
-    if let Some(value) = read_dword(
-        source,
-        names::TRANSITION_LATENCY_100NS,
-        0,
-        MAX_TRANSITION_LATENCY_100NS,
-        &mut note,
-    )
-    .value()
-    {
-        config.transition_latency_100ns = value;
+    // Any REG_DWORD is well-formed here; only 0 describes what the PEP does.
+    match read_dword(source, names::TRANSITION_LATENCY_100NS, 0, u32::MAX, &mut note) {
+        Dword::Valid(value) if value > MAX_TRANSITION_LATENCY_100NS => note(Note {
+            value: names::TRANSITION_LATENCY_100NS,
+            problem: Problem::NoPerfStates { value },
+        }),
+        Dword::Valid(value) => config.transition_latency_100ns = value,
+        Dword::Absent | Dword::Rejected => {}
     }
     if let Some(value) = read_dword(source, names::PMU_RESERVATION, 0, 1, &mut note).value()
         && let Some(policy) = value_of_code(&PMU_RESERVATION_CHOICES, value)
@@ -623,7 +664,7 @@ pub fn encode_reg_sz(text: &str, out: &mut [u8]) -> Option<usize> {
     Some(length)
 }
 
-/// The `State` name of a no-counters reason (`none` when counters are reported).
+/// The `Boot` name of a no-counters reason (`none` when counters are reported).
 #[must_use]
 pub const fn no_counters_reason_name(reason: Option<NoCountersReason>) -> &'static str {
     match reason {
@@ -639,7 +680,7 @@ pub const fn no_counters_reason_name(reason: Option<NoCountersReason>) -> &'stat
     }
 }
 
-/// The `State` name of a nominal-rate source.
+/// The `Boot` name of a nominal-rate source.
 #[must_use]
 pub const fn nominal_rate_source_name(source: NominalRateSource) -> &'static str {
     match source {
@@ -651,7 +692,7 @@ pub const fn nominal_rate_source_name(source: NominalRateSource) -> &'static str
     }
 }
 
-/// The `State` name of a perf-capabilities source.
+/// The `Boot` name of a perf-capabilities source.
 #[must_use]
 pub const fn perf_source_name(source: PerfSource) -> &'static str {
     match source {

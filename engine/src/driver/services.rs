@@ -66,7 +66,7 @@ pub enum LogLevel {
     Error,
 }
 
-/// An open `State` key: every write is best effort and returns its `NTSTATUS`. Closed on drop.
+/// An open `Boot` key: every write is best effort and returns its `NTSTATUS`. Closed on drop.
 pub trait StateKey {
     /// Writes `REG_DWORD` value `name`.
     fn dword(&mut self, name: &str, value: u32) -> NTSTATUS;
@@ -84,7 +84,7 @@ pub trait KernelServices {
     type Parameters<'a>: ValueSource
     where
         Self: 'a;
-    /// The open `State` key.
+    /// The open `Boot` key.
     type State<'a>: StateKey
     where
         Self: 'a;
@@ -98,6 +98,11 @@ pub trait KernelServices {
     /// (`x64`, `arm64`).
     fn architecture(&self) -> &'static str;
 
+    /// The `TimeDateStamp` of the running image's PE header (its COFF file header): which
+    /// build of the driver the kernel loaded, as `State\ImageTimeDateStamp` records it (a
+    /// driver-store copy keeps the package's file times, so only the header tells a stale
+    /// image from the package's). 0 when the header cannot be read ([`time_date_stamp_of`]).
+    fn image_time_date_stamp(&self) -> u32;
     /// Opens the service's `Parameters` key for reading.
     ///
     /// # Errors
@@ -109,7 +114,7 @@ pub trait KernelServices {
     /// install, not at boot.
     fn install_pending(&self) -> bool;
 
-    /// Creates (or opens) the `State` key for writing, emptied of a previous boot's values.
+    /// Creates (or opens) the `Boot` key for writing, emptied of a previous boot's values.
     ///
     /// # Errors
     /// The `NTSTATUS` of the failed open or create.
@@ -179,4 +184,53 @@ pub trait KernelServices {
 
     /// One line for the debugger (`DbgPrintEx`). Never called on a notification path.
     fn log(&self, level: LogLevel, message: fmt::Arguments<'_>);
+}
+
+/// The bytes of a PE image's start that [`time_date_stamp_of`] reads at most: 512, the smallest
+/// `FileAlignment` the PE format allows, so every image's headers span at least this much.
+pub const PE_HEADER_BYTES: usize = 512;
+
+/// The `TimeDateStamp` of the PE image whose first bytes are `header`.
+///
+/// `header` is the image's start as mapped: the DOS header, `e_lfanew` at 0x3C, then `PE\0\0` and the COFF file header, whose
+/// `TimeDateStamp` is at byte 8 — Microsoft's "PE Format"); `None` when `header` is not a PE
+/// image's start or too short. Any IRQL: it only reads `header`.
+#[must_use]
+pub fn time_date_stamp_of(header: &[u8]) -> Option<u32> {
+    let field =
+        |at: usize| -> Option<[u8; 4]> { header.get(at..at.checked_add(4)?)?.try_into().ok() };
+    if header.get(..2)? != b"MZ" {
+        return None;
+    }
+    let pe = usize::try_from(u32::from_le_bytes(field(0x3C)?)).ok()?;
+    if field(pe)? != *b"PE\0\0" {
+        return None;
+    }
+    field(pe.checked_add(8)?).map(u32::from_le_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_date_stamp_of;
+
+    #[test]
+    fn the_stamp_is_read_from_the_coff_header_and_only_from_a_pe_image() {
+        let mut header = [0u8; 0x100];
+        header[..2].copy_from_slice(b"MZ");
+        header[0x3C..0x40].copy_from_slice(&0x80u32.to_le_bytes());
+        header[0x80..0x84].copy_from_slice(b"PE\0\0");
+        header[0x88..0x8C].copy_from_slice(&0x6B08_73C3u32.to_le_bytes());
+        assert_eq!(time_date_stamp_of(&header), Some(0x6B08_73C3));
+        // Cut inside the stamp, no PE signature, no MZ, an e_lfanew past the end.
+        assert_eq!(time_date_stamp_of(&header[..0x8B]), None);
+        let mut other = header;
+        other[0x80] = b'N';
+        assert_eq!(time_date_stamp_of(&other), None);
+        other = header;
+        other[0] = 0;
+        assert_eq!(time_date_stamp_of(&other), None);
+        other = header;
+        other[0x3C..0x40].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(time_date_stamp_of(&other), None);
+    }
 }

@@ -24,12 +24,12 @@ use super::CheckResult;
 pub enum ExpectedBoot {
     /// It registers the PEP.
     Registers,
-    /// It loads inert, for this reason (`State\RegistrationSkipped`: `skip-registration`,
+    /// It loads inert, for this reason (`Boot\RegistrationSkipped`: `skip-registration`,
     /// `install-pending`).
     Skips(SkipReason),
     /// Step `step` fails with `status`; everything is undone.
     Fails {
-        /// `State\FailedStep`.
+        /// `Boot\FailedStep`.
         step: &'static str,
         /// What `DriverEntry` returns.
         status: NTSTATUS,
@@ -208,7 +208,7 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
     CheckResult::from_failures(id, &failures, summary)
 }
 
-/// `boot.state`: the `State` key holds exactly the values `docs/registry.md` documents for the
+/// `boot.state`: the `Boot` key holds exactly the values `docs/registry.md` documents for the
 /// outcome.
 fn state_key(
     scenario: &Scenario,
@@ -221,32 +221,61 @@ fn state_key(
         let logged = record
             .log
             .iter()
-            .any(|(level, line)| *level == LogLevel::Error && line.contains("State key"));
+            .any(|(level, line)| *level == LogLevel::Error && line.contains("Boot key"));
         let passed = record.state.is_none() && logged;
         return CheckResult::new(
             id,
             passed,
             if passed {
-                "the State key could not be created: logged, nothing written, boot unaffected"
+                "the Boot key could not be created: logged, nothing written, boot unaffected"
             } else {
-                "the State key failure was not logged, or values were written anyway"
+                "the Boot key failure was not logged, or values were written anyway"
             },
         );
     }
     let Some(values) = &record.state else {
-        return CheckResult::new(id, false, "no State key written");
+        return CheckResult::new(id, false, "no Boot key written");
     };
+    // What DriverEntry logged as ignored, in order: one line per issue.
+    let ignored: Vec<&str> = record
+        .log
+        .iter()
+        .filter(|(level, _)| *level == LogLevel::Error)
+        .filter_map(|(_, line)| {
+            line.strip_prefix("Parameters\\")
+                .or_else(|| line.starts_with("cannot open the Parameters").then_some(""))
+        })
+        .collect();
+    let issues = ignored.len();
+    // `ConfigurationIssue1`, … beside `ConfigurationIssues` for the first ones.
+    let listed: Vec<String> = (1..=issues.min(state::MAX_LISTED_ISSUES))
+        .map(|index| format!("{}{index}", state::CONFIGURATION_ISSUE_PREFIX))
+        .collect();
     let names: BTreeSet<&str> = values.keys().map(String::as_str).collect();
-    let wanted: BTreeSet<&str> = match expected {
+    let mut wanted: BTreeSet<&str> = match expected {
         ExpectedBoot::Registers => state::REGISTERED_VALUES.into_iter().collect(),
         ExpectedBoot::Fails { .. } => state::FAILED_VALUES.into_iter().collect(),
         ExpectedBoot::Skips(_) => state::SKIPPED_VALUES.into_iter().collect(),
     };
+    if wanted.contains(state::CONFIGURATION_ISSUES) {
+        wanted.extend(listed.iter().map(String::as_str));
+    }
     let mut failures = Vec::new();
     if names != wanted {
         let missing: Vec<&&str> = wanted.difference(&names).collect();
         let extra: Vec<&&str> = names.difference(&wanted).collect();
         failures.push(format!("values missing {missing:?}, unexpected {extra:?}"));
+    }
+    if !matches!(expected, ExpectedBoot::Fails { .. }) {
+        // Each listed issue is the line the driver logged for it (`Parameters\VALUE: REASON`).
+        for (name, logged) in listed.iter().zip(&ignored) {
+            let found = record.state_value(name).unwrap_or_default();
+            let (value, _) = found.split_once(": ").unwrap_or_default();
+            let agrees = if logged.is_empty() { value == "Parameters" } else { found == *logged };
+            if !agrees {
+                failures.push(format!("{name} = {found:?}, logged {logged:?}"));
+            }
+        }
     }
     let mut expect = |name: &str, wanted: String| {
         let found = record.state_value(name).unwrap_or_default();
@@ -256,15 +285,9 @@ fn state_key(
     };
     let architecture = if scenario.platform.cpu.is_arm64() { "arm64" } else { "x64" };
     expect(state::ARCHITECTURE, architecture.to_owned());
-    let issues = record
-        .log
-        .iter()
-        .filter(|(level, line)| {
-            *level == LogLevel::Error
-                && (line.starts_with("Parameters\\")
-                    || line.starts_with("cannot open the Parameters"))
-        })
-        .count();
+    // The image that ran: the engine backend's kernel reports a fixed stamp, the image reads
+    // its own PE header.
+    expect(state::IMAGE_TIME_DATE_STAMP, record.image_time_date_stamp.to_string());
     match expected {
         ExpectedBoot::Registers => {
             expect(state::REGISTERED, "1".to_owned());
@@ -292,7 +315,7 @@ fn state_key(
 }
 
 /// `boot.inert`: with `SkipRegistration` set, or in the session of a fresh install, no
-/// callback is reachable and `State` says why.
+/// callback is reachable and the `Boot` key says why.
 fn inert(observations: &Observations, record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
     let id = "boot.inert";
     let ExpectedBoot::Skips(reason) = expected else {
@@ -316,13 +339,13 @@ fn inert(observations: &Observations, record: &BootRecord, expected: ExpectedBoo
         failures.push(format!("DriverEntry returned {} instead of success", hex(record.status)));
     }
     if record.state_value(state::REGISTRATION_SKIPPED).as_deref() != Some(reason.name()) {
-        failures.push("State does not say why the PEP is not registered".to_owned());
+        failures.push("the Boot key does not say why the PEP is not registered".to_owned());
     }
     CheckResult::from_failures(
         id,
         &failures,
         format!(
-            "the service loads inert: nothing registered, no callback reachable, State\\RegistrationSkipped = {}",
+            "the service loads inert: nothing registered, no callback reachable, Boot\\RegistrationSkipped = {}",
             reason.name()
         ),
     )

@@ -23,7 +23,7 @@ impl Context<'_> {
             }
             if capabilities.IdleStateCount != 0 {
                 failures.push(format!(
-                    "{name}: IdleStateCount {} (expected 0: idle stays with the OS)",
+                    "{name}: IdleStateCount {} (expected 0: the PEP executes no idle state)",
                     capabilities.IdleStateCount
                 ));
             }

@@ -30,9 +30,10 @@ impl Context<'_> {
                 (false, _, name) => {
                     Some(format!("{name}: FALSE (a count of 0 is the documented answer)"))
                 }
-                (true, count, name) => {
-                    Some(format!("{name}: TRUE with count {count:?}, expected 0"))
-                }
+                (true, count, name) => Some(count.map_or_else(
+                    || format!("{name}: TRUE with no count written, expected 0"),
+                    |count| format!("{name}: TRUE with count {count}, expected 0"),
+                )),
             })
             .collect();
         CheckResult::from_failures(

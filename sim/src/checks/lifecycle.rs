@@ -49,8 +49,15 @@ impl Context<'_> {
                         ));
                     }
                     if offered.started != Some(true) {
-                        failures
-                            .push(format!("{name}: DEVICE_STARTED returned {:?}", offered.started));
+                        failures.push(offered.started.map_or_else(
+                            || format!("{name}: DEVICE_STARTED was not sent"),
+                            |started| {
+                                format!(
+                                    "{name}: DEVICE_STARTED returned {}",
+                                    if started { "TRUE" } else { "FALSE" }
+                                )
+                            },
+                        ));
                     }
                     let processor = self.processor(record.processor);
                     if !processor

@@ -9,12 +9,13 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ppm_caller::Callbacks;
+use ppm_engine::Platform as _;
 use ppm_engine::abi::{BOOLEAN, FALSE, PEPHANDLE, PVOID, ULONG};
 use serde_json::json;
 
-use super::host::ImageHost;
+use super::host::{ImageHost, processor_answer};
 use super::runner::{Crash, Runner, crash_of};
-use crate::platform::SimPlatform;
+use crate::platform::{self, SimPlatform};
 
 /// The image a run calls: the runner, the image's callback addresses and the machine its
 /// requests are answered from.
@@ -62,15 +63,27 @@ impl ImageCallbacks {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Calls the image's function at `address` with `args`: its RAX, or `None` after a
-    /// bugcheck or a runner failure (recorded; the run reports it).
-    fn call(&self, address: u64, args: &[u64]) -> Option<u64> {
+    /// Calls the image's function at `address` with `args`, `data` the notification's
+    /// payload: its RAX, or `None` after a bugcheck or a runner failure (recorded; the run
+    /// reports it).
+    ///
+    /// The payload's page travels with the command. Where no notification can be injected
+    /// into this call (the thread's interrupt windows are inert), the command also names the
+    /// current processor, so the runner answers `KeGetCurrentProcessorNumberEx` itself and
+    /// reports the image's interrupt masking with its next request (`deferred`,
+    /// docs/image-backend.md): a `FEEDBACK_READ` makes five round trips instead of nine, and
+    /// the machine sees the same operations in the same order.
+    fn call(&self, address: u64, args: &[u64], data: u64) -> Option<u64> {
         if self.crash().is_some() {
             return None;
         }
         let host = ImageHost::runtime(self.platform.clone());
-        let command = json!({"op": "call", "address": address, "args": args, "interrupts": true});
-        let done = self.runner.command(&command, &host).ok()?;
+        let mut command =
+            json!({"op": "call", "address": address, "args": args, "interrupts": true});
+        if platform::interrupt_windows_inert() {
+            command["processor"] = processor_answer(self.platform.current_processor_index());
+        }
+        let done = self.runner.command_with_pages(&command, &[data], &host).ok()?;
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner).absorb(host.ledger());
         match crash_of(&done) {
             Ok(Some(crash)) => {
@@ -106,12 +119,12 @@ impl Drop for Entered {
     }
 }
 
-fn forward(select: impl FnOnce(&ImageCallbacks) -> u64, args: &[u64]) -> BOOLEAN {
+fn forward(select: impl FnOnce(&ImageCallbacks) -> u64, args: &[u64], data: PVOID) -> BOOLEAN {
     let image = CURRENT.with(|current| current.borrow().clone());
     let Some(image) = image else { return FALSE };
     let address = select(&image);
     // The BOOLEAN is the low byte of RAX, as the C caller reads it.
-    image.call(address, args).map_or(FALSE, |rax| (rax & 0xFF) as BOOLEAN)
+    image.call(address, args, data as u64).map_or(FALSE, |rax| (rax & 0xFF) as BOOLEAN)
 }
 
 /// `AcceptDeviceNotification`, forwarded to the image.
@@ -120,7 +133,7 @@ fn forward(select: impl FnOnce(&ImageCallbacks) -> u64, args: &[u64]) -> BOOLEAN
 /// As the callback's: `data` is what `PoFx` documents for `notification` (the runner reads and
 /// writes it through `ppm-sim`, which refuses addresses it cannot read).
 pub unsafe extern "C" fn image_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
-    forward(|image| image.dpm, &[u64::from(notification), data as u64])
+    forward(|image| image.dpm, &[u64::from(notification), data as u64], data)
 }
 
 /// `AcceptProcessorNotification`, forwarded to the image.
@@ -128,5 +141,5 @@ pub unsafe extern "C" fn image_dpm(notification: ULONG, data: PVOID) -> BOOLEAN 
 /// # Safety
 /// As [`image_dpm`]; the handle is passed as it is.
 pub unsafe extern "C" fn image_ppm(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
-    forward(|image| image.ppm, &[handle as u64, u64::from(notification), data as u64])
+    forward(|image| image.ppm, &[handle as u64, u64::from(notification), data as u64], data)
 }

@@ -1,7 +1,7 @@
 //! The runner's host requests, answered by the emulated kernel and the simulated machine: the
 //! same [`SimPlatform`] the engine runs on (every `CPUID`, `RDMSR`, `WRMSR`, `RDTSC`, `CLI`/`STI`
 //! and the current processor) and, while `DriverEntry` runs, the same [`SimKernel`] services
-//! (registry, `State` key, pool, HAL reservation, `PoFxRegisterPluginEx`, debugger log).
+//! (registry, `Boot` key, pool, HAL reservation, `PoFxRegisterPluginEx`, debugger log).
 //! Nothing here judges the image: it answers as the kernel would and records.
 
 use std::cell::{Cell, RefCell};
@@ -35,6 +35,14 @@ const ETW_LEVEL_VERBOSE: u64 = 5;
 const ALL_PROCESSOR_GROUPS: u64 = 0xFFFF;
 /// Processors per group, as the emulated kernel lays them out.
 const GROUP_SIZE: u32 = 64;
+
+/// Processor `index` as `KeGetCurrentProcessorNumberEx` names it: the answer of a
+/// `current_processor` request, and a `call`'s `processor`.
+#[must_use]
+pub fn processor_answer(index: u32) -> Value {
+    json!({"index": index, "group": index / GROUP_SIZE, "number": index % GROUP_SIZE})
+}
+
 /// The handle `HalAllocateHardwareCounters` returns.
 const COUNTER_RESERVATION_HANDLE: u64 = 0xFFFF_A000_0000_1000;
 /// The `Name` of the `Parameters` subkey the installer creates (`driver::install_pending`).
@@ -116,9 +124,10 @@ pub struct ImageHost<'k> {
 }
 
 impl<'k> ImageHost<'k> {
-    /// A host with no machine: for `load`, which makes no request.
+    /// A host with neither a machine nor kernel services: for `report`, which asks for
+    /// neither.
     #[must_use]
-    pub fn machine_only() -> Self {
+    pub fn without_machine() -> Self {
         Self::with(None, None, None)
     }
 
@@ -290,10 +299,7 @@ impl<'k> ImageHost<'k> {
                 }
                 json!({})
             }
-            "current_processor" => {
-                let index = platform.current_processor_index();
-                json!({"index": index, "group": index / GROUP_SIZE, "number": index % GROUP_SIZE})
-            }
+            "current_processor" => processor_answer(platform.current_processor_index()),
             "performance_counter" => {
                 let counter = platform.performance_counter(&passive);
                 json!({"ticks": counter.ticks, "frequency": counter.frequency})
@@ -749,7 +755,7 @@ mod tests {
 
     #[test]
     fn machine_requests_need_a_machine() {
-        let host = ImageHost::machine_only();
+        let host = ImageHost::without_machine();
         let error =
             host.serve("rdmsr", &json!({"host": "rdmsr", "msr": 0xE8})).expect_err("no machine");
         assert!(error.contains("rdmsr"), "{error}");

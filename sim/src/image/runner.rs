@@ -14,6 +14,13 @@ use serde_json::{Map, Value, json};
 
 /// The runner's page: `read` requests are at most this long.
 const PAGE: u64 = 4096;
+/// [`PAGE`], as a buffer length.
+const PAGE_BYTES: usize = 4096;
+const _: () = assert!(PAGE_BYTES as u64 == PAGE);
+
+/// The pages of the 47-bit user half of the address space, where `ppm-sim`'s memory lies (the
+/// runner's own memory lies above it).
+const USER_PAGES: u64 = (1 << 47) / PAGE;
 
 /// The longest line the runner may send (a `done` with a call's writes, or a report with the
 /// image's functions): far above any real one, it bounds a broken runner.
@@ -34,7 +41,13 @@ pub struct Crash {
 
 impl fmt::Display for Crash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bugcheck {:#x} at {}: {}", self.code, self.symbol, self.what)
+        write!(
+            f,
+            "bugcheck {:#x} at {}: {}",
+            self.code,
+            super::symbols::readable_symbols(&self.symbol),
+            super::symbols::readable_symbols(&self.what)
+        )
     }
 }
 
@@ -78,6 +91,8 @@ pub struct Runner {
     pub image_base: u64,
     /// The image's entry point (`FxDriverEntry`), where it was mapped.
     pub entry: u64,
+    /// The `TimeDateStamp` of the image file's PE header (0 when it cannot be read).
+    pub time_date_stamp: u32,
     child: Mutex<Child>,
     pipes: Mutex<Pipes>,
     /// This process's memory, for `read` requests and `writes` (a read of an unmapped address
@@ -131,6 +146,8 @@ impl Runner {
         let mut runner = Self {
             image_base: 0,
             entry: 0,
+            time_date_stamp: super::pe::PeImage::read(image)
+                .map_or(0, |image| image.time_date_stamp),
             child: Mutex::new(child),
             pipes: Mutex::new(Pipes { input, output: BufReader::new(output) }),
             memory,
@@ -180,14 +197,47 @@ impl Runner {
         command: &Value,
         host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
+        self.command_with_pages(command, &[], host)
+    }
+
+    /// As [`Self::command`], with the pages of this process that hold `addresses` sent along
+    /// (`pages`): the runner maps them before the call instead of asking for each on first
+    /// touch. An address whose page cannot be read, or lies outside the user half, is left
+    /// to the runner's own fetch (and fault).
+    ///
+    /// # Errors
+    /// As [`Self::command`].
+    pub fn command_with_pages(
+        &self,
+        command: &Value,
+        addresses: &[u64],
+        host: &dyn Host,
+    ) -> Result<Map<String, Value>, RunnerError> {
         if let Some(error) = self.error() {
             return Err(error);
+        }
+        let mut command = command.clone();
+        let mut served = Vec::new();
+        if !addresses.is_empty() {
+            let mut pages = Vec::new();
+            for &address in addresses {
+                let page = address / PAGE;
+                if address == 0 || page >= USER_PAGES || served.contains(&page) {
+                    continue;
+                }
+                let mut bytes = [0u8; PAGE_BYTES];
+                if self.memory.read_exact_at(&mut bytes, page * PAGE).is_ok() {
+                    served.push(page);
+                    pages.push(json!([page * PAGE, hex(&bytes)]));
+                }
+            }
+            command["pages"] = Value::Array(pages);
         }
         let nested = DEPTH.with(Cell::get) > 0;
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
         DEPTH.with(|depth| depth.set(depth.get() + 1));
-        let result = self.exchange(command, host);
+        let result = self.exchange(&command, served, host);
         DEPTH.with(|depth| depth.set(depth.get() - 1));
         result.map_err(|error| self.fail(error))
     }
@@ -198,17 +248,19 @@ impl Runner {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `command` to its `done`. `served`: the pages of this process the runner has for
+    /// this command (those sent with it, then those it fetches): its writes may land only
+    /// there.
     fn exchange(
         &self,
         command: &Value,
+        mut served: Vec<u64>,
         host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
         self.send(command)?;
-        // The pages of this process the runner fetched for this command: its writes may land
-        // only there.
-        let mut served: Vec<u64> = Vec::new();
         loop {
             let message = self.receive()?;
+            serve_deferred(&message, host)?;
             if let Some(done) = message.get("done") {
                 let Value::Object(done) = done else {
                     return Err(RunnerError(format!(
@@ -377,6 +429,30 @@ pub fn unhex(text: &str) -> Option<Vec<u8>> {
     text.chunks_exact(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
 }
 
+/// Serves, in order, the requests a message carries in `deferred`: operations the image made
+/// whose answers the runner did not need (its interrupt masking, in a call whose interrupt
+/// windows are inert), reported with its next message. Their answers are dropped.
+fn serve_deferred(message: &Value, host: &dyn Host) -> Result<(), RunnerError> {
+    let Some(deferred) = message.get("deferred") else { return Ok(()) };
+    let Some(requests) = deferred.as_array() else {
+        return Err(RunnerError(format!("`deferred` is not a list: {}", shorten(deferred))));
+    };
+    for request in requests {
+        match request.get("host").and_then(Value::as_str) {
+            Some("interrupts") => {
+                host.serve("interrupts", request).map_err(RunnerError)?;
+            }
+            _ => {
+                return Err(RunnerError(format!(
+                    "a deferred request other than `interrupts`: {}",
+                    shorten(request)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn text(value: &Value) -> String {
     value.as_str().map_or_else(|| value.to_string(), str::to_owned)
 }
@@ -440,5 +516,35 @@ mod tests {
         assert_eq!(crash.code, 0x1E);
         assert_eq!(crash.parameters[0], 0xC000_0096);
         assert_eq!(crash.to_string(), "bugcheck 0x1e at f+0x3: #GP");
+    }
+
+    /// A host that records what it serves.
+    struct Recorder(std::cell::RefCell<Vec<Value>>);
+
+    impl Host for Recorder {
+        fn serve(&self, _: &str, message: &Value) -> Result<Value, String> {
+            self.0.borrow_mut().push(message.clone());
+            Ok(json!({}))
+        }
+    }
+
+    #[test]
+    fn deferred_interrupt_changes_are_served_in_order_and_nothing_else_is() {
+        let host = Recorder(std::cell::RefCell::new(Vec::new()));
+        let off = json!({"host": "interrupts", "enabled": false});
+        let on = json!({"host": "interrupts", "enabled": true});
+        let message = json!({"host": "rdtsc", "deferred": [off, on]});
+        serve_deferred(&message, &host).expect("served");
+        assert_eq!(*host.0.borrow(), vec![off, on]);
+        serve_deferred(&json!({"host": "rdtsc"}), &host).expect("nothing deferred");
+        assert_eq!(host.0.borrow().len(), 2);
+        // A request whose answer the image needs cannot be deferred: a runner bug, refused.
+        let error = serve_deferred(&json!({"done": {}, "deferred": [{"host": "rdmsr"}]}), &host)
+            .expect_err("refused");
+        assert!(error.0.contains("rdmsr"), "{error}");
+        let error =
+            serve_deferred(&json!({"deferred": "x"}), &host).expect_err("not a list: refused");
+        assert!(error.0.contains("not a list"), "{error}");
+        assert_eq!(host.0.borrow().len(), 2);
     }
 }

@@ -28,10 +28,10 @@ use ppm_engine::driver::PoolBlock;
 use ppm_engine::driver::registry::{
     Lookup, REG_DWORD, REG_MULTI_SZ, REG_SZ, VALUE_BUFFER_BYTES, ValueSource, names, read_config,
 };
-use toml::{Table, Value};
 
 use super::error::shown;
-use super::{ConfigSpec, Reader, ScenarioError, describe};
+use super::raw::{self, Found, at, fail, quoted_list, required_text, required_u32};
+use super::{ConfigSpec, ScenarioError};
 
 /// `STATUS_ACCESS_DENIED` (`0xC0000022`).
 pub const STATUS_ACCESS_DENIED: NTSTATUS = 0xC000_0022_u32.cast_signed();
@@ -132,7 +132,7 @@ pub enum BootFault {
         /// The status (default `STATUS_INVALID_PEP_INFO_VERSION`).
         status: NTSTATUS,
     },
-    /// `create-state-key`: creating the `State` key fails with `status`.
+    /// `create-state-key`: creating the `Boot` key fails with `status`.
     CreateStateKey {
         /// The status (default `STATUS_ACCESS_DENIED`).
         status: NTSTATUS,
@@ -282,8 +282,8 @@ const CONFIG_VALUES: [(&str, &str); 8] = [
 ];
 
 /// The `Parameters` values `[config]` stands for: only the keys the file sets.
-fn config_values(config: &ConfigSpec, table: Option<&Table>) -> Vec<(String, RegistryValue)> {
-    let set = |key: &str| table.is_some_and(|table| table.contains_key(key));
+fn config_values(config: &ConfigSpec, file: Option<&raw::Config>) -> Vec<(String, RegistryValue)> {
+    let set = |key: &str| file.is_some_and(|file| file.sets(key));
     let mut values = Vec::new();
     let mut push = |name: &str, value| values.push((name.to_owned(), value));
     // Every value is in its table (the reader took it from there).
@@ -327,15 +327,21 @@ fn config_values(config: &ConfigSpec, table: Option<&Table>) -> Vec<(String, Reg
 
 /// Reads `[registry]` and `[[fault]]` (`faults`: the array's tables), merging `[config]`.
 pub(super) fn read_boot(
-    registry: Option<&Table>,
-    faults: &[&Table],
+    registry: Option<&Found>,
+    faults: &[raw::Fault],
     config: &ConfigSpec,
-    config_table: Option<&Table>,
+    config_file: Option<&raw::Config>,
     processors: u32,
 ) -> Result<BootSpec, ScenarioError> {
-    let mut values = config_values(config, config_table);
+    let mut values = config_values(config, config_file);
     let from_config = values.len();
-    if let Some(table) = registry {
+    if let Some(registry) = registry {
+        let Found::Table(table) = registry else {
+            return Err(ScenarioError::field(
+                "registry".to_owned(),
+                format!("expected a table, found {}", registry.describe()),
+            ));
+        };
         if table.len() > MAX_REGISTRY_VALUES {
             return Err(ScenarioError::field(
                 "registry".to_owned(),
@@ -386,8 +392,8 @@ pub(super) fn read_boot(
         ));
     }
     let mut boot_faults: Vec<BootFault> = Vec::new();
-    for (index, table) in faults.iter().enumerate() {
-        let fault = read_fault(&format!("fault[{index}]"), table, processors)?;
+    for (index, fault) in faults.iter().enumerate() {
+        let fault = read_fault(&format!("fault[{index}]"), fault, processors)?;
         if boot_faults.iter().any(|other| other.step() == fault.step())
             && !matches!(fault, BootFault::ReadValue { .. } | BootFault::Allocate { .. })
         {
@@ -402,20 +408,20 @@ pub(super) fn read_boot(
 }
 
 /// One `[registry]` value: an integer, a string, a list of strings, or `{ type, … }`.
-fn read_value(field: &str, value: &Value) -> Result<RegistryValue, ScenarioError> {
+fn read_value(field: &str, value: &Found) -> Result<RegistryValue, ScenarioError> {
     let error = |message: String| ScenarioError::field(field.to_owned(), message);
     match value {
-        Value::Integer(number) => u32::try_from(*number)
+        Found::Integer(number) => u32::try_from(*number)
             .map(RegistryValue::dword)
             .map_err(|_| error(format!("a REG_DWORD is 0..=4294967295, found {number}"))),
-        Value::String(text) => check_text(field, text).map(|()| RegistryValue::string(text)),
-        Value::Array(items) => {
+        Found::Text(text) => check_text(field, text).map(|()| RegistryValue::string(text)),
+        Found::List(items) => {
             let mut strings = Vec::with_capacity(items.len());
             for (index, item) in items.iter().enumerate() {
-                let Value::String(text) = item else {
+                let Found::Text(text) = item else {
                     return Err(ScenarioError::field(
                         format!("{field}[{index}]"),
-                        format!("a REG_MULTI_SZ is a list of strings, found {}", describe(item)),
+                        format!("a REG_MULTI_SZ is a list of strings, found {}", item.describe()),
                     ));
                 };
                 check_text(&format!("{field}[{index}]"), text)?;
@@ -427,11 +433,11 @@ fn read_value(field: &str, value: &Value) -> Result<RegistryValue, ScenarioError
             }
             Ok(value)
         }
-        Value::Table(table) => read_raw_value(field, table),
+        Found::Table(table) => read_raw_value(field, table),
         other => Err(error(format!(
             "expected an integer (REG_DWORD), a string (REG_SZ), a list of strings \
              (REG_MULTI_SZ) or {{ type = \"REG_…\", bytes = […] }}, found {}",
-            describe(other)
+            other.describe()
         ))),
     }
 }
@@ -448,8 +454,11 @@ fn check_text(field: &str, text: &str) -> Result<(), ScenarioError> {
 }
 
 /// `{ type = "REG_BINARY" | number, bytes = [..] }`.
-fn read_raw_value(field: &str, table: &Table) -> Result<RegistryValue, ScenarioError> {
-    let reader = Reader::new(field.to_owned(), table, &["type", "bytes"])?;
+fn read_raw_value(field: &str, table: &[(String, Found)]) -> Result<RegistryValue, ScenarioError> {
+    if let Some((key, _)) = table.iter().find(|(key, _)| key != "type" && key != "bytes") {
+        return Err(fail(field, key, "unknown field; expected one of `type`, `bytes`"));
+    }
+    let get = |key: &str| table.iter().find(|(name, _)| name == key).map(|(_, value)| value);
     let types = [
         ("REG_NONE", 0),
         ("REG_SZ", REG_SZ),
@@ -460,36 +469,55 @@ fn read_raw_value(field: &str, table: &Table) -> Result<RegistryValue, ScenarioE
         ("REG_MULTI_SZ", REG_MULTI_SZ),
         ("REG_QWORD", 11),
     ];
-    let value_type = match reader.get("type") {
-        Some(Value::Integer(_)) => reader.required_u32("type", 0..=u32::MAX)?,
-        Some(Value::String(_)) => reader.choice("type", &types, 0)?,
+    let value_type = match get("type") {
+        Some(number @ Found::Integer(_)) => {
+            required_u32(&at(field, "type"), Some(number), 0..=u32::MAX)?
+        }
+        Some(Found::Text(name)) => types
+            .iter()
+            .find(|(type_name, _)| type_name == name)
+            .map(|(_, number)| *number)
+            .ok_or_else(|| {
+                let names: Vec<&str> = types.iter().map(|(name, _)| *name).collect();
+                fail(
+                    field,
+                    "type",
+                    &format!(
+                        "expected one of {}, found {}",
+                        quoted_list(&names),
+                        Found::Text(name.clone()).describe()
+                    ),
+                )
+            })?,
         Some(other) => {
-            return Err(reader.error(
+            return Err(fail(
+                field,
                 "type",
-                &format!("expected a REG_* name or a number, found {}", describe(other)),
+                &format!("expected a REG_* name or a number, found {}", other.describe()),
             ));
         }
-        None => return Err(reader.error("type", "missing; expected a REG_* name or a number")),
+        None => return Err(fail(field, "type", "missing; expected a REG_* name or a number")),
     };
-    let bytes = match reader.get("bytes") {
-        None => return Err(reader.error("bytes", "missing; expected a list of bytes 0..=255")),
-        Some(Value::Array(items)) => {
+    let bytes = match get("bytes") {
+        None => return Err(fail(field, "bytes", "missing; expected a list of bytes 0..=255")),
+        Some(Found::List(items)) => {
             if items.len() > MAX_VALUE_BYTES {
-                return Err(reader.error("bytes", &format!("more than {MAX_VALUE_BYTES} bytes")));
+                return Err(fail(field, "bytes", &format!("more than {MAX_VALUE_BYTES} bytes")));
             }
             items
                 .iter()
                 .map(|item| match item {
-                    Value::Integer(number) => u8::try_from(*number).ok(),
+                    Found::Integer(number) => u8::try_from(*number).ok(),
                     _ => None,
                 })
                 .collect::<Option<Vec<u8>>>()
-                .ok_or_else(|| reader.error("bytes", "expected a list of bytes 0..=255"))?
+                .ok_or_else(|| fail(field, "bytes", "expected a list of bytes 0..=255"))?
         }
         Some(other) => {
-            return Err(reader.error(
+            return Err(fail(
+                field,
                 "bytes",
-                &format!("expected a list of bytes 0..=255, found {}", describe(other)),
+                &format!("expected a list of bytes 0..=255, found {}", other.describe()),
             ));
         }
     };
@@ -497,10 +525,8 @@ fn read_raw_value(field: &str, table: &Table) -> Result<RegistryValue, ScenarioE
 }
 
 /// One `[[fault]]`.
-fn read_fault(path: &str, table: &Table, processors: u32) -> Result<BootFault, ScenarioError> {
-    let reader =
-        Reader::new(path.to_owned(), table, &["step", "status", "value", "block", "processor"])?;
-    let step = reader.required_string("step")?;
+fn read_fault(path: &str, fault: &raw::Fault, processors: u32) -> Result<BootFault, ScenarioError> {
+    let step = required_text(&at(path, "step"), fault.step.as_ref())?;
     let allowed: &[&str] = match step {
         "open-parameters" | "hal-allocate-counters" | "register-plugin" | "create-state-key" => {
             &["step", "status"]
@@ -510,50 +536,55 @@ fn read_fault(path: &str, table: &Table, processors: u32) -> Result<BootFault, S
         "allocate" => &["step", "block"],
         "enable-fixed-counters" => &["step", "processor"],
         other => {
-            return Err(reader.error(
+            return Err(fail(
+                path,
                 "step",
                 &format!(
                     "expected one of {}, found \"{}\"",
-                    super::quoted_list(&BootFault::STEPS),
+                    quoted_list(&BootFault::STEPS),
                     shown(other)
                 ),
             ));
         }
     };
-    if let Some(key) = table.keys().find(|key| !allowed.contains(&key.as_str())) {
-        return Err(reader.error(key, &format!("not used by step \"{step}\"")));
+    let set = [
+        ("status", fault.status.is_some()),
+        ("value", fault.value.is_some()),
+        ("block", fault.block.is_some()),
+        ("processor", fault.processor.is_some()),
+    ];
+    if let Some((key, _)) = set.iter().find(|(key, set)| *set && !allowed.contains(key)) {
+        return Err(fail(path, key, &format!("not used by step \"{step}\"")));
     }
-    let status = |default| read_status(&reader, default);
+    let status = |default| read_status(path, fault.status.as_ref(), default);
     Ok(match step {
         "open-parameters" => BootFault::OpenParameters { status: status(STATUS_ACCESS_DENIED)? },
         "read-value" => BootFault::ReadValue {
-            value: reader.required_string("value")?.to_owned(),
+            value: required_text(&at(path, "value"), fault.value.as_ref())?.to_owned(),
             status: status(STATUS_UNSUCCESSFUL)?,
         },
         "processor-count" => BootFault::ProcessorCount,
         "allocate" => BootFault::Allocate {
-            block: match reader.get("block") {
+            block: match fault.block {
                 None => {
-                    return Err(reader.error(
+                    return Err(fail(
+                        path,
                         "block",
                         "missing; expected \"processor-table\" or \"saved-pmu-control\"",
                     ));
                 }
-                Some(_) => reader.choice(
-                    "block",
-                    &[
-                        ("processor-table", PoolBlock::ProcessorTable),
-                        ("saved-pmu-control", PoolBlock::SavedPmuControl),
-                    ],
-                    PoolBlock::ProcessorTable,
-                )?,
+                Some(block) => block.0,
             },
         },
         "hal-allocate-counters" => {
             BootFault::HalAllocateCounters { status: status(STATUS_INSUFFICIENT_RESOURCES)? }
         }
         "enable-fixed-counters" => BootFault::EnableFixedCounters {
-            processor: reader.required_u32("processor", 0..=processors - 1)?,
+            processor: required_u32(
+                &at(path, "processor"),
+                fault.processor.as_ref(),
+                0..=processors - 1,
+            )?,
         },
         "register-plugin" => {
             BootFault::RegisterPlugin { status: status(STATUS_INVALID_PEP_INFO_VERSION)? }
@@ -563,39 +594,46 @@ fn read_fault(path: &str, table: &Table, processors: u32) -> Result<BootFault, S
 }
 
 /// `status`: a known `STATUS_*` name or an error `NTSTATUS` number (`0xC0000001`).
-fn read_status(reader: &Reader<'_>, default: NTSTATUS) -> Result<NTSTATUS, ScenarioError> {
+fn read_status(
+    path: &str,
+    found: Option<&Found>,
+    default: NTSTATUS,
+) -> Result<NTSTATUS, ScenarioError> {
     let names: Vec<&str> = STATUS_NAMES.iter().map(|(name, _)| *name).collect();
-    match reader.get("status") {
+    match found {
         None => Ok(default),
-        Some(Value::String(text)) => STATUS_NAMES
+        Some(Found::Text(text)) => STATUS_NAMES
             .iter()
             .find(|(name, _)| name == text)
             .map(|(_, status)| *status)
             .ok_or_else(|| {
-                reader.error(
+                fail(
+                    path,
                     "status",
                     &format!(
                         "expected an error NTSTATUS number (0x80000000..=0xFFFFFFFF) or one of {}, found \"{}\"",
-                        super::quoted_list(&names),
+                        quoted_list(&names),
                         shown(text)
                     ),
                 )
             }),
-        Some(Value::Integer(number)) => u32::try_from(*number)
+        Some(Found::Integer(number)) => u32::try_from(*number)
             .ok()
             .filter(|number| *number >= 0x8000_0000)
             .map(u32::cast_signed)
             .ok_or_else(|| {
-                reader.error(
+                fail(
+                    path,
                     "status",
                     &format!(
                         "expected an error NTSTATUS number (0x80000000..=0xFFFFFFFF: a failure), found {number:#x}"
                     ),
                 )
             }),
-        Some(other) => Err(reader.error(
+        Some(other) => Err(fail(
+            path,
             "status",
-            &format!("expected an NTSTATUS name or number, found {}", describe(other)),
+            &format!("expected an NTSTATUS name or number, found {}", other.describe()),
         )),
     }
 }

@@ -109,7 +109,7 @@ fn the_largest_phase_file_validates_fast() {
     let (result, took) = timed(&twice);
     assert_eq!(
         result.expect_err("refused").to_string(),
-        "field `event[1].processors`: counter-near-wrap: processor 0 is already in event[0]; its counters start the run just below the wrap once, so at most one counter-near-wrap per processor"
+        "line 15, column 14: field `event[1].processors`: counter-near-wrap: processor 0 is already in event[0]; its counters start the run just below the wrap once, so at most one counter-near-wrap per processor"
     );
     assert!(took < validation_bound(), "refused in {took:?}");
 }
@@ -127,7 +127,7 @@ fn event_and_sleep_counts_are_bounded() {
     assert_eq!(
         Scenario::from_toml_str(&text).map(|_| ()).expect_err("too many").to_string(),
         format!(
-            "field `event`: expected at most {MAX_EVENTS} [[event]]s, found {}",
+            "line 8, column 1: field `event`: expected at most {MAX_EVENTS} [[event]]s, found {}",
             MAX_EVENTS + 1
         )
     );
@@ -142,7 +142,7 @@ fn event_and_sleep_counts_are_bounded() {
     assert_eq!(
         Scenario::from_toml_str(&text).map(|_| ()).expect_err("too many").to_string(),
         format!(
-            "field `event[{MAX_SLEEPS}].kind`: expected at most {MAX_SLEEPS} sleep events, found {}",
+            "line 330, column 8: field `event[{MAX_SLEEPS}].kind`: expected at most {MAX_SLEEPS} sleep events, found {}",
             MAX_SLEEPS + 1
         )
     );
@@ -159,7 +159,7 @@ fn the_name_limit_counts_characters() {
     );
     assert_eq!(
         Scenario::from_toml_str(&named(&"Ä".repeat(65))).map(|_| ()).expect_err("long").to_string(),
-        "field `name`: expected a non-empty name of at most 64 printable characters, found 65 characters"
+        "line 1, column 8: field `name`: expected a non-empty name of at most 64 printable characters, found 65 characters"
     );
 }
 
@@ -174,7 +174,7 @@ fn errors_echo_names_and_values_bounded() {
     assert!(
         error.len() < 400
             && error.starts_with(&format!(
-                "field `{}… (1048576 characters)`: unknown field",
+                "line 1, column 1: field `{}… (1048576 characters)`: unknown field",
                 "k".repeat(64)
             )),
         "{error}"
@@ -191,7 +191,11 @@ fn errors_echo_names_and_values_bounded() {
         .map(|_| ())
         .expect_err("unknown")
         .to_string();
-    assert!(error.starts_with("field `a\\nb`: unknown field") && !error.contains('\n'), "{error}");
+    assert!(
+        error.starts_with("line 1, column 1: field `a\\nb`: unknown field")
+            && !error.contains('\n'),
+        "{error}"
+    );
 }
 
 /// An SMI storm whose SMIs last as long as their period would never leave SMM.
@@ -206,7 +210,7 @@ fn an_smi_is_shorter_than_its_period() {
     assert!(Scenario::from_toml_str(&smi(999, 1)).is_ok());
     assert_eq!(
         Scenario::from_toml_str(&smi(5000, 2)).map(|_| ()).expect_err("too long").to_string(),
-        "field `event[0].duration_us`: smi: expected each SMI shorter than its period (2 ms = 2000 µs), found 5000 µs"
+        "line 12, column 15: field `event[0].duration_us`: smi: expected each SMI shorter than its period (2 ms = 2000 µs), found 5000 µs"
     );
     assert!(Scenario::from_toml_str(&smi(1000, 1)).is_err());
 }

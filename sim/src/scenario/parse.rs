@@ -1,18 +1,18 @@
-//! The TOML reader: each table of a scenario file read into its spec type, then the
-//! cross-field checks of [`super::validation`].
+//! A scenario file read by serde into [`super::raw`]'s types, each table then checked and
+//! turned into its spec type, then the cross-field checks of [`super::validation`].
 
-use ppm_engine::config::{
-    COUNTER_SOURCE_CHOICES, FEEDBACK_COUNTER_CHOICES, MAX_NOMINAL_MHZ, PMU_RESERVATION_CHOICES,
-};
+use ppm_engine::config::MAX_NOMINAL_MHZ;
 use ppm_engine::device_id::{MAX_DEVICE_ID_PATTERNS, MAX_PATTERN_UNITS};
 use ppm_engine::driver::registry::{MAX_PERFORMANCE_LEVEL, MAX_TRANSITION_LATENCY_100NS};
 use ppm_engine::perf::PerfCapabilities;
-use toml::{Table, Value};
 
 use super::boot;
 use super::error::{ScenarioError, shown};
 use super::presence::Presence;
-use super::reader::{Reader, describe, quoted_list};
+use super::raw::{
+    self, Found, at, counter_values, fail, names, optional_u32, processor_set, quoted_list,
+    required_table, required_text, required_u32, string_list,
+};
 use super::spec::Scenario;
 use super::types::{
     ArmSpec, BARE_METAL_MSR_READ_NS, ConfigSpec, CounterSourceKind, CpuKind, DEFAULT_CNTFRQ_HZ,
@@ -32,65 +32,42 @@ impl Scenario {
     /// [`ScenarioError`] naming the field and what was expected, for TOML syntax errors, unknown
     /// keys, wrong types, values out of range and inconsistent settings.
     pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
-        let table: Table =
-            toml::from_str(text).map_err(|error| ScenarioError::syntax(text, &error))?;
-        Self::from_table(&table)
+        let file: raw::File =
+            toml::from_str(text).map_err(|error| ScenarioError::from_toml(text, &error))?;
+        Self::from_file(file).map_err(|error| error.located(text))
     }
 
-    /// Reads and validates a scenario from a parsed TOML table.
-    ///
-    /// # Errors
-    /// As [`Self::from_toml_str`].
-    pub fn from_table(table: &Table) -> Result<Self, ScenarioError> {
-        let top = Reader::new(
-            String::new(),
-            table,
-            &[
-                "name",
-                "description",
-                "platform",
-                "pofx",
-                "config",
-                "registry",
-                "fault",
-                "install",
-                "phase",
-                "event",
-            ],
-        )?;
-        let name = top.required_string("name")?;
+    fn from_file(file: raw::File) -> Result<Self, ScenarioError> {
+        let name = required_text("name", file.name.as_ref())?;
         // Characters, not UTF-8 bytes: 40 "Ä" are 40 characters.
-        if name.is_empty()
-            || name.chars().count() > MAX_NAME_CHARS
-            || name.chars().any(char::is_control)
-        {
-            return Err(
-                top.error(
-                    "name",
-                    &format!(
-                        "expected a non-empty name of at most {MAX_NAME_CHARS} printable characters, found {} characters",
-                        name.chars().count()
-                    ),
-                )
-            );
+        let count = name.chars().count();
+        if name.is_empty() || count > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+            return Err(ScenarioError::field(
+                "name".to_owned(),
+                format!(
+                    "expected a non-empty name of at most {MAX_NAME_CHARS} printable characters, found {count} characters"
+                ),
+            ));
         }
-        let description = top.optional_string("description")?.map(str::to_owned);
+        if name.trim().is_empty() {
+            return Err(ScenarioError::field(
+                "name".to_owned(),
+                format!("expected a name with a visible character, found {count} spaces"),
+            ));
+        }
+        let description = file.description.map(|text| text.0);
 
-        let (mut platform, explicit_perf) = read_platform(top.required_table("platform")?)?;
+        let (mut platform, explicit_perf) =
+            read_platform(required_table("platform", file.platform.as_ref())?)?;
         let processors = platform.processors;
-        let pofx = read_pofx(top.required_table("pofx")?, processors)?;
+        let pofx = read_pofx(required_table("pofx", file.pofx.as_ref())?, processors)?;
         let duration_ms = pofx.duration_ms;
 
         let mut phases = Vec::new();
-        for (index, phase_table) in top.array_of_tables("phase")?.into_iter().enumerate() {
-            phases.push(read_phase(
-                &format!("phase[{index}]"),
-                phase_table,
-                processors,
-                duration_ms,
-            )?);
+        for (index, phase) in file.phase.iter().enumerate() {
+            phases.push(read_phase(&format!("phase[{index}]"), phase, processors, duration_ms)?);
         }
-        let events = read_events(&top, processors, pofx)?;
+        let events = read_events(&file.event, processors, pofx)?;
 
         let nominal_mhz = platform.nominal_mhz;
         let fastest = phases
@@ -113,23 +90,19 @@ impl Scenario {
             None => default_hardware_perf(platform.cpu, nominal_mhz, fastest, slowest),
         };
 
-        let config_table = top.optional_table("config")?;
-        let config = match config_table {
-            Some(config_table) => read_config(config_table)?,
+        let config = match &file.config {
+            Some(config) => read_config(config)?,
             None => ConfigSpec::default(),
         };
-        let boot = boot::read_boot(
-            top.optional_table("registry")?,
-            &top.array_of_tables("fault")?,
+        let mut boot = boot::read_boot(
+            file.registry.as_ref(),
+            &file.fault,
             &config,
-            config_table,
+            file.config.as_ref(),
             processors,
         )?;
-        let mut boot = boot;
-        if let Some(install) = top.optional_table("install")? {
-            let install = Reader::new("install".to_owned(), install, &["pending"])?;
-            boot.install_pending = install.bool("pending", false)?;
-        }
+        boot.install_pending =
+            file.install.and_then(|install| install.pending).is_some_and(|pending| pending.0);
         // What the driver will read: `[config]` plus the raw values it accepts.
         let config = boot::effective_config(&boot);
 
@@ -152,20 +125,19 @@ impl Scenario {
 
 /// The `[[event]]`s: at most [`MAX_EVENTS`], of which at most [`MAX_SLEEPS`] sleeps.
 fn read_events(
-    top: &Reader<'_>,
+    raw_events: &[raw::Event],
     processors: u32,
     pofx: PofxSpec,
 ) -> Result<Vec<Event>, ScenarioError> {
-    let event_tables = top.array_of_tables("event")?;
-    if event_tables.len() > MAX_EVENTS {
-        return Err(top.error(
-            "event",
-            &format!("expected at most {MAX_EVENTS} [[event]]s, found {}", event_tables.len()),
+    if raw_events.len() > MAX_EVENTS {
+        return Err(ScenarioError::field(
+            "event".to_owned(),
+            format!("expected at most {MAX_EVENTS} [[event]]s, found {}", raw_events.len()),
         ));
     }
     let mut events = Vec::new();
-    for (index, event_table) in event_tables.into_iter().enumerate() {
-        events.push(read_event(&format!("event[{index}]"), event_table, processors, pofx)?);
+    for (index, event) in raw_events.iter().enumerate() {
+        events.push(read_event(&format!("event[{index}]"), event, processors, pofx)?);
     }
     let sleeps = events.iter().filter(|event| matches!(event.kind, EventKind::Sleep { .. }));
     if let Some((number, _)) = events
@@ -182,82 +154,49 @@ fn read_events(
     Ok(events)
 }
 
-/// The keys of `[platform]`.
-const PLATFORM_KEYS: [&str; 18] = [
-    "processors",
-    "cpu",
-    "counter_source",
-    "nominal_mhz",
-    "hypervisor",
-    "hwp_enabled",
-    "device_id_style",
-    "device_id_template",
-    "device_ids",
-    "sockets",
-    "other_devices",
-    "perf",
-    "pmu",
-    "pmc_width",
-    "pmu_busy",
-    "msr_read_ns",
-    "cntfrq_hz",
-    "amu_enabled",
-];
-
 /// `[platform]`; the perf levels are `None` unless `[platform.perf]` gives them (the default
 /// depends on the phases).
-fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), ScenarioError> {
-    let platform = Reader::new("platform".to_owned(), table, &PLATFORM_KEYS)?;
-    let processors = platform.required_u32("processors", 1..=MAX_PROCESSORS)?;
-    let cpu = platform.choice(
-        "cpu",
-        &[
-            ("intel-hwp", CpuKind::IntelHwp),
-            ("amd-cppc", CpuKind::AmdCppc),
-            ("intel-legacy", CpuKind::IntelLegacy),
-            ("arm64", CpuKind::Arm64),
-        ],
-        CpuKind::IntelHwp,
-    )?;
-    let counter_source = platform.choice(
-        "counter_source",
-        &[
-            ("aperf-mperf", CounterSourceKind::AperfMperf),
-            ("none", CounterSourceKind::None),
-            ("aperf-mperf-zeros", CounterSourceKind::AperfMperfZeros),
-            ("aperf-mperf-faulting", CounterSourceKind::AperfMperfFaulting),
-            ("fixed-pmc", CounterSourceKind::FixedPmc),
-            ("amu", CounterSourceKind::Amu),
-        ],
-        if cpu.is_arm64() { CounterSourceKind::Amu } else { CounterSourceKind::AperfMperf },
-    )?;
-    let arm = read_arm_fields(&platform, cpu, counter_source)?;
-    let (pmc_width, pmu_busy) = read_pmu_fields(&platform, cpu, counter_source)?;
+fn read_platform(
+    platform: &raw::Platform,
+) -> Result<(PlatformSpec, Option<HardwarePerf>), ScenarioError> {
+    let processors =
+        required_u32("platform.processors", platform.processors.as_ref(), 1..=MAX_PROCESSORS)?;
+    let cpu = platform.cpu.map_or(CpuKind::IntelHwp, |cpu| cpu.0);
+    let default_source =
+        if cpu.is_arm64() { CounterSourceKind::Amu } else { CounterSourceKind::AperfMperf };
+    let counter_source = platform.counter_source.map_or(default_source, |source| source.0);
+    let arm = read_arm_fields(platform, cpu, counter_source)?;
+    let (pmc_width, pmu_busy) = read_pmu_fields(platform, cpu, counter_source)?;
     let nominal_limit = if cpu.is_intel() { 255 * INTEL_BUS_MHZ } else { MAX_FREQUENCY_MHZ };
-    let nominal_mhz = platform.required_u32("nominal_mhz", 1..=nominal_limit)?;
+    let nominal_mhz =
+        required_u32("platform.nominal_mhz", platform.nominal_mhz.as_ref(), 1..=nominal_limit)?;
     if cpu.is_intel() && nominal_mhz % INTEL_BUS_MHZ != 0 {
-        return Err(platform.error(
-            "nominal_mhz",
-            &format!(
+        return Err(ScenarioError::field(
+            "platform.nominal_mhz".to_owned(),
+            format!(
                 "expected a multiple of {INTEL_BUS_MHZ} on an Intel CPU (ratio × 100 MHz bus clock), found {nominal_mhz}"
             ),
         ));
     }
-    let hypervisor = platform.bool("hypervisor", false)?;
+    let hypervisor = platform.hypervisor.is_some_and(|flag| flag.0);
     if hypervisor && cpu.is_arm64() {
-        return Err(platform.error(
-            "hypervisor",
-            "is CPUID.1:ECX[31], x86 only (an ARM64 guest differs only in what its ID registers announce)",
+        return Err(ScenarioError::field(
+            "platform.hypervisor".to_owned(),
+            "is CPUID.1:ECX[31], x86 only (an ARM64 guest differs only in what its ID registers announce)".to_owned(),
         ));
     }
-    let hwp_enabled = platform.bool("hwp_enabled", true)?;
-    if platform.get("hwp_enabled").is_some() && cpu != CpuKind::IntelHwp {
-        return Err(platform.error("hwp_enabled", "is only valid with cpu = \"intel-hwp\""));
+    let hwp_enabled = platform.hwp_enabled.is_none_or(|flag| flag.0);
+    if platform.hwp_enabled.is_some() && cpu != CpuKind::IntelHwp {
+        return Err(ScenarioError::field(
+            "platform.hwp_enabled".to_owned(),
+            "is only valid with cpu = \"intel-hwp\"".to_owned(),
+        ));
     }
-    let device_ids = read_device_ids(&platform, processors)?;
-    let other_devices = platform.optional_string_list("other_devices", 0..=256, 1..=256)?;
-    let perf = platform.optional_table("perf")?.map(read_hardware_perf).transpose()?;
-    let msr_read_ns = read_msr_read_ns(&platform)?;
+    let device_ids = read_device_ids(platform, processors)?;
+    let other_devices =
+        string_list("platform.other_devices", platform.other_devices.as_ref(), 0..=256, 1..=256)?;
+    let perf = platform.perf.as_ref().map(read_hardware_perf).transpose()?;
+    let msr_read_ns = read_msr_read_ns(platform.msr_read_ns.as_ref())?;
     let spec = PlatformSpec {
         processors,
         cpu,
@@ -280,23 +219,36 @@ fn read_platform(table: &Table) -> Result<(PlatformSpec, Option<HardwarePerf>), 
 /// The processor device ids: `device_id_style` (default `sb-cpu` up to 16 processors, `sb-c`
 /// above), `device_id_template` or `device_ids` — one of them — and `sockets` for the
 /// socket styles and templates.
-fn read_device_ids(platform: &Reader<'_>, processors: u32) -> Result<DeviceIds, ScenarioError> {
-    let given: Vec<&str> = ["device_id_style", "device_id_template", "device_ids"]
-        .into_iter()
-        .filter(|key| platform.get(key).is_some())
-        .collect();
+fn read_device_ids(platform: &raw::Platform, processors: u32) -> Result<DeviceIds, ScenarioError> {
+    let given: Vec<&str> = [
+        ("device_id_style", platform.device_id_style.is_some()),
+        ("device_id_template", platform.device_id_template.is_some()),
+        ("device_ids", platform.device_ids.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, set)| set.then_some(key))
+    .collect();
     if let [first, second, ..] = given.as_slice() {
-        return Err(platform
-            .error(second, &format!("give the processors' ids one way: {first} is set already")));
+        return Err(fail(
+            "platform",
+            second,
+            &format!("give the processors' ids one way: {first} is set already"),
+        ));
     }
-    let sockets = platform.optional_u32("sockets", 1..=MAX_SOCKETS.min(processors))?;
-    if let Some(ids) = platform.optional_string_list(
-        "device_ids",
+    let sockets = optional_u32(
+        "platform.sockets",
+        platform.sockets.as_ref(),
+        1..=MAX_SOCKETS.min(processors),
+    )?;
+    if let Some(ids) = string_list(
+        "platform.device_ids",
+        platform.device_ids.as_ref(),
         processors..=processors,
         1..=MAX_DEVICE_ID_UNITS,
     )? {
         if sockets.is_some() {
-            return Err(platform.error(
+            return Err(fail(
+                "platform",
                 "sockets",
                 "is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template",
             ));
@@ -304,9 +256,9 @@ fn read_device_ids(platform: &Reader<'_>, processors: u32) -> Result<DeviceIds, 
         return Ok(DeviceIds::List(ids));
     }
     let per_socket = |sockets: u32| processors.div_ceil(sockets.max(1));
-    if let Some(template) = platform.optional_string("device_id_template")? {
-        let parts = parse_template(template)
-            .map_err(|problem| platform.error("device_id_template", &problem))?;
+    if let Some(template) = &platform.device_id_template {
+        let parts = parse_template(&template.0)
+            .map_err(|problem| fail("platform", "device_id_template", &problem))?;
         return Ok(DeviceIds::Template { parts, per_socket: per_socket(sockets.unwrap_or(1)) });
     }
     // Without a style: `\_SB.CPU#` where 16 processors or fewer can be so named, else AMD's
@@ -316,10 +268,11 @@ fn read_device_ids(platform: &Reader<'_>, processors: u32) -> Result<DeviceIds, 
     } else {
         DeviceIdStyle::SbC
     };
-    let style = platform.choice("device_id_style", &DeviceIdStyle::CHOICES, default_style)?;
+    let style = platform.device_id_style.map_or(default_style, |style| style.0);
     if !style.per_socket() {
         if sockets.is_some() {
-            return Err(platform.error(
+            return Err(fail(
+                "platform",
                 "sockets",
                 &format!(
                     "is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template, found style \"{}\"",
@@ -328,7 +281,8 @@ fn read_device_ids(platform: &Reader<'_>, processors: u32) -> Result<DeviceIds, 
             ));
         }
         if processors > style.capacity() {
-            return Err(platform.error(
+            return Err(fail(
+                "platform",
                 "device_id_style",
                 &format!(
                     "style \"{}\" names at most {} processors, but platform.processors is {processors}",
@@ -345,7 +299,8 @@ fn read_device_ids(platform: &Reader<'_>, processors: u32) -> Result<DeviceIds, 
     let per_socket = per_socket(sockets);
     if per_socket > capacity || processors.div_ceil(per_socket) > MAX_SOCKETS {
         let fewest = processors.div_ceil(capacity);
-        return Err(platform.error(
+        return Err(fail(
+            "platform",
             "sockets",
             &format!(
                 "style \"{}\" names at most {capacity} processors per socket and {MAX_SOCKETS} sockets: {processors} processors in {sockets} socket{} are {per_socket} per socket; expected sockets >= {fewest}",
@@ -433,16 +388,19 @@ fn parse_template(template: &str) -> Result<Vec<TemplatePart>, String> {
 }
 
 /// `msr_read_ns`: `"bare-metal"` (the default), `"hypervisor"` or a number of nanoseconds.
-fn read_msr_read_ns(platform: &Reader<'_>) -> Result<u32, ScenarioError> {
-    match platform.get("msr_read_ns") {
-        Some(Value::String(preset)) if preset == "bare-metal" => Ok(BARE_METAL_MSR_READ_NS),
-        Some(Value::String(preset)) if preset == "hypervisor" => Ok(HYPERVISOR_MSR_READ_NS),
-        Some(Value::Integer(_)) => platform.required_u32("msr_read_ns", 0..=MAX_MSR_READ_NS),
-        Some(other) => Err(platform.error(
+fn read_msr_read_ns(found: Option<&Found>) -> Result<u32, ScenarioError> {
+    match found {
+        Some(Found::Text(preset)) if preset == "bare-metal" => Ok(BARE_METAL_MSR_READ_NS),
+        Some(Found::Text(preset)) if preset == "hypervisor" => Ok(HYPERVISOR_MSR_READ_NS),
+        Some(number @ Found::Integer(_)) => {
+            raw::integer("platform.msr_read_ns", number, &(0..=MAX_MSR_READ_NS))
+        }
+        Some(other) => Err(fail(
+            "platform",
             "msr_read_ns",
             &format!(
                 "expected \"bare-metal\", \"hypervisor\" or an integer in 0..={MAX_MSR_READ_NS} (ns), found {}",
-                describe(other)
+                other.describe()
             ),
         )),
         None => Ok(BARE_METAL_MSR_READ_NS),
@@ -452,26 +410,31 @@ fn read_msr_read_ns(platform: &Reader<'_>) -> Result<u32, ScenarioError> {
 /// `cntfrq_hz` and `amu_enabled` (ARM64 only); an ARM64 CPU has the AMU or nothing, an x86
 /// one never the AMU.
 fn read_arm_fields(
-    platform: &Reader<'_>,
+    platform: &raw::Platform,
     cpu: CpuKind,
     counter_source: CounterSourceKind,
 ) -> Result<Option<ArmSpec>, ScenarioError> {
     if !cpu.is_arm64() {
         if counter_source == CounterSourceKind::Amu {
-            return Err(platform.error(
+            return Err(fail(
+                "platform",
                 "counter_source",
                 &format!("\"amu\" needs cpu = \"arm64\", found cpu = \"{}\"", cpu.name()),
             ));
         }
-        for key in ["cntfrq_hz", "amu_enabled"] {
-            if platform.get(key).is_some() {
-                return Err(platform.error(key, "is only valid with cpu = \"arm64\""));
+        for (key, set) in [
+            ("cntfrq_hz", platform.cntfrq_hz.is_some()),
+            ("amu_enabled", platform.amu_enabled.is_some()),
+        ] {
+            if set {
+                return Err(fail("platform", key, "is only valid with cpu = \"arm64\""));
             }
         }
         return Ok(None);
     }
     if !matches!(counter_source, CounterSourceKind::Amu | CounterSourceKind::None) {
-        return Err(platform.error(
+        return Err(fail(
+            "platform",
             "counter_source",
             &format!(
                 "cpu = \"arm64\" has \"amu\" or \"none\", found \"{}\"",
@@ -480,24 +443,26 @@ fn read_arm_fields(
         ));
     }
     let cntfrq_hz =
-        platform.optional_u32("cntfrq_hz", 1_000_000..=1_000_000_000)?.unwrap_or(DEFAULT_CNTFRQ_HZ);
-    if platform.get("amu_enabled").is_some() && counter_source != CounterSourceKind::Amu {
-        return Err(platform.error("amu_enabled", "is only valid with counter_source = \"amu\""));
+        optional_u32("platform.cntfrq_hz", platform.cntfrq_hz.as_ref(), 1_000_000..=1_000_000_000)?
+            .unwrap_or(DEFAULT_CNTFRQ_HZ);
+    if platform.amu_enabled.is_some() && counter_source != CounterSourceKind::Amu {
+        return Err(fail("platform", "amu_enabled", "is only valid with counter_source = \"amu\""));
     }
-    let amu_enabled = platform.bool("amu_enabled", true)?;
+    let amu_enabled = platform.amu_enabled.is_none_or(|flag| flag.0);
     Ok(Some(ArmSpec { cntfrq_hz, amu_enabled }))
 }
 
 /// `pmc_width` and `pmu_busy`: only with `counter_source = "fixed-pmc"`, which needs an Intel
 /// CPU (CPUID leaf 0Ah is Intel's architectural PMU).
 fn read_pmu_fields(
-    platform: &Reader<'_>,
+    platform: &raw::Platform,
     cpu: CpuKind,
     counter_source: CounterSourceKind,
 ) -> Result<(Option<u32>, bool), ScenarioError> {
     let fixed = counter_source == CounterSourceKind::FixedPmc;
     if fixed && !cpu.is_intel() {
-        return Err(platform.error(
+        return Err(fail(
+            "platform",
             "counter_source",
             &format!(
                 "\"fixed-pmc\" needs an Intel CPU (cpu = \"intel-hwp\" or \"intel-legacy\"), found cpu = \"{}\"",
@@ -508,19 +473,30 @@ fn read_pmu_fields(
     // Intel CPUs announce the architectural PMU (CPUID leaf 0Ah) beside APERF/MPERF, as real
     // ones do; a hypervisor may hide it (`pmu = false`). `fixed-pmc` is the PMU without
     // APERF/MPERF; `none` has no counter of either kind unless `pmu = true`.
-    let pmu = platform.bool("pmu", cpu.is_intel() && counter_source != CounterSourceKind::None)?;
+    let pmu = platform
+        .pmu
+        .map_or_else(|| cpu.is_intel() && counter_source != CounterSourceKind::None, |flag| flag.0);
     if pmu && !cpu.is_intel() {
-        return Err(platform.error("pmu", "the architectural PMU is modelled for Intel CPUs only"));
+        return Err(fail(
+            "platform",
+            "pmu",
+            "the architectural PMU is modelled for Intel CPUs only",
+        ));
     }
     if fixed && !pmu {
-        return Err(
-            platform.error("pmu", "counter_source = \"fixed-pmc\" is the PMU's fixed counters")
-        );
+        return Err(fail(
+            "platform",
+            "pmu",
+            "counter_source = \"fixed-pmc\" is the PMU's fixed counters",
+        ));
     }
     if !pmu {
-        for key in ["pmc_width", "pmu_busy"] {
-            if platform.get(key).is_some() {
-                return Err(platform.error(
+        for (key, set) in
+            [("pmc_width", platform.pmc_width.is_some()), ("pmu_busy", platform.pmu_busy.is_some())]
+        {
+            if set {
+                return Err(fail(
+                    "platform",
                     key,
                     "is only valid with the architectural PMU (an Intel CPU, pmu = true)",
                 ));
@@ -528,89 +504,73 @@ fn read_pmu_fields(
         }
         return Ok((None, false));
     }
-    let width = platform
-        .optional_u32("pmc_width", MIN_PMC_WIDTH..=MAX_PMC_WIDTH)?
-        .unwrap_or(DEFAULT_PMC_WIDTH);
-    Ok((Some(width), platform.bool("pmu_busy", false)?))
+    let width = optional_u32(
+        "platform.pmc_width",
+        platform.pmc_width.as_ref(),
+        MIN_PMC_WIDTH..=MAX_PMC_WIDTH,
+    )?
+    .unwrap_or(DEFAULT_PMC_WIDTH);
+    Ok((Some(width), platform.pmu_busy.is_some_and(|flag| flag.0)))
 }
 
 /// `[pofx]`, limited so that a run makes at most [`MAX_READS`] reads.
-fn read_pofx(table: &Table, processors: u32) -> Result<PofxSpec, ScenarioError> {
-    let pofx_reader = Reader::new(
-        "pofx".to_owned(),
-        table,
-        &["duration_ms", "sample_interval_ms", "threads", "nested_notifications"],
-    )?;
-    let duration_ms = pofx_reader.required_u32("duration_ms", 1..=MAX_DURATION_MS)?;
+fn read_pofx(pofx: &raw::Pofx, processors: u32) -> Result<PofxSpec, ScenarioError> {
+    let duration_ms =
+        required_u32("pofx.duration_ms", pofx.duration_ms.as_ref(), 1..=MAX_DURATION_MS)?;
     let default_interval = DEFAULT_SAMPLE_INTERVAL_MS.min(duration_ms);
-    let sample_interval_ms = pofx_reader
-        .optional_u32("sample_interval_ms", 1..=duration_ms)?
-        .unwrap_or(default_interval);
+    let sample_interval_ms =
+        optional_u32("pofx.sample_interval_ms", pofx.sample_interval_ms.as_ref(), 1..=duration_ms)?
+            .unwrap_or(default_interval);
     let reads = u64::from(processors) * (u64::from(duration_ms / sample_interval_ms) + 1);
     if reads > MAX_READS {
-        return Err(pofx_reader.error(
+        return Err(fail(
+            "pofx",
             "sample_interval_ms",
             &format!(
                 "expected at most {MAX_READS} reads in all (processors × (duration_ms / sample_interval_ms + 1)), found {reads}: raise the interval, shorten the run or simulate fewer processors"
             ),
         ));
     }
-    let threads = pofx_reader.choice(
-        "threads",
-        &[("single", ThreadMode::Single), ("per-processor", ThreadMode::PerProcessor)],
-        ThreadMode::Single,
-    )?;
-    let nested_notifications = pofx_reader.bool("nested_notifications", false)?;
+    let threads = pofx.threads.map_or(ThreadMode::Single, |threads| threads.0);
+    let nested_notifications = pofx.nested_notifications.is_some_and(|flag| flag.0);
     let pofx = PofxSpec { duration_ms, sample_interval_ms, threads, nested_notifications };
     Ok(pofx)
 }
 
 fn read_phase(
     path: &str,
-    table: &Table,
+    phase: &raw::Phase,
     processors: u32,
     duration_ms: u32,
 ) -> Result<Phase, ScenarioError> {
-    let reader = Reader::new(
-        path.to_owned(),
-        table,
-        &["start_ms", "end_ms", "processors", "frequency_mhz", "busy_percent"],
+    let field = |key| at(path, key);
+    let start_ms = required_u32(&field("start_ms"), phase.start_ms.as_ref(), 0..=duration_ms)?;
+    let end_ms = optional_u32(
+        &field("end_ms"),
+        phase.end_ms.as_ref(),
+        start_ms.saturating_add(1)..=u32::MAX,
     )?;
-    let start_ms = reader.required_u32("start_ms", 0..=duration_ms)?;
-    let end_ms = reader.optional_u32("end_ms", start_ms.saturating_add(1)..=u32::MAX)?;
-    let processors = reader.processor_set("processors", processors)?;
-    let frequency_mhz = reader.required_u32("frequency_mhz", 1..=MAX_FREQUENCY_MHZ)?;
-    let busy_percent = reader.required_u32("busy_percent", 0..=100)?;
+    let processors = processor_set(&field("processors"), phase.processors.as_ref(), processors)?;
+    let frequency_mhz =
+        required_u32(&field("frequency_mhz"), phase.frequency_mhz.as_ref(), 1..=MAX_FREQUENCY_MHZ)?;
+    let busy_percent = required_u32(&field("busy_percent"), phase.busy_percent.as_ref(), 0..=100)?;
     Ok(Phase { start_ms, end_ms, processors, frequency_mhz, busy_percent })
 }
 
-/// The keys of an `[[event]]`: the common ones, then those of particular kinds.
-const EVENT_KEYS: [&str; 9] = [
-    "at_ms",
-    "kind",
-    "processors",
-    "duration_ms",
-    "on_processor",
-    "values",
-    "state",
-    "duration_us",
-    "period_ms",
-];
-
 fn read_event(
     path: &str,
-    table: &Table,
+    event: &raw::Event,
     processors: u32,
     pofx: PofxSpec,
 ) -> Result<Event, ScenarioError> {
-    let reader = Reader::new(path.to_owned(), table, &EVENT_KEYS)?;
-    let at_ms = reader.required_u32("at_ms", 0..=pofx.duration_ms)?;
-    let kind_name = reader.required_string("kind")?;
+    let field = |key| at(path, key);
+    let at_ms = required_u32(&field("at_ms"), event.at_ms.as_ref(), 0..=pofx.duration_ms)?;
+    let kind_name = required_text(&field("kind"), event.kind.as_ref())?;
     // A system sleep involves every processor: `processors` may be left out.
-    let set = if kind_name == "sleep" && reader.get("processors").is_none() {
+    let set = if kind_name == "sleep" && event.processors.is_none() {
         ProcessorSet::All
     } else {
-        reader.processor_set("processors", processors)?
+        processor_set(&field("processors"), event.processors.as_ref(), processors)?
     };
     let allowed: &[&str] = match kind_name {
         "counter-reset" | "counter-near-wrap" | "hot-add" | "hot-remove" => &[],
@@ -620,29 +580,32 @@ fn read_event(
         "sleep" => &["state", "duration_ms"],
         "smi" => &["duration_us", "period_ms"],
         _ => {
-            return Err(reader.error(
+            return Err(fail(
+                path,
                 "kind",
                 &format!(
                     "expected one of {}, found {}",
                     quoted_list(&EventKind::NAMES),
-                    describe(&Value::String(kind_name.to_owned()))
+                    Found::Text(kind_name.to_owned()).describe()
                 ),
             ));
         }
     };
-    for &key in &EVENT_KEYS[3..] {
-        if reader.get(key).is_some() && !allowed.contains(&key) {
-            return Err(reader.error(key, &format!("is not a field of kind \"{kind_name}\"")));
+    for key in raw::Event::KIND_KEYS {
+        if event.sets(key) && !allowed.contains(&key) {
+            return Err(fail(path, key, &format!("is not a field of kind \"{kind_name}\"")));
         }
     }
+    let duration_ms = event.duration_ms.as_ref();
     let kind = match kind_name {
         "counter-reset" => EventKind::CounterReset,
         "counters-zero" => EventKind::CountersZero {
-            duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
+            duration_ms: optional_u32(&field("duration_ms"), duration_ms, 1..=MAX_DURATION_MS)?,
         },
         "hot-add" | "hot-remove" => {
             if set == ProcessorSet::All {
-                return Err(reader.error(
+                return Err(fail(
+                    path,
                     "processors",
                     &format!(
                         "{kind_name}: expected a list of processor indexes (some processor must stay present), found \"all\""
@@ -651,10 +614,11 @@ fn read_event(
             }
             if kind_name == "hot-add" { EventKind::HotAdd } else { EventKind::HotRemove }
         }
-        "sleep" => read_sleep(&reader, &set, at_ms, pofx)?,
+        "sleep" => read_sleep(path, event, &set, at_ms, pofx)?,
         "counter-near-wrap" => {
             if at_ms == 0 {
-                return Err(reader.error(
+                return Err(fail(
+                    path,
                     "at_ms",
                     "counter-near-wrap: expected the time APERF overflows, after 0, found 0",
                 ));
@@ -662,25 +626,31 @@ fn read_event(
             EventKind::CounterNearWrap
         }
         "msr-fault" => EventKind::MsrFault {
-            duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
+            duration_ms: optional_u32(&field("duration_ms"), duration_ms, 1..=MAX_DURATION_MS)?,
         },
-        "smi" => read_smi(&reader)?,
+        "smi" => read_smi(path, event)?,
         "pmu-reprogrammed" => EventKind::PmuReprogrammed {
-            values: reader.counter_values("values")?.unwrap_or([0, 0]),
-            duration_ms: reader.optional_u32("duration_ms", 1..=MAX_DURATION_MS)?,
+            values: counter_values(&field("values"), event.values.as_ref())?.unwrap_or([0, 0]),
+            duration_ms: optional_u32(&field("duration_ms"), duration_ms, 1..=MAX_DURATION_MS)?,
         },
         _ => {
             if processors < 2 {
-                return Err(reader.error(
+                return Err(fail(
+                    path,
                     "kind",
                     "wrong-processor-read needs at least 2 processors (platform.processors is 1)",
                 ));
             }
-            let on_processor = reader.optional_u32("on_processor", 0..=processors - 1)?;
+            let on_processor = optional_u32(
+                &field("on_processor"),
+                event.on_processor.as_ref(),
+                0..=processors - 1,
+            )?;
             if let Some(on) = on_processor
                 && set.contains(on)
             {
-                return Err(reader.error(
+                return Err(fail(
+                    path,
                     "on_processor",
                     &format!(
                         "expected a processor that is not among the event's processors, found {on}"
@@ -695,13 +665,16 @@ fn read_event(
 
 /// The fields of an `smi` event: `duration_us` (required) and `period_ms`, each SMI shorter
 /// than its period (a storm whose SMIs last as long never leaves SMM).
-fn read_smi(reader: &Reader<'_>) -> Result<EventKind, ScenarioError> {
-    let duration_us = reader.required_u32("duration_us", 1..=MAX_SMI_US)?;
-    let period_ms = reader.optional_u32("period_ms", 1..=MAX_DURATION_MS)?;
+fn read_smi(path: &str, event: &raw::Event) -> Result<EventKind, ScenarioError> {
+    let duration_us =
+        required_u32(&at(path, "duration_us"), event.duration_us.as_ref(), 1..=MAX_SMI_US)?;
+    let period_ms =
+        optional_u32(&at(path, "period_ms"), event.period_ms.as_ref(), 1..=MAX_DURATION_MS)?;
     if let Some(period_ms) = period_ms
         && u64::from(duration_us) >= u64::from(period_ms) * 1000
     {
-        return Err(reader.error(
+        return Err(fail(
+            path,
             "duration_us",
             &format!(
                 "smi: expected each SMI shorter than its period ({period_ms} ms = {} µs), found {duration_us} µs",
@@ -715,27 +688,37 @@ fn read_smi(reader: &Reader<'_>) -> Result<EventKind, ScenarioError> {
 /// The fields of a `sleep` event: `state` (required), `duration_ms` (required; the system
 /// resumes before the run ends) and `processors` ("all" or left out).
 fn read_sleep(
-    reader: &Reader<'_>,
+    path: &str,
+    event: &raw::Event,
     set: &ProcessorSet,
     at_ms: u32,
     pofx: PofxSpec,
 ) -> Result<EventKind, ScenarioError> {
     if *set != ProcessorSet::All {
-        return Err(reader.error(
+        return Err(fail(
+            path,
             "processors",
             "sleep: a system sleep state involves every processor: expected \"all\" or no processors field",
         ));
     }
-    let choices = [("s3", SleepState::S3), ("s4", SleepState::S4)];
-    if reader.get("state").is_none() {
-        return Err(reader.error("state", "missing; expected one of \"s3\", \"s4\""));
-    }
-    let state = reader.choice("state", &choices, SleepState::S3)?;
-    let duration_ms = reader.required_u32("duration_ms", MIN_SLEEP_MS..=MAX_DURATION_MS)?;
+    let Some(state) = event.state else {
+        return Err(fail(
+            path,
+            "state",
+            &format!("missing; expected one of {}", names::<SleepState>()),
+        ));
+    };
+    let state = state.0;
+    let duration_ms = required_u32(
+        &at(path, "duration_ms"),
+        event.duration_ms.as_ref(),
+        MIN_SLEEP_MS..=MAX_DURATION_MS,
+    )?;
     let resume_ms = u64::from(at_ms) + u64::from(duration_ms);
     let last_resume = u64::from(pofx.duration_ms.saturating_sub(pofx.sample_interval_ms));
     if resume_ms > last_resume {
-        return Err(reader.error(
+        return Err(fail(
+            path,
             "duration_ms",
             &format!(
                 "sleep: expected the system to resume at least one sample interval before the run ends (at_ms + duration_ms <= {last_resume}), found {at_ms} + {duration_ms}"
@@ -745,22 +728,10 @@ fn read_sleep(
     Ok(EventKind::Sleep { state, duration_ms })
 }
 
-fn read_hardware_perf(table: &Table) -> Result<HardwarePerf, ScenarioError> {
-    let reader = Reader::new(
-        "platform.perf".to_owned(),
-        table,
-        &["highest", "nominal", "lowest_nonlinear", "lowest"],
-    )?;
-    let byte = |key: &str| -> Result<u8, ScenarioError> {
-        let value = reader.required_u32(key, 0..=255)?;
-        Ok(u8::try_from(value).unwrap_or(u8::MAX))
-    };
-    Ok(HardwarePerf {
-        highest: byte("highest")?,
-        nominal: byte("nominal")?,
-        lowest_nonlinear: byte("lowest_nonlinear")?,
-        lowest: byte("lowest")?,
-    })
+fn read_hardware_perf(levels: &raw::Levels) -> Result<HardwarePerf, ScenarioError> {
+    let [highest, nominal, lowest_nonlinear, lowest] =
+        levels.read("platform.perf", 0..=255)?.map(|level| u8::try_from(level).unwrap_or(u8::MAX));
+    Ok(HardwarePerf { highest, nominal, lowest_nonlinear, lowest })
 }
 
 /// The perf levels a CPU of this flavour reports by default: Intel ratios (MHz / 100); AMD
@@ -798,45 +769,19 @@ pub const CONFIG_KEYS: [&str; 8] = [
     "pmu_reservation",
 ];
 
-pub(super) fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
-    let reader = Reader::new("config".to_owned(), table, &CONFIG_KEYS)?;
+pub(super) fn read_config(config: &raw::Config) -> Result<ConfigSpec, ScenarioError> {
     // Absent keys: the driver's defaults.
     let defaults = ConfigSpec::default();
-    // The names: the engine's tables, which also give the registry numbers the driver reads.
-    let feedback_counters = reader.choice(
-        "feedback_counters",
-        &FEEDBACK_COUNTER_CHOICES.map(|choice| (choice.name, choice.value)),
-        defaults.feedback_counters,
-    )?;
-    let counter_source = reader.choice(
-        "counter_source",
-        &COUNTER_SOURCE_CHOICES.map(|choice| (choice.name, choice.value)),
-        defaults.counter_source,
-    )?;
-    let pmu_reservation = reader.choice(
-        "pmu_reservation",
-        &PMU_RESERVATION_CHOICES.map(|choice| (choice.name, choice.value)),
-        defaults.pmu_reservation,
-    )?;
-    let performance_counter_view =
-        reader.bool("performance_counter_view", defaults.performance_counter_view)?;
-    let nominal_mhz = reader.optional_u32("nominal_mhz", 1..=MAX_NOMINAL_MHZ)?;
-    let perf_capabilities = match reader.optional_table("perf_capabilities")? {
-        Some(caps) => {
-            let caps_reader = Reader::new(
-                "config.perf_capabilities".to_owned(),
-                caps,
-                &["highest", "nominal", "lowest_nonlinear", "lowest"],
-            )?;
-            let level = 1..=MAX_PERFORMANCE_LEVEL;
-            let caps = PerfCapabilities {
-                highest: caps_reader.required_u32("highest", level.clone())?,
-                nominal: caps_reader.required_u32("nominal", level.clone())?,
-                lowest_nonlinear: caps_reader.required_u32("lowest_nonlinear", level.clone())?,
-                lowest: caps_reader.required_u32("lowest", level)?,
-            };
+    let nominal_mhz =
+        optional_u32("config.nominal_mhz", config.nominal_mhz.as_ref(), 1..=MAX_NOMINAL_MHZ)?;
+    let perf_capabilities = match &config.perf_capabilities {
+        Some(levels) => {
+            let [highest, nominal, lowest_nonlinear, lowest] =
+                levels.read("config.perf_capabilities", 1..=MAX_PERFORMANCE_LEVEL)?;
+            let caps = PerfCapabilities { highest, nominal, lowest_nonlinear, lowest };
             if !caps.is_ordered() {
-                return Err(reader.error(
+                return Err(fail(
+                    "config",
                     "perf_capabilities",
                     "expected lowest <= lowest_nonlinear <= nominal <= highest (the driver \
                      ignores unordered values)",
@@ -847,8 +792,9 @@ pub(super) fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
         None => None,
     };
     let pattern_limit = u32::try_from(MAX_PATTERN_UNITS).unwrap_or(u32::MAX);
-    let patterns = reader.optional_string_list(
-        "device_id_patterns",
+    let patterns = string_list(
+        "config.device_id_patterns",
+        config.device_id_patterns.as_ref(),
         1..=u32::try_from(MAX_DEVICE_ID_PATTERNS).unwrap_or(u32::MAX),
         1..=pattern_limit,
     )?;
@@ -863,17 +809,24 @@ pub(super) fn read_config(table: &Table) -> Result<ConfigSpec, ScenarioError> {
             }
         }
     }
-    let transition_latency_100ns = reader
-        .optional_u32("transition_latency_100ns", 0..=MAX_TRANSITION_LATENCY_100NS)?
-        .unwrap_or(defaults.transition_latency_100ns);
+    let transition_latency_100ns = optional_u32(
+        "config.transition_latency_100ns",
+        config.transition_latency_100ns.as_ref(),
+        0..=MAX_TRANSITION_LATENCY_100NS,
+    )?
+    .unwrap_or(defaults.transition_latency_100ns);
     Ok(ConfigSpec {
-        feedback_counters,
-        counter_source,
-        performance_counter_view,
+        feedback_counters: config
+            .feedback_counters
+            .map_or(defaults.feedback_counters, |choice| choice.0),
+        counter_source: config.counter_source.map_or(defaults.counter_source, |choice| choice.0),
+        performance_counter_view: config
+            .performance_counter_view
+            .map_or(defaults.performance_counter_view, |flag| flag.0),
         nominal_mhz,
         perf_capabilities,
         device_id_patterns: patterns,
         transition_latency_100ns,
-        pmu_reservation,
+        pmu_reservation: config.pmu_reservation.map_or(defaults.pmu_reservation, |choice| choice.0),
     })
 }

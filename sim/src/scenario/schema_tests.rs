@@ -43,12 +43,12 @@ fn pofx_threads_and_nesting() {
     let text = MINIMAL.replace("duration_ms = 300", "duration_ms = 300\nthreads = \"many\"");
     assert_eq!(
         error_of(&text),
-        "field `pofx.threads`: expected one of \"single\", \"per-processor\", found the string \"many\""
+        "line 7, column 11: field `pofx.threads`: expected one of \"single\", \"per-processor\", found the string \"many\""
     );
     let text = MINIMAL.replace("duration_ms = 300", "duration_ms = 300\nnested_notifications = 1");
     assert_eq!(
         error_of(&text),
-        "field `pofx.nested_notifications`: expected true or false, found 1"
+        "line 7, column 24: field `pofx.nested_notifications`: expected true or false, found 1"
     );
 }
 
@@ -68,39 +68,42 @@ fn sleep_events() {
     let missing = with_events(&event(100, "sleep", "duration_ms = 80\n"));
     assert_eq!(
         error_of(&missing),
-        "field `event[0].state`: missing; expected one of \"s3\", \"s4\""
+        "line 8, column 1: field `event[0].state`: missing; expected one of \"s3\", \"s4\""
     );
     let wrong = with_events(&event(100, "sleep", "state = \"s5\"\nduration_ms = 80\n"));
     assert_eq!(
         error_of(&wrong),
-        "field `event[0].state`: expected one of \"s3\", \"s4\", found the string \"s5\""
+        "line 11, column 9: field `event[0].state`: expected one of \"s3\", \"s4\", found the string \"s5\""
     );
     let short = with_events(&event(100, "sleep", "state = \"s3\"\nduration_ms = 5\n"));
     assert_eq!(
         error_of(&short),
-        "field `event[0].duration_ms`: expected an integer in 10..=3600000, found 5"
+        "line 12, column 15: field `event[0].duration_ms`: expected an integer in 10..=3600000, found 5"
     );
     let late = with_events(&event(200, "sleep", "state = \"s3\"\nduration_ms = 90\n"));
     assert!(
         error_of(&late).starts_with(
-            "field `event[0].duration_ms`: sleep: expected the system to resume at least one sample interval before the run ends (at_ms + duration_ms <= 285)"
+            "line 12, column 15: field `event[0].duration_ms`: sleep: expected the system to resume at least one sample interval before the run ends (at_ms + duration_ms <= 285)"
         ),
         "{}",
         error_of(&late)
     );
     let some =
         with_events(&event(100, "sleep", "state = \"s3\"\nduration_ms = 50\nprocessors = [1]\n"));
-    assert!(error_of(&some).starts_with("field `event[0].processors`: sleep: a system sleep"));
+    assert!(
+        error_of(&some)
+            .starts_with("line 13, column 14: field `event[0].processors`: sleep: a system sleep")
+    );
     let foreign =
         with_events(&event(100, "sleep", "state = \"s3\"\nduration_ms = 50\non_processor = 1\n"));
     assert_eq!(
         error_of(&foreign),
-        "field `event[0].on_processor`: is not a field of kind \"sleep\""
+        "line 13, column 16: field `event[0].on_processor`: is not a field of kind \"sleep\""
     );
     let stray = with_events(&event(100, "counter-reset", "processors = [1]\nstate = \"s3\"\n"));
     assert_eq!(
         error_of(&stray),
-        "field `event[0].state`: is not a field of kind \"counter-reset\""
+        "line 12, column 9: field `event[0].state`: is not a field of kind \"counter-reset\""
     );
     // Nothing happens while the system sleeps.
     let during = with_events(&format!(
@@ -110,7 +113,7 @@ fn sleep_events() {
     ));
     assert_eq!(
         error_of(&during),
-        "field `event[1].at_ms`: counter-reset: happens while the system sleeps (event[0] sleeps from 100 ms to 150 ms)"
+        "line 14, column 9: field `event[1].at_ms`: counter-reset: happens while the system sleeps (event[0] sleeps from 100 ms to 150 ms)"
     );
     let same_instant_after = with_events(&format!(
         "{}{}",
@@ -119,7 +122,7 @@ fn sleep_events() {
     ));
     assert!(
         error_of(&same_instant_after)
-            .starts_with("field `event[1].at_ms`: counter-reset: happens while")
+            .starts_with("line 14, column 9: field `event[1].at_ms`: counter-reset: happens while")
     );
     let same_instant_before = with_events(&format!(
         "{}{}{}",
@@ -133,7 +136,10 @@ fn sleep_events() {
         event(100, "sleep", "state = \"s3\"\nduration_ms = 50\n"),
         event(130, "sleep", "state = \"s4\"\nduration_ms = 50\n")
     ));
-    assert!(error_of(&overlapping).starts_with("field `event[1].at_ms`: sleep: happens while"));
+    assert!(
+        error_of(&overlapping)
+            .starts_with("line 14, column 9: field `event[1].at_ms`: sleep: happens while")
+    );
     let busy =
         "[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 3000\nbusy_percent = 100\n";
     let wrap_after_sleep = with_events(&format!(
@@ -143,7 +149,7 @@ fn sleep_events() {
     ));
     assert!(
         error_of(&wrap_after_sleep).starts_with(
-            "field `event[1].at_ms`: counter-near-wrap: expected the overflow no later"
+            "line 19, column 9: field `event[1].at_ms`: counter-near-wrap: expected the overflow no later"
         )
     );
 }
@@ -166,7 +172,11 @@ fn hotplug_events() {
     assert!(!scenario.present_at(1, 250, 3));
     assert!(scenario.present_at(3, 250, 3));
     let all = with_events(&event(50, "hot-add", "processors = \"all\"\n"));
-    assert!(error_of(&all).starts_with("field `event[0].processors`: hot-add: expected a list"));
+    assert!(
+        error_of(&all).starts_with(
+            "line 11, column 14: field `event[0].processors`: hot-add: expected a list"
+        )
+    );
     let twice = with_events(&format!(
         "{}{}",
         event(50, "hot-add", "processors = [2]\n"),
@@ -174,7 +184,7 @@ fn hotplug_events() {
     ));
     assert_eq!(
         error_of(&twice),
-        "field `event[1].processors`: hot-add: processor 2 is already present at 60 ms"
+        "line 15, column 14: field `event[1].processors`: hot-add: processor 2 is already present at 60 ms"
     );
     let absent = with_events(&format!(
         "{}{}",
@@ -183,7 +193,7 @@ fn hotplug_events() {
     ));
     assert_eq!(
         error_of(&absent),
-        "field `event[1].processors`: hot-remove: processor 2 is not present at 60 ms"
+        "line 15, column 14: field `event[1].processors`: hot-remove: processor 2 is not present at 60 ms"
     );
     let nobody = with_events(&event(50, "hot-add", "processors = [0, 1, 2, 3]\n"));
     assert!(error_of(&nobody).contains("at least one must be present at boot"));
@@ -194,21 +204,20 @@ fn hotplug_events() {
     ));
     assert_eq!(
         error_of(&unread),
-        "field `event[0].at_ms`: hot-add: processor 2 would never be read (no sample after 50 ms and by 58 ms)"
+        "line 9, column 9: field `event[0].at_ms`: hot-add: processor 2 would never be read (no sample after 50 ms and by 58 ms)"
     );
     let on_absent = with_events(&format!(
         "{}{}",
         event(50, "hot-remove", "processors = [2]\n"),
         event(80, "wrong-processor-read", "processors = [0]\non_processor = 2\n")
     ));
-    assert!(
-        error_of(&on_absent)
-            .starts_with("field `event[1].on_processor`: processor 2 is not present at 80 ms")
-    );
+    assert!(error_of(&on_absent).starts_with(
+        "line 16, column 16: field `event[1].on_processor`: processor 2 is not present at 80 ms"
+    ));
     let foreign = with_events(&event(50, "hot-add", "processors = [2]\nduration_ms = 5\n"));
     assert_eq!(
         error_of(&foreign),
-        "field `event[0].duration_ms`: is not a field of kind \"hot-add\""
+        "line 12, column 15: field `event[0].duration_ms`: is not a field of kind \"hot-add\""
     );
     let zero = parse(&with_events(&event(0, "counters-zero", "processors = [0]\n")));
     assert_eq!(zero.events[0].kind, EventKind::CountersZero { duration_ms: None });
@@ -217,7 +226,11 @@ fn hotplug_events() {
     assert_eq!(back.events[0].kind, EventKind::CountersZero { duration_ms: Some(50) });
     let none = with_events(&event(0, "counters-zero", "processors = [0]\n"))
         .replace("nominal_mhz = 2000", "nominal_mhz = 2000\ncounter_source = \"none\"");
-    assert!(error_of(&none).starts_with("field `event[0].kind`: counters-zero: the APERF/MPERF"));
+    assert!(
+        error_of(&none).starts_with(
+            "line 11, column 8: field `event[0].kind`: counters-zero: the APERF/MPERF"
+        )
+    );
     let last = with_events(&format!(
         "{}{}",
         event(50, "hot-remove", "processors = [0, 1]\n"),
@@ -225,7 +238,7 @@ fn hotplug_events() {
     ));
     assert_eq!(
         error_of(&last),
-        "field `event[1].processors`: hot-remove: no processor would be left at 80 ms (the OS runs on one)"
+        "line 15, column 14: field `event[1].processors`: hot-remove: no processor would be left at 80 ms (the OS runs on one)"
     );
 }
 

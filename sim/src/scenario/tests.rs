@@ -47,11 +47,11 @@ fn phases_stay_within_the_platform_perf_range() {
     assert!(Scenario::from_toml_str(&with(400)).is_ok());
     assert_eq!(
         error_of(&with(4100)),
-        "field `phase[0].frequency_mhz`: 4100 MHz is above the highest performance level of [platform.perf] (40 = 4000 MHz)"
+        "line 15, column 17: field `phase[0].frequency_mhz`: 4100 MHz is above the highest performance level of [platform.perf] (40 = 4000 MHz)"
     );
     assert_eq!(
         error_of(&with(300)),
-        "field `phase[0].frequency_mhz`: 300 MHz is below the lowest performance level of [platform.perf] (4 = 400 MHz)"
+        "line 15, column 17: field `phase[0].frequency_mhz`: 300 MHz is below the lowest performance level of [platform.perf] (4 = 400 MHz)"
     );
     // Without [platform.perf] the derived range covers every phase.
     let slow = format!(
@@ -68,35 +68,35 @@ fn registry_and_fault_errors_name_the_field() {
     let cases = [
         (
             "[registry]\nNominalMhz = -1\n",
-            "field `registry.NominalMhz`: a REG_DWORD is 0..=4294967295, found -1",
+            "line 8, column 14: field `registry.NominalMhz`: a REG_DWORD is 0..=4294967295, found -1",
         ),
         (
             "[registry]\nNominalMhz = 1\nnominalmhz = 2\n",
-            "field `registry.nominalmhz`: the same value as registry.NominalMhz (registry value names are case-insensitive)",
+            "line 9, column 14: field `registry.nominalmhz`: the same value as registry.NominalMhz (registry value names are case-insensitive)",
         ),
         (
             "[config]\nnominal_mhz = 2000\n[registry]\nNOMINALMHZ = 3\n",
-            "field `registry.NOMINALMHZ`: NominalMhz is also set by config.nominal_mhz; set each Parameters value in one place",
+            "line 10, column 14: field `registry.NOMINALMHZ`: NominalMhz is also set by config.nominal_mhz; set each Parameters value in one place",
         ),
         (
             "[[fault]]\nstep = \"explode\"\n",
-            "field `fault[0].step`: expected one of \"open-parameters\"",
+            "line 8, column 8: field `fault[0].step`: expected one of \"open-parameters\"",
         ),
         (
             "[[fault]]\nstep = \"register-plugin\"\nstatus = 5\n",
-            "field `fault[0].status`: expected an error NTSTATUS number",
+            "line 9, column 10: field `fault[0].status`: expected an error NTSTATUS number",
         ),
         (
             "[[fault]]\nstep = \"enable-fixed-counters\"\nprocessor = 4\n",
-            "field `fault[0].processor`: expected an integer in 0..=3, found 4",
+            "line 9, column 13: field `fault[0].processor`: expected an integer in 0..=3, found 4",
         ),
         (
             "[[fault]]\nstep = \"allocate\"\nblock = \"x\"\n",
-            "field `fault[0].block`: expected one of \"processor-table\", \"saved-pmu-control\"",
+            "line 9, column 9: field `fault[0].block`: expected one of \"processor-table\", \"saved-pmu-control\"",
         ),
         (
             "[[fault]]\nstep = \"register-plugin\"\n[[fault]]\nstep = \"register-plugin\"\n",
-            "field `fault[1].step`: a second \"register-plugin\" fault",
+            "line 10, column 8: field `fault[1].step`: a second \"register-plugin\" fault",
         ),
     ];
     for (extra, expected) in cases {
@@ -104,7 +104,7 @@ fn registry_and_fault_errors_name_the_field() {
         assert!(error.starts_with(expected), "{extra}: {error}");
     }
     let faults = "[[fault]]\nstep = \"processor-count\"\n".repeat(17);
-    assert_eq!(error_of(&with(&faults)), "field `fault`: 17 entries; at most 16");
+    assert_eq!(error_of(&with(&faults)), "line 7, column 1: field `fault`: 17 entries; at most 16");
 }
 
 #[test]
@@ -128,17 +128,17 @@ fn processor_count_out_of_range_names_the_field() {
     let text = MINIMAL.replace("processors = 4", "processors = 5000");
     assert_eq!(
         error_of(&text),
-        "field `platform.processors`: expected an integer in 1..=2048, found 5000"
+        "line 3, column 14: field `platform.processors`: expected an integer in 1..=2048, found 5000"
     );
     let text = MINIMAL.replace("processors = 4", "processors = 0");
     assert_eq!(
         error_of(&text),
-        "field `platform.processors`: expected an integer in 1..=2048, found 0"
+        "line 3, column 14: field `platform.processors`: expected an integer in 1..=2048, found 0"
     );
     let text = MINIMAL.replace("processors = 4", "processors = \"8\"");
     assert_eq!(
         error_of(&text),
-        "field `platform.processors`: expected an integer in 1..=2048, found the string \"8\""
+        "line 3, column 14: field `platform.processors`: expected an integer in 1..=2048, found the string \"8\""
     );
 }
 
@@ -147,11 +147,16 @@ fn unknown_keys_are_errors() {
     let text = MINIMAL.replace("[pofx]", "turbo = true\n[pofx]");
     let message = error_of(&text);
     assert!(
-        message.starts_with("field `platform.turbo`: unknown field; expected one of `processors`"),
+        message.starts_with(
+            "line 5, column 1: field `platform.turbo`: unknown field; expected one of `processors`"
+        ),
         "{message}"
     );
     let message = error_of(&format!("{MINIMAL}colour = 1\n"));
-    assert!(message.starts_with("field `pofx.colour`: unknown field"), "{message}");
+    assert!(
+        message.starts_with("line 7, column 1: field `pofx.colour`: unknown field"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -162,20 +167,23 @@ fn phase_errors_name_the_phase() {
         format!("{MINIMAL}{phase}{}", phase.replace("busy_percent = 100", "busy_percent = 101"));
     assert_eq!(
         error_of(&two),
-        "field `phase[1].busy_percent`: expected an integer in 0..=100, found 101"
+        "line 16, column 16: field `phase[1].busy_percent`: expected an integer in 0..=100, found 101"
     );
     let zero = format!("{MINIMAL}{}", phase.replace("3000", "0"));
     assert_eq!(
         error_of(&zero),
-        "field `phase[0].frequency_mhz`: expected an integer in 1..=10000, found 0"
+        "line 10, column 17: field `phase[0].frequency_mhz`: expected an integer in 1..=10000, found 0"
     );
     let out = format!("{MINIMAL}{}", phase.replace("\"all\"", "[1, 4]"));
     assert_eq!(
         error_of(&out),
-        "field `phase[0].processors[1]`: expected a processor index in 0..=3, found 4"
+        "line 9, column 18: field `phase[0].processors[1]`: expected a processor index in 0..=3, found 4"
     );
     let twice = format!("{MINIMAL}{}", phase.replace("\"all\"", "[1, 1]"));
-    assert_eq!(error_of(&twice), "field `phase[0].processors[1]`: processor 1 is listed twice");
+    assert_eq!(
+        error_of(&twice),
+        "line 9, column 18: field `phase[0].processors[1]`: processor 1 is listed twice"
+    );
 }
 
 #[test]
@@ -183,17 +191,19 @@ fn event_errors_name_the_event() {
     let event = "[[event]]\nat_ms = 50\nkind = \"counter-reset\"\nprocessors = [0]\n";
     let unknown = format!("{MINIMAL}{}", event.replace("counter-reset", "explode"));
     assert!(
-        error_of(&unknown).starts_with("field `event[0].kind`: expected one of \"counter-reset\"")
+        error_of(&unknown).starts_with(
+            "line 9, column 8: field `event[0].kind`: expected one of \"counter-reset\""
+        )
     );
     let foreign = format!("{MINIMAL}{event}duration_ms = 5\n");
     assert_eq!(
         error_of(&foreign),
-        "field `event[0].duration_ms`: is not a field of kind \"counter-reset\""
+        "line 11, column 15: field `event[0].duration_ms`: is not a field of kind \"counter-reset\""
     );
     let late = format!("{MINIMAL}{}", event.replace("at_ms = 50", "at_ms = 500"));
     assert_eq!(
         error_of(&late),
-        "field `event[0].at_ms`: expected an integer in 0..=100, found 500"
+        "line 8, column 9: field `event[0].at_ms`: expected an integer in 0..=100, found 500"
     );
     let single = format!(
         "{}{}",
@@ -211,7 +221,7 @@ fn other_errors() {
                 .replace("sample", "x")
                 .replace("duration_ms = 100", "duration_ms = 100\nsample_interval_ms = 0")
         ),
-        "field `pofx.sample_interval_ms`: expected an integer in 1..=100, found 0"
+        "line 7, column 22: field `pofx.sample_interval_ms`: expected an integer in 1..=100, found 0"
     );
     assert!(
         error_of(&MINIMAL.replace("nominal_mhz = 2000", "nominal_mhz = 2050"))
@@ -233,7 +243,10 @@ fn other_errors() {
     let big = MINIMAL
         .replace("processors = 4", "processors = 2048")
         .replace("duration_ms = 100", "duration_ms = 3600000");
-    assert!(error_of(&big).starts_with("field `pofx.sample_interval_ms`: expected at most"));
+    assert!(
+        error_of(&big)
+            .starts_with("line 5, column 1: field `pofx.sample_interval_ms`: expected at most")
+    );
 }
 
 #[test]
@@ -244,10 +257,9 @@ fn device_id_styles() {
     assert_eq!(DeviceIdStyle::SbSocket.device_id(65, 64), "\\_SB.SCK1.CP01");
     assert_eq!(DeviceIdStyle::SbSocketC.device_id(130, 120), "\\_SB.SCK1.C00A");
     let text = MINIMAL.replace("processors = 4", "processors = 300\ndevice_id_style = \"sb-pr\"");
-    assert!(
-        error_of(&text)
-            .starts_with("field `platform.device_id_style`: style \"sb-pr\" names at most 256")
-    );
+    assert!(error_of(&text).starts_with(
+        "line 4, column 19: field `platform.device_id_style`: style \"sb-pr\" names at most 256"
+    ));
     // ACPI NameSegs have four characters: `\_SB.CPUF` is the last `CPU#` name.
     let seventeen = MINIMAL.replace("processors = 4", "processors = 17");
     let scenario = Scenario::from_toml_str(&seventeen).expect("valid");
@@ -290,16 +302,15 @@ fn socket_styles_number_processors_within_sockets() {
     );
     assert_eq!(
         error_of(&platform_with(2048, "device_id_style = \"sb-sck\"\nsockets = 4")),
-        "field `platform.sockets`: style \"sb-sck\" names at most 256 processors per socket and 16 sockets: 2048 processors in 4 sockets are 512 per socket; expected sockets >= 8"
+        "line 5, column 11: field `platform.sockets`: style \"sb-sck\" names at most 256 processors per socket and 16 sockets: 2048 processors in 4 sockets are 512 per socket; expected sockets >= 8"
     );
     assert_eq!(
         error_of(&platform_with(64, "device_id_style = \"sb-c\"\nsockets = 2")),
-        "field `platform.sockets`: is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template, found style \"sb-c\""
+        "line 5, column 11: field `platform.sockets`: is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template, found style \"sb-c\""
     );
-    assert!(
-        error_of(&platform_with(4, "device_id_style = \"sb-sck\"\nsockets = 5"))
-            .starts_with("field `platform.sockets`: expected an integer in 1..=4, found 5")
-    );
+    assert!(error_of(&platform_with(4, "device_id_style = \"sb-sck\"\nsockets = 5")).starts_with(
+        "line 5, column 11: field `platform.sockets`: expected an integer in 1..=4, found 5"
+    ));
 }
 
 /// A scenario may give its own ids: a list (one per processor) or a template with the index
@@ -334,27 +345,27 @@ fn scenarios_give_their_own_device_ids() {
     for (text, expected) in [
         (
             platform_with(2, "device_ids = [\"\\\\_SB.CPU0\"]"),
-            "field `platform.device_ids`: expected 2..=2 strings, found 1",
+            "line 4, column 14: field `platform.device_ids`: expected 2..=2 strings, found 1",
         ),
         (
             platform_with(2, "device_ids = [\"\\\\_SB.CPU0\", \"\\\\_SB.CPU0\"]"),
-            "field `platform.device_ids[1]`: processors 0 and 1 both get the id \"\\_SB.CPU0\"; expected one id per processor",
+            "line 4, column 29: field `platform.device_ids[1]`: processors 0 and 1 both get the id \"\\_SB.CPU0\"; expected one id per processor",
         ),
         (
             platform_with(2, "device_id_template = \"\\\\_SB.CPU\""),
-            "field `platform.device_id_template`: expected text with {index}, {socket} or {socket_index}, each optionally :[0][width](d|x|X) (e.g. \"\\\\_SB.C{index:03X}\"), {{ and }} for braces; found no {index} or {socket_index}, so every processor would get the same id",
+            "line 4, column 22: field `platform.device_id_template`: expected text with {index}, {socket} or {socket_index}, each optionally :[0][width](d|x|X) (e.g. \"\\\\_SB.C{index:03X}\"), {{ and }} for braces; found no {index} or {socket_index}, so every processor would get the same id",
         ),
         (
             platform_with(2, "device_id_template = \"\\\\_SB.C{cpu}\""),
-            "field `platform.device_id_template`: expected text with {index}, {socket} or {socket_index}, each optionally :[0][width](d|x|X) (e.g. \"\\\\_SB.C{index:03X}\"), {{ and }} for braces; found {cpu}",
+            "line 4, column 22: field `platform.device_id_template`: expected text with {index}, {socket} or {socket_index}, each optionally :[0][width](d|x|X) (e.g. \"\\\\_SB.C{index:03X}\"), {{ and }} for braces; found {cpu}",
         ),
         (
             platform_with(2, "device_id_style = \"sb-c\"\ndevice_ids = [\"a\", \"b\"]"),
-            "field `platform.device_ids`: give the processors' ids one way: device_id_style is set already",
+            "line 5, column 14: field `platform.device_ids`: give the processors' ids one way: device_id_style is set already",
         ),
         (
             platform_with(2, "device_ids = [\"a\", \"b\"]\nsockets = 2"),
-            "field `platform.sockets`: is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template",
+            "line 5, column 11: field `platform.sockets`: is only valid with a socket style (sb-sck, sb-sck-c) or a device_id_template",
         ),
     ] {
         assert_eq!(error_of(&text), expected);
@@ -367,21 +378,21 @@ fn scenarios_give_their_own_device_ids() {
 fn other_devices_are_not_processors() {
     assert_eq!(
         error_of(&platform_with(4, "other_devices = [\"\\\\_SB.PCI0\", \"\\\\_SB.CPU5\"]")),
-        "field `platform.other_devices[1]`: \"\\_SB.CPU5\" matches the PEP's processor pattern \"\\_SB.CPU#\" (config.device_id_patterns or the defaults), so the PEP would take it for a processor; list only devices that are not processors"
+        "line 4, column 32: field `platform.other_devices[1]`: \"\\_SB.CPU5\" matches the PEP's processor pattern \"\\_SB.CPU#\" (config.device_id_patterns or the defaults), so the PEP would take it for a processor; list only devices that are not processors"
     );
     assert_eq!(
         error_of(&platform_with(
             4,
             "device_ids = [\"A\", \"B\", \"C\", \"D\"]\nother_devices = [\"C\"]"
         )),
-        "field `platform.other_devices[0]`: \"C\" is processor 2's id"
+        "line 5, column 18: field `platform.other_devices[0]`: \"C\" is processor 2's id"
     );
     let custom = format!(
         "{}[config]\ndevice_id_patterns = [\"\\\\_SB.NODE.*\"]\n",
         platform_with(4, r#"other_devices = ["\\_SB.PCI0", "\\_SB.NODE.X"]"#)
     );
     assert!(error_of(&custom).starts_with(
-        "field `platform.other_devices[1]`: \"\\_SB.NODE.X\" matches the PEP's processor pattern \"\\_SB.NODE.*\""
+        "line 4, column 32: field `platform.other_devices[1]`: \"\\_SB.NODE.X\" matches the PEP's processor pattern \"\\_SB.NODE.*\""
     ));
     assert!(
         Scenario::from_toml_str(&platform_with(4, "other_devices = [\"\\\\_SB.PCI0\"]")).is_ok()
@@ -435,7 +446,7 @@ fn fixed_pmc_fields() {
     assert_eq!(Scenario::from_toml_str(&aperf_only).expect("valid").expected_counter_count(), 0);
     assert_eq!(
         error_of(&fixed.replace("nominal_mhz", "pmc_width = 31\nnominal_mhz")),
-        "field `platform.pmc_width`: expected an integer in 32..=64, found 31"
+        "line 5, column 13: field `platform.pmc_width`: expected an integer in 32..=64, found 31"
     );
     // Intel CPUs with APERF/MPERF announce the PMU too, as real ones do: every
     // CounterSource takes the path it takes on hardware.
@@ -461,31 +472,32 @@ fn fixed_pmc_fields() {
     assert_eq!(hidden.expected_source(), ExpectedSource::AperfMperf, "falls back to APERF");
     assert_eq!(
         error_of(&MINIMAL.replace("nominal_mhz", "pmu = false\npmc_width = 40\nnominal_mhz")),
-        "field `platform.pmc_width`: is only valid with the architectural PMU (an Intel CPU, pmu = true)"
+        "line 5, column 13: field `platform.pmc_width`: is only valid with the architectural PMU (an Intel CPU, pmu = true)"
     );
     assert!(
         error_of(&MINIMAL.replace("nominal_mhz", "cpu = \"amd-cppc\"\npmu = true\nnominal_mhz"))
             .starts_with(
-                "field `platform.pmu`: the architectural PMU is modelled for Intel CPUs only"
+                "line 5, column 7: field `platform.pmu`: the architectural PMU is modelled for Intel CPUs only"
             )
     );
     assert!(
-        error_of(&fixed.replace("nominal_mhz", "cpu = \"amd-cppc\"\nnominal_mhz"))
-            .starts_with("field `platform.counter_source`: \"fixed-pmc\" needs an Intel CPU")
+        error_of(&fixed.replace("nominal_mhz", "cpu = \"amd-cppc\"\nnominal_mhz")).starts_with(
+            "line 4, column 18: field `platform.counter_source`: \"fixed-pmc\" needs an Intel CPU"
+        )
     );
     let reprogram = "[[event]]\nat_ms = 50\nkind = \"pmu-reprogrammed\"\nprocessors = [0]\n";
     assert!(
         error_of(&format!("{MINIMAL}{reprogram}"))
-            .starts_with("field `event[0].kind`: pmu-reprogrammed needs")
+            .starts_with("line 9, column 8: field `event[0].kind`: pmu-reprogrammed needs")
     );
     let narrow = fixed.replace("nominal_mhz", "pmc_width = 32\nnominal_mhz");
     assert_eq!(
         error_of(&format!("{narrow}{reprogram}values = [4294967296, 0]\n")),
-        "field `event[0].values`: expected values below 2^32 (platform.pmc_width), found [4294967296, 0]"
+        "line 13, column 10: field `event[0].values`: expected values below 2^32 (platform.pmc_width), found [4294967296, 0]"
     );
     assert_eq!(
         error_of(&format!("{narrow}{reprogram}values = [1]\n")),
-        "field `event[0].values`: expected a list of two non-negative integers [core, reference], found [1]"
+        "line 13, column 10: field `event[0].values`: expected a list of two non-negative integers [core, reference], found [1]"
     );
     let reset = "[[event]]\nat_ms = 50\nkind = \"counter-reset\"\nprocessors = [0]\n";
     assert!(error_of(&format!("{fixed}{reset}")).contains("use pmu-reprogrammed"));
@@ -493,6 +505,100 @@ fn fixed_pmc_fields() {
     let slow = narrow.replace("duration_ms = 100", "duration_ms = 5000\nsample_interval_ms = 1000")
         + "[[phase]]\nstart_ms = 0\nprocessors = \"all\"\nfrequency_mhz = 4300\nbusy_percent = 100\n";
     assert!(error_of(&slow).starts_with(
-        "field `pofx.sample_interval_ms`: a 32-bit fixed counter at 4300 MHz wraps every 998 ms"
+        "line 9, column 22: field `pofx.sample_interval_ms`: a 32-bit fixed counter at 4300 MHz wraps every 998 ms"
     ));
+}
+
+/// Every refusal names the line and column, the field and what was expected: errors serde
+/// raises while reading (a table or an array of tables of the wrong type, an unknown key in a
+/// `[[event]]`) as well as the schema's own checks.
+#[test]
+fn serde_refusals_name_the_line_and_the_field() {
+    let top = "name = \"t\"\n[platform]\nprocessors = 4\nnominal_mhz = 2000\n";
+    for (text, expected) in [
+        (
+            "name = \"t\"\nplatform = 5\n[pofx]\nduration_ms = 100\n".to_owned(),
+            "line 2, column 12: field `platform`: expected a table, found 5",
+        ),
+        (
+            format!("phase = 5\n{MINIMAL}"),
+            "line 1, column 9: field `phase`: expected an array of tables ([[phase]]), found 5",
+        ),
+        (
+            format!("phase = [1]\n{MINIMAL}"),
+            "line 1, column 10: field `phase[0]`: expected a table ([[phase]]), found 1",
+        ),
+        (
+            format!(
+                "{MINIMAL}[[event]]\nat_ms = 5\nkind = \"counter-reset\"\nprocessors = [0]\ncolour = 1\n"
+            ),
+            "line 11, column 1: field `event[0].colour`: unknown field; expected one of `at_ms`, `kind`, `processors`, `duration_ms`, `on_processor`, `values`, `state`, `duration_us`, `period_ms`",
+        ),
+        (
+            format!("{top}[platform.perf]\nhighest = \"x\"\n[pofx]\nduration_ms = 100\n"),
+            "line 6, column 11: field `platform.perf.highest`: expected an integer in 0..=255, found the string \"x\"",
+        ),
+        (
+            format!("{MINIMAL}[install]\npending = true\nnow = true\n"),
+            "line 9, column 1: field `install.now`: unknown field; expected one of `pending`",
+        ),
+        (
+            format!("{MINIMAL}[install]\npending = 1\n"),
+            "line 8, column 11: field `install.pending`: expected true or false, found 1",
+        ),
+        (
+            format!("{MINIMAL}[registry]\nNominalMhz = 99999999999999999999\n"),
+            "line 8, column 14: field `registry.NominalMhz`: a REG_DWORD is 0..=4294967295, found 99999999999999999999",
+        ),
+        (
+            format!(
+                "{MINIMAL}[registry]\nNominalMhz = {{ type = \"REG_DWORD\", bytes = [1], x = 1 }}\n"
+            ),
+            "line 8, column 53: field `registry.NominalMhz.x`: unknown field; expected one of `type`, `bytes`",
+        ),
+        (
+            format!("{MINIMAL}[[fault]]\nstep = \"processor-count\"\nvalue = \"x\"\n"),
+            "line 9, column 9: field `fault[0].value`: not used by step \"processor-count\"",
+        ),
+        (
+            MINIMAL.replace("nominal_mhz = 2000", "nominal_mhz = 2000\ncpu = \"x, expected y\""),
+            "line 5, column 7: field `platform.cpu`: expected one of \"intel-hwp\", \"amd-cppc\", \"intel-legacy\", \"arm64\", found the string \"x, expected y\"",
+        ),
+        (
+            MINIMAL.replace("duration_ms = 100", "duration_ms = 1979-05-27T07:32:00Z"),
+            "line 6, column 15: field `pofx.duration_ms`: expected an integer in 1..=3600000, found the datetime 1979-05-27T07:32:00Z",
+        ),
+        (
+            MINIMAL.replace("processors = 4", &format!("processors = {}", "9".repeat(42))),
+            "line 3, column 14: field `platform.processors`: expected an integer TOML can hold (64 bits), found 999999999999999999999999999999999999999999",
+        ),
+    ] {
+        assert_eq!(error_of(&text), expected, "{text}");
+    }
+}
+
+/// An integer beyond TOML's 64 bits is named by its field, with the field's bounds; a name
+/// of spaces names nothing.
+#[test]
+fn oversized_integers_and_blank_names_are_refused_by_field() {
+    assert_eq!(
+        error_of(&MINIMAL.replace("processors = 4", "processors = 99999999999999999999")),
+        "line 3, column 14: field `platform.processors`: expected an integer in 1..=2048, found 99999999999999999999"
+    );
+    let phase = "[[phase]]\nstart_ms = 0\nprocessors = [1, 99999999999999999999]\nfrequency_mhz = 3000\nbusy_percent = 100\n";
+    assert_eq!(
+        error_of(&format!("{MINIMAL}{phase}")),
+        "line 9, column 18: field `phase[0].processors[1]`: expected a processor index in 0..=3, found 99999999999999999999"
+    );
+    assert_eq!(
+        error_of(&MINIMAL.replace("name = \"t\"", "name = \"   \"")),
+        "line 1, column 8: field `name`: expected a name with a visible character, found 3 spaces"
+    );
+    assert!(error_of(&MINIMAL.replace("name = \"t\"", "name = \" \\t \"")).starts_with(
+        "line 1, column 8: field `name`: expected a non-empty name of at most 64 printable characters"
+    ));
+    assert_eq!(
+        Scenario::from_toml_str(&MINIMAL.replace("name = \"t\"", "name = \" a \"")).map(|s| s.name),
+        Ok(" a ".to_owned())
+    );
 }

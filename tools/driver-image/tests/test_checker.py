@@ -12,7 +12,7 @@ from pe_image import (
     Instruction,
     RuntimeFunction,
     ScopeEntry,
-    arm64_frame_of_codes,
+    arm64_unwind,
     demangle,
     frame_of_codes,
     parse_map,
@@ -194,17 +194,51 @@ def test_a_probe_without_any_msr_instruction_is_refused():
 def test_arm64_unwind_codes_add_up_allocations():
     # add fp (no stack), stp x29/x30 (no stack), save_next, stp x19/x20 pre-indexed by 96, end.
     prologue = bytes([0xE2, 0x0A, 0x4A, 0xE6, 0x2C, 0xE4])
-    assert arm64_frame_of_codes(prologue, 0, 0) == 96
+    assert arm64_unwind.frame_of_codes(prologue, 0, 0) == 96
     # alloc_m 3632 (0xC0E3: 227 * 16), then the same codes; from index 0 of this epilogue.
     epilogue = bytes([0xC0, 0xE3, 0x4A, 0xE6, 0x2C, 0xE4])
-    assert arm64_frame_of_codes(epilogue, 0, 0) == 3632 + 96
+    assert arm64_unwind.frame_of_codes(epilogue, 0, 0) == 3632 + 96
     # save_fplr_x (z = 1: 16 bytes), alloc_s 2 (32 bytes), alloc_l 0x10000 * 16.
-    assert arm64_frame_of_codes(bytes([0x81, 0x02, 0xE4]), 0, 0) == 16 + 32
-    assert arm64_frame_of_codes(bytes([0xE0, 0x01, 0x00, 0x00, 0xE4]), 0, 0) == 0x10000 * 16
+    assert arm64_unwind.frame_of_codes(bytes([0x81, 0x02, 0xE4]), 0, 0) == 16 + 32
+    assert arm64_unwind.frame_of_codes(bytes([0xE0, 0x01, 0x00, 0x00, 0xE4]), 0, 0) == 0x10000 * 16
     # Codes after `end` are not the prologue's.
-    assert arm64_frame_of_codes(bytes([0xE4, 0x1F]), 0, 0) == 0
+    assert arm64_unwind.frame_of_codes(bytes([0xE4, 0x1F]), 0, 0) == 0
 
 
 def test_an_unknown_arm64_unwind_code_is_an_error():
-    with pytest.raises(ImageError, match="unknown unwind code 0xf0"):
-        arm64_frame_of_codes(bytes([0xF0]), 0, 0x10)
+    with pytest.raises(arm64_unwind.UnwindError, match="unknown unwind code 0xf0"):
+        arm64_unwind.frame_of_codes(bytes([0xF0]), 0, 0x10)
+
+
+def test_amu_mrs_words_are_recognised():
+    # The guards' encodings (mrs x0, S3_3_C13_C2_2 etc.), and registers that are not the AMU's.
+    assert check_image.amu_register(0xD53BD240) == "AMCGCR_EL0"
+    assert check_image.amu_register(0xD53BD2A0) == "AMCNTENSET0_EL0"
+    assert check_image.amu_register(0xD53BD400) == "AMEVCNTR00_EL0"
+    assert check_image.amu_register(0xD53BD420) == "AMEVCNTR01_EL0"
+    assert check_image.amu_register(0xD53BD500) == "S3_3_C13_C5_0"  # AMEVCNTR08_EL0
+    assert check_image.amu_register(0xD53BD040) is None  # TPIDR_EL0 (CRm 0)
+    assert check_image.amu_register(0xD53800A0) is None  # ID_AA64PFR0_EL1
+    assert check_image.amu_register(0xD51BD240) is None  # an MSR, not an MRS
+
+
+class FakeThunk:
+    """An image holding one ARM64 import thunk at RVA 0x7AA0, base 0x180000000."""
+
+    base = 0x180000000
+
+    def __init__(self, words):
+        self.words = words
+
+    def read(self, rva, size):
+        index = (rva - 0x7AA0) // 4
+        return self.words[index].to_bytes(4, "little")
+
+
+def test_an_arm64_import_thunk_names_its_iat_slot():
+    # adrp x16, 0x180009000; ldr x16, [x16, #0xa00]; br x16: the slot at RVA 0x9a00.
+    thunk = [0xD0000010, 0xF9450210, 0xD61F0200]
+    assert check_image.arm64_thunk_target(FakeThunk(thunk), 0x7AA0) == 0x9A00
+    # A branch through another register, or a function body, is no thunk.
+    assert check_image.arm64_thunk_target(FakeThunk(thunk[:2] + [0xD61F0220]), 0x7AA0) is None
+    assert check_image.arm64_thunk_target(FakeThunk([0xD53BD240] + thunk[1:]), 0x7AA0) is None

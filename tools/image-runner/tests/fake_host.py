@@ -65,6 +65,7 @@ class FakeHost:
             dict(SYSTEM_REGISTERS) if system_registers is None else system_registers
         )
         self.core_hz = CORE_HZ  # the rate AMEVCNTR00 (core cycles) counts at from now on
+        self.faulting: set[tuple[int, ...]] = set()  # system registers whose MRS faults now
         self.cycles = 0
         self.registry = registry or {}
         self.memory: dict[int, bytearray] = {}  # page address -> contents (ppm-sim memory)
@@ -101,6 +102,8 @@ class FakeHost:
             return {}
         if kind == "mrs":
             register = tuple(request[name] for name in ("op0", "op1", "crn", "crm", "op2"))
+            if register in self.faulting:
+                return {"fault": True}
             amu = self.system_registers.get(ID_AA64PFR0_EL1, 0) >> 44 & 0xF
             if register == CNTVCT_EL0 or (amu and register in (AMEVCNTR00_EL0, AMEVCNTR01_EL0)):
                 # The clock advances with every read, by 10 ticks (0.5 us: a counter pair's
@@ -197,8 +200,15 @@ class FakeChannel(Channel):
         self.incoming: deque[dict[str, Any]] = deque()
         self.finals: list[dict[str, Any]] = []
         self.deferred: list[dict[str, Any]] = []  # answers held back until a nested call ends
+        self.carried: list[tuple[str, list[bool]]] = []  # (message, its deferred masking)
 
     def send(self, message: dict[str, Any]) -> None:
+        # What each message carried in `deferred`, served first, as ppm-sim does.
+        deferred = message.get("deferred", [])
+        self.carried.append((message.get("host", "done"), [d["enabled"] for d in deferred]))
+        for request in deferred:
+            assert request["host"] == "interrupts", request
+            self.host.answer(request)
         if "host" in message:
             answer = self.host.answer(message)
             if self.host.inject_on == message["host"] and self.host.inject:
@@ -228,11 +238,18 @@ REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_p
 class Session:
     """One runner with one fake host; `command` runs a command and returns its `done`."""
 
-    def __init__(self, host: FakeHost | None = None, stack_bytes: int = 24576, arch: str = "x64"):
+    def __init__(
+        self,
+        host: FakeHost | None = None,
+        stack_bytes: int = 24576,
+        arch: str = "x64",
+        image: Path | None = None,
+    ):
+        """`image`: a patched copy of the architecture's image (its map is the original's)."""
         self.host = host or FakeHost()
         self.channel = FakeChannel(self.host)
         self.runner = Runner(self.channel)
-        image, map_path = IMAGES[arch]
+        image, map_path = (image or IMAGES[arch][0]), IMAGES[arch][1]
         self.loaded = self.command(
             {
                 "op": "load",
@@ -244,8 +261,13 @@ class Session:
         )
 
     def command(self, message: dict[str, Any]) -> dict[str, Any]:
+        """As the runner's loop serves `message`: its `done` (with what was deferred to it
+        delivered to the host first)."""
         handler = getattr(self.runner, f"cmd_{message['op']}")
-        return handler(message)
+        final = self.runner.with_deferred({"done": handler(message)})
+        self.channel.send(final)
+        self.channel.finals.pop()
+        return final["done"]
 
     def boot(self) -> dict[str, Any]:
         return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})

@@ -94,17 +94,87 @@ def test_arm64_without_the_amu_touches_no_amu_register():
     assert host.registered is not None
 
 
-def test_arm64_mrs_fault_is_bugcheck_0x1e_illegal_instruction():
-    """The ID register announces the AMU but AMCGCR_EL0 is undefined: the image's MRS takes an
-    undefined-instruction exception, which nothing in the ARM64 image handles."""
+def guard_rva(session: Session, name: str) -> int:
+    return symbol_address(session, name) - session.loaded["image_base"]
+
+
+def test_arm64_amu_fault_at_boot_is_caught_by_the_guard():
+    """The ID register announces the AMU but AMCGCR_EL0 is undefined (a hypervisor that traps
+    it): the MRS in ppm_amu_read_amcgcr takes an undefined-instruction exception, dispatched
+    through the image's .xdata to the guard's own __except; the driver registers without the
+    AMU source, as the engine does."""
     host = FakeHost()
     del host.system_registers[AMCGCR_EL0]
-    session = Session(host, arch="arm64")
+    session = booted(host)
+    assert host.registered is not None
+    (line,) = [text for text in host.logs if "registered" in text]
+    assert "source amu" not in line
+    (entry,) = session.command({"op": "report"})["seh"]
+    guard = symbol_address(session, "ppm_amu_read_amcgcr")
+    assert entry["handled"] and entry["code"] == STATUS_ILLEGAL_INSTRUCTION
+    assert entry["address"] == guard and entry["symbol"] == "ppm_amu_read_amcgcr+0x0"
+    assert guard < entry["handler"] < guard + 0x18  # its __except target, in the guard
+    assert AMEVCNTR00_EL0 not in mrs_reads(host)
+
+
+def test_arm64_amu_fault_on_the_read_path_is_caught_by_the_guard():
+    """AMEVCNTR00_EL0 starts to fault after the boot (a trap a hypervisor sets later, e.g.
+    through FEAT_FGT): FEEDBACK_READ returns, the fault handled by the guard's __except; when
+    the trap goes away the counts advance again."""
+    host = FakeHost()
+    session = booted(host)
+    processor, handle = registered_processor(session)
+    one_counter_announced(session, processor, handle)
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    assert session.command(read)["rax"] & 0xFF == 1
+    host.faulting.add(AMEVCNTR00_EL0)
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    done = session.command({**read, "interrupts": False})
+    assert "crash" not in done
+    seh = session.command({"op": "report"})["seh"]
+    assert seh and all(entry["handled"] for entry in seh)
+    assert {entry["symbol"] for entry in seh} == {"ppm_amu_read_amevcntr00+0x0"}
+    host.faulting.clear()
+    counts = []
+    for _ in range(2):
+        host.memory[PAYLOAD] = bytearray(0x1000)
+        done = session.command(read)
+        assert done["rax"] & 0xFF == 1
+        page = bytearray(0x1000)
+        apply(page, done["writes"])
+        counts.append(int.from_bytes(page[16:24], "little"))
+    assert counts[1] > counts[0]
+
+
+def test_arm64_guard_without_its_scope_is_bugcheck_0x1e(tmp_path):
+    """The guard's scope table emptied (Count 0): the same AMU fault is an exception no frame
+    handles, bugcheck 0x1E with STATUS_ILLEGAL_INSTRUCTION at the MRS, as on Windows."""
+    import pefile
+
+    import arm64_unwind
+
+    session = booted()
+    guard = guard_rva(session, "ppm_amu_read_amcgcr")
+    pe = pefile.PE(str(ARM64_IMAGE))
+    directory = pe.OPTIONAL_HEADER.DATA_DIRECTORY[3]  # IMAGE_DIRECTORY_ENTRY_EXCEPTION
+    entries = dict(arm64_unwind.decode_pdata(pe.get_data(directory.VirtualAddress, directory.Size)))
+    function = arm64_unwind.decode_function(guard, entries[guard], pe.get_data)
+    assert function.handler_data is not None
+    data = bytearray(ARM64_IMAGE.read_bytes())
+    count = pe.get_offset_from_rva(function.handler_data)
+    assert data[count : count + 4] == (1).to_bytes(4, "little")
+    data[count : count + 4] = bytes(4)
+    broken = tmp_path / "ppm_pep.sys"
+    broken.write_bytes(bytes(data))
+    host = FakeHost()
+    del host.system_registers[AMCGCR_EL0]
+    session = Session(host, arch="arm64", image=broken)
     crash = session.boot()["crash"]
     assert crash["code"] == 0x1E
-    assert crash["parameters"][0] == STATUS_ILLEGAL_INSTRUCTION
-    assert crash["parameters"][1] == crash["address"]
-    assert "S3_3_C13_C2_2" in crash["what"]
+    assert crash["parameters"][:2] == [STATUS_ILLEGAL_INSTRUCTION, crash["address"]]
+    assert crash["address"] == session.loaded["image_base"] + guard
+    assert "no __except handler in any frame" in crash["what"]
     assert host.registered is None
 
 
@@ -206,8 +276,10 @@ def test_arm64_undefined_instruction_brk_fastfail_and_trap():
     assert crash["code"] == 0x139 and crash["parameters"][0] == 7
     assert crash["address"] == fastfail
     runner.uc.mem_write(trap, (0xD4200000 | 1 << 5).to_bytes(4, "little"))  # brk #1
+    # brk #1: a breakpoint exception, dispatched; no function (and so no scope) covers it.
     crash = session.command({"op": "call", "address": trap, "args": []})["crash"]
-    assert crash["code"] == 0x1E and crash["parameters"][:3] == [0x80000003, trap, 1]
+    assert crash["code"] == 0x1E and crash["parameters"][:2] == [0x80000003, trap]
+    assert "no __except handler in any frame" in crash["what"]
 
 
 def test_arm64_hang_limit():
@@ -299,39 +371,6 @@ def test_arm64_nested_call_while_waiting_for_an_mrs_answer():
     assert counts[1] > counts[0] > 0
     stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
     assert stack[processor]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
-
-
-def test_arm64_image_with_an_exception_handler_is_refused(tmp_path):
-    """The runner has no ARM64 exception dispatch: an image whose .xdata announces a handler
-    (the X bit) is refused at load rather than run without one."""
-    import pefile
-
-    pe = pefile.PE(str(ARM64_IMAGE))
-    directory = pe.OPTIONAL_HEADER.DATA_DIRECTORY[3]  # IMAGE_DIRECTORY_ENTRY_EXCEPTION
-    pdata = pe.get_data(directory.VirtualAddress, directory.Size)
-    unwind = next(
-        word
-        for word in (
-            int.from_bytes(pdata[n + 4 : n + 8], "little") for n in range(0, len(pdata), 8)
-        )
-        if word & 3 == 0  # an .xdata record, not packed unwind data
-    )
-    offset = pe.get_offset_from_rva(unwind)
-    data = bytearray(ARM64_IMAGE.read_bytes())
-    header = int.from_bytes(data[offset : offset + 4], "little")
-    assert not header >> 20 & 1
-    data[offset : offset + 4] = (header | 1 << 20).to_bytes(4, "little")
-    broken = tmp_path / "ppm_pep.sys"
-    broken.write_bytes(bytes(data))
-    from protocol import Channel
-    from runner import Runner
-
-    load = {"op": "load", "image": str(broken), "map": str(ARM64_MAP), "arch": "arm64"}
-    out = io.StringIO()
-    line = json.dumps({**load, "stack_bytes": 24576}) + "\n"
-    assert Runner(Channel(io.StringIO(line), out)).serve() == 2
-    error = json.loads(out.getvalue())["error"]
-    assert "exception handler" in error and "no ARM64 exception dispatch" in error
 
 
 def test_arm64_over_the_line_protocol():

@@ -81,7 +81,8 @@ def test_swapped_callbacks_swap_the_two_store_displacements(tmp_path, capsys):
     status, text = patch("swapped-callbacks", IMAGE, out, capsys)
     assert status == 0, text
     changed = differing(out)
-    # Two 4-byte displacements, D1 and D1 + 8 (0x1c8 and 0x1d0: one byte each differs).
+    # Two displacements, D1 and D1 + 8 (e.g. 0x60 and 0x68: one byte each differs); the store's
+    # displacement starts 4 bytes in (REX, 89, ModRM, SIB) whether it is disp8 or disp32.
     assert 2 <= len(changed) <= 8
     assert 8 <= changed[-1] - changed[0] < 24
     first = offset_to_rva(changed[0])
@@ -93,8 +94,10 @@ def test_swapped_callbacks_swap_the_two_store_displacements(tmp_path, capsys):
     after = list(md.disasm(pefile.PE(str(out), fast_load=True).get_data(start, 64), start))
     pairs = [(b, a) for b, a in zip(before, after, strict=False)]
     assert [b.mnemonic for b, _ in pairs[:4]] == ["lea", "mov", "lea", "mov"]
+    # `[rip + 0x…]` or `[rip - 0x…]`: the callbacks may lie after or before the function.
     targets = [
-        b.address + b.size + int(b.op_str.split("+ ")[1].rstrip("]"), 16) for b, _ in pairs[:4:2]
+        b.address + b.size + int(b.op_str.split("[rip ")[1].rstrip("]").replace(" ", ""), 16)
+        for b, _ in pairs[:4:2]
     ]
     assert targets == [
         function_rva("accept_device_notification"),

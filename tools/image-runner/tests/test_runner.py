@@ -10,6 +10,7 @@ from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Sessio
 
 import printf
 from layout import KMDF_TABLE
+from protocol import ProtocolError
 
 pytestmark = pytest.mark.skipif(
     not IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh"
@@ -554,3 +555,66 @@ def test_changed_runs_span_slices_and_coalesce():
     after[1000] = 0  # unchanged
     assert _changed_runs(before, bytes(after)) == [(250, 262), (4095, 4096)]
     assert _changed_runs(before, before) == []
+
+
+def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
+    """A call that carries its processor and its payload's page (its interrupt windows are
+    inert): FEEDBACK_READ asks for neither the page nor the processor, and its CLI and STI
+    reach the host, in order, with the first counter request and with the `done`."""
+    session = booted(FakeHost(advancing=True))
+    processor, handle = registered_processor(session)
+    one_counter_announced(session, processor, handle)
+    host, channel = session.host, session.channel
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    here = {"index": 0, "group": 0, "number": 0}
+    counts = []
+    for _ in range(2):
+        host.memory[PAYLOAD] = bytearray(0x1000)
+        before, carried = len(host.requests), len(channel.carried)
+        pages = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
+        done = session.command({**read, "processor": here, "pages": pages})
+        assert done["rax"] & 0xFF == 1
+        asked = [r["host"] for r in host.requests[before:]]
+        assert "read" not in asked and "current_processor" not in asked, asked
+        messages = channel.carried[carried:]
+        # The masking travels with the first request after CLI and with the done after STI.
+        masking = [(message, deferred) for message, deferred in messages if deferred]
+        assert masking == [(messages[0][0], [False]), ("done", [True])], messages
+        assert messages[0][0] in ("rdtsc", "rdmsr"), messages
+        assert host.interrupts[-2:] == [False, True]
+        page = bytearray(0x1000)
+        apply(page, done["writes"])
+        counts.append(int.from_bytes(page[8:16], "little"))
+    assert counts[1] > counts[0]
+
+
+def test_a_call_without_its_processor_asks_for_each():
+    """Without `processor` (ppm-sim may inject a notification at any of them), every
+    interrupt change and the current processor are host requests of their own."""
+    session = booted(FakeHost(advancing=True))
+    processor, handle = registered_processor(session)
+    one_counter_announced(session, processor, handle)
+    host = session.host
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    before = len(host.requests)
+    session.command({"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]})
+    asked = [r["host"] for r in host.requests[before:]]
+    assert asked.count("interrupts") == 2 and "current_processor" in asked and "read" in asked
+    assert not any(deferred for _, deferred in session.channel.carried)
+
+
+@pytest.mark.parametrize(
+    "pages",
+    [
+        [[PAYLOAD + 8, "00" * 0x1000]],  # not a page boundary
+        [[PAYLOAD, "00" * 16]],  # not a whole page
+        [[0x0000_8000_0000_0000, "00" * 0x1000]],  # above the user half
+        [PAYLOAD],  # not [address, hex]
+        "x",
+    ],
+)
+def test_a_call_with_malformed_pages_is_refused(pages):
+    session = booted()
+    device, _ = callbacks(session)
+    with pytest.raises(ProtocolError):
+        session.command({"op": "call", "address": device, "args": [1, PAYLOAD], "pages": pages})

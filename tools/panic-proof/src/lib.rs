@@ -27,6 +27,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsiz
 
 use ppm_engine::abi::{NTSTATUS, PEP_INFORMATION, PHYSICAL_COUNTER_RESOURCE_LIST};
 use ppm_engine::driver::registry::{Lookup, ValueSource};
+use ppm_engine::driver::services::time_date_stamp_of;
 use ppm_engine::driver::{KernelServices, LogLevel, PoolBlock, StateKey, driver_entry};
 use ppm_engine::platform::{InterruptsMasked, Passive, PerformanceCounter};
 use ppm_engine::{
@@ -237,7 +238,7 @@ impl ValueSource for ProofValues {
     }
 }
 
-/// The `State` key: every write answers an opaque status.
+/// The `Boot` key: every write answers an opaque status.
 #[derive(Debug)]
 pub struct ProofState;
 
@@ -274,6 +275,15 @@ impl KernelServices for ProofKernel {
 
     fn architecture(&self) -> &'static str {
         "x64"
+    }
+
+    fn image_time_date_stamp(&self) -> u32 {
+        // As the driver reads its header: the engine's parser over bytes the optimiser cannot
+        // see (any prefix of the value buffer).
+        // SAFETY: read-only bytes (see `ValueBytes`).
+        let bytes: &[u8; 4096] = unsafe { &*PPM_PROOF_VALUE.0.get() };
+        let length = usize::try_from(choice(9)).unwrap_or(0) % (bytes.len() + 1);
+        time_date_stamp_of(bytes.get(..length).unwrap_or(&[])).unwrap_or(0)
     }
 
     fn open_parameters(&self) -> Result<ProofValues, NTSTATUS> {

@@ -5,8 +5,9 @@
 //! Debian's mingw-w64 kernel headers (`ntifs.h`, `ntddk.h`, `ntstrsafe.h`) and this check's
 //! `include/` declarations (KMDF 1.31 and the few kernel items mingw-w64 lacks), for KMDF 1.31.
 //!
-//! Environment: `PPM_MINGW_INCLUDE` (default `/usr/share/mingw-w64/include`) and
-//! `PPM_CHECK_INCLUDE` (this check's `include/`).
+//! Environment: `PPM_MINGW_INCLUDE` (default `/usr/share/mingw-w64/include`),
+//! `PPM_CHECK_INCLUDE` (this check's `include/`), and `CLANG_PATH` with `LIBCLANG_PATH` (one
+//! LLVM's clang and libclang, set by `scripts/lib/windows-target.sh`).
 
 use std::env;
 use std::fmt::Write as _;
@@ -35,6 +36,8 @@ fn main() {
     let extra = env::var("PPM_CHECK_INCLUDE").expect("PPM_CHECK_INCLUDE: the check's include/");
     println!("cargo::rerun-if-env-changed=PPM_MINGW_INCLUDE");
     println!("cargo::rerun-if-env-changed=PPM_CHECK_INCLUDE");
+    println!("cargo::rerun-if-env-changed=CLANG_PATH");
+    println!("cargo::rerun-if-env-changed=LIBCLANG_PATH");
     println!("cargo::rerun-if-changed={extra}");
     println!("cargo::rustc-check-cfg=cfg(driver_model__driver_type, values(\"WDM\",\"KMDF\",\"UMDF\"))");
     println!("cargo::rustc-cfg=driver_model__driver_type=\"KMDF\"");
@@ -134,16 +137,18 @@ fn wdk_default(mingw: &str, extra: &str) -> Builder {
         .rust_edition(RustEdition::Edition2024)
 }
 
-/// clang's own headers (`stddef.h`, intrinsics), which `-nostdinc` drops with the host's.
+/// clang's own headers (`stddef.h`, intrinsics), which `-nostdinc` drops with the host's: those
+/// of `CLANG_PATH`, the clang whose LLVM's libclang `LIBCLANG_PATH` makes bindgen load (another
+/// version's libclang rejects these headers' builtins).
 fn clang_resource_include() -> Vec<String> {
-    let output = std::process::Command::new("clang").arg("-print-resource-dir").output();
-    match output {
-        Ok(output) if output.status.success() => {
-            let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            vec![format!("--include-directory={dir}/include")]
-        }
-        _ => Vec::new(),
-    }
+    let clang = env::var("CLANG_PATH").expect("CLANG_PATH: the clang of LIBCLANG_PATH's LLVM");
+    let output = std::process::Command::new(&clang)
+        .arg("-print-resource-dir")
+        .output()
+        .unwrap_or_else(|error| panic!("{clang} -print-resource-dir: {error}"));
+    assert!(output.status.success(), "{clang} -print-resource-dir failed");
+    let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    vec![format!("--include-directory={dir}/include")]
 }
 
 /// `wdf_function_count.rs` as `wdk-sys` generates it for KMDF >= 1.25.

@@ -1,0 +1,46 @@
+# How every host-side script gets what it needs: Debian packages and Python virtual
+# environments. Sourced, never run; the caller sets LOG_NAME (its name, for messages).
+#
+# debian_install PACKAGE ...
+#     apt-installs the packages (as root; otherwise fails naming them). Refreshes the package
+#     lists once per process, waits up to 10 minutes for another apt/dpkg to release its lock
+#     (a fresh machine's first minutes often run one) instead of failing at once, and prints
+#     what it installs on stderr.
+# python_venv VENV REQUIREMENTS
+#     makes VENV a virtual environment with exactly the pinned REQUIREMENTS (a requirements
+#     file) installed; reinstalled when the file changes (its installed copy is the stamp),
+#     left alone otherwise. python3-venv is apt-installed when python3 lacks it.
+
+# How long apt-get waits for the dpkg lock, in seconds.
+SETUP_APT_LOCK_TIMEOUT=600
+
+debian_install() {
+    (($#)) || return 0
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "$LOG_NAME: missing Debian packages: $* (run as root or install them)" >&2
+        return 1
+    fi
+    echo "$LOG_NAME: installing $*" >&2
+    local apt=(apt-get -qq -o "DPkg::Lock::Timeout=$SETUP_APT_LOCK_TIMEOUT")
+    if [[ -z ${SETUP_APT_UPDATED:-} ]]; then
+        DEBIAN_FRONTEND=noninteractive "${apt[@]}" update >/dev/null
+        SETUP_APT_UPDATED=1
+    fi
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y "$@" >/dev/null
+}
+
+python_venv() {
+    local venv=$1 requirements=$2
+    local stamp=$venv/requirements.txt
+    if [[ -x $venv/bin/python ]] && cmp -s "$requirements" "$stamp"; then
+        return 0
+    fi
+    echo "$LOG_NAME: preparing $venv" >&2
+    mkdir -p "$(dirname "$venv")"
+    if ! python3 -m venv --clear "$venv" >/dev/null 2>&1; then
+        debian_install python3-venv
+        python3 -m venv --clear "$venv" >&2
+    fi
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements" >&2
+    cp "$requirements" "$stamp"
+}
