@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pefile
 
-from pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, u16, u32
+from pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, stack_identity, u16, u32
 
 KINDS = (
     "undocumented-import",
@@ -197,9 +197,13 @@ def main(argv=None):
         if copy_beside:
             # The image backend reads the map and stack.txt beside the image.
             shutil.copyfile(map_path, Path(out).with_suffix(".map"))
+            # Its figures still hold (no patch changes a frame), re-identified for the
+            # patched CheckSum.
             stack = Path(source).with_name("stack.txt")
             if stack.is_file():
-                shutil.copyfile(stack, Path(out).with_name("stack.txt"))
+                _, _, figures = stack.read_text().partition("\n")
+                identity = stack_identity(pefile.PE(data=bytes(data), fast_load=True))
+                Path(out).with_name("stack.txt").write_text(f"{identity}\n{figures}")
     except (ImageError, PatchError, OSError) as error:
         print(f"broken_image {kind}: {error}", file=sys.stderr)
         return 2

@@ -38,7 +38,7 @@ from pathlib import Path
 import pefile
 
 import stack
-from pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle, u32
+from pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle, stack_identity, u32
 
 ALLOWED_MODULES = ("ntoskrnl.exe", "HAL.dll", "WDFLDR.SYS")
 USER_MODE_DLLS = (
@@ -467,18 +467,8 @@ def run(image, documented, arch, stack_report=None):
     failures += stack_failures
     notes += stack_notes
     if stack_report:
-        Path(stack_report).write_text("\n".join([stack_identity(image), *stack_notes]) + "\n")
+        Path(stack_report).write_text("\n".join([stack_identity(image.pe), *stack_notes]) + "\n")
     return failures, notes
-
-
-def stack_identity(image):
-    """The first line of the stack report: which image its figures are of (ppm-sim refuses a
-    stack.txt whose line does not match the image it runs, sim/src/image/pe.rs)."""
-    return (
-        f"image TimeDateStamp {image.pe.FILE_HEADER.TimeDateStamp:#010x} "
-        f"CheckSum {image.pe.OPTIONAL_HEADER.CheckSum:#010x} "
-        f"SizeOfImage {image.pe.OPTIONAL_HEADER.SizeOfImage:#x}"
-    )
 
 
 def main(argv=None):

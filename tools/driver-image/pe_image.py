@@ -57,6 +57,16 @@ MAX_SCOPE_ENTRIES = 1024
 MAX_CHAIN_DEPTH = 32
 
 
+def stack_identity(pe) -> str:
+    """The first line of stack.txt: which image its figures are of (ppm-sim refuses a
+    stack.txt whose line does not match the image it runs, sim/src/image/pe.rs)."""
+    return (
+        f"image TimeDateStamp {pe.FILE_HEADER.TimeDateStamp:#010x} "
+        f"CheckSum {pe.OPTIONAL_HEADER.CheckSum:#010x} "
+        f"SizeOfImage {pe.OPTIONAL_HEADER.SizeOfImage:#x}"
+    )
+
+
 class ImageError(Exception):
     """The image (or its map) cannot be read as expected."""
 
