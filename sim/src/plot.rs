@@ -3,16 +3,16 @@
 //!
 //! The picture has two parts, under one title and a line that says what is shown:
 //!
-//! - **The overview** ([`overview`]): one row per processor (all of them, 1 to 2048), time
+//! - **The overview** (`overview`): one row per processor (all of them, 1 to 2048), time
 //!   across, each cell the `% Processor Performance` Windows shows for that time (the measured
 //!   rate over the PEP's nominal rate, as the report's `% perf`), on a colour scale; cells where
 //!   nothing can be measured say why in their own colour — idle, asleep, not present
 //!   (hot-removed or not yet hot-added), no counters — and reads refused correctly, faults and
-//!   errors are marked over the heat. At most [`overview::MAX_BINS`] time bins (a whole number
+//!   errors are marked over the heat. At most `overview::MAX_BINS` time bins (a whole number
 //!   of sample intervals each) and at least one pixel row per processor; the SVG carries the
 //!   cells as one embedded PNG image, so its size and the time it takes to open stay small at
 //!   2048 processors.
-//! - **The detail panels** ([`detail`]): for each chosen processor (at most
+//! - **The detail panels** (`detail`): for each chosen processor (at most
 //!   [`MAX_PLOTTED_PROCESSORS`], default the first [`DEFAULT_PLOTTED_PROCESSORS`]; the line
 //!   above says "8 of 17 processors shown"), the frequency Windows computes from each interval
 //!   of the FREQUENCY counter (blue) against the simulated truth of that interval (green), the
@@ -26,13 +26,13 @@
 //! (`ΔActual / ΔNominal`, in %), against the truth over the simulated processor's nominal rate
 //! — the two differ when the engine's nominal rate is wrong.
 //!
-//! A read is judged as the checks judge it ([`Outcome`]): refusing a read whose counter access
+//! A read is judged as the checks judge it (`Outcome`): refusing a read whose counter access
 //! faulted, or a read made on another processor than its handle's, is correct; refusing a read
 //! of working counters, or serving a faulted or foreign one, is an error.
 //!
 //! Drawn with `plotters` as SVG; PNG is that SVG rasterised with `resvg` (text in the system's
 //! fonts), the overview's cells drawn into it pixel for pixel. Every user-supplied string (the
-//! scenario's name, device ids) passes through [`shown`] before it is drawn.
+//! scenario's name, device ids) passes through `shown` before it is drawn.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -492,7 +492,7 @@ fn coverage(
 /// `image.coverage` over a suite: every function of the driver's own code ran in some scenario,
 /// or is listed in [`NOT_EXECUTED`] with its reason.
 ///
-/// "Own" is [`OWN_CODE`]: the `ppm_pep` crate's object (`src/`) and the C objects (the SEH
+/// "Own" is `OWN_CODE`: the `ppm_pep` crate's object (`src/`) and the C objects (the SEH
 /// shim, the KMDF stub); the engine's and the libraries' functions are reported per crate and
 /// not required (LTO inlines most of the engine into the entry points, and the engine's own
 /// tests cover it on the host).
