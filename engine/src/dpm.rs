@@ -10,11 +10,12 @@
 //! resource of a processor), `PEP_DPM_DEVICE_POWER_STATE` (acknowledged, nothing written),
 //! `PEP_DPM_POWER_CONTROL_REQUEST` (`Status` = `STATUS_NOT_IMPLEMENTED`: the PEP owns the
 //! processor but defines no control code) and `PEP_DPM_WORK` (`NeedWork` FALSE: it never
-//! requests work). Every other notification returns FALSE. [`crate::notifications`] is the table of
-//! every id with the documentation each answer follows.
+//! requests work). Every other notification returns FALSE. [`crate::notifications`] is the
+//! table of every id with the documentation each answer follows.
 //!
 //! IRQL: `PASSIVE_LEVEL` (prepare, register, unregister, abandon), `<= DISPATCH_LEVEL` (device
-//! started, device power state), `<= HIGH_LEVEL` (register crashdump device, refused). Nothing allocates or waits; every transition is a compare-exchange, so concurrent
+//! started, device power state), `<= HIGH_LEVEL` (register crashdump device, refused). Nothing
+//! allocates or waits; every transition is a compare-exchange, so concurrent
 //! notifications for different devices are safe, and so are a repeated or stale UNREGISTER and
 //! concurrent PREPAREs of one id (model-checked with loom, `engine/tests/loom.rs`).
 //!
@@ -77,8 +78,7 @@ fn component_idle_state(data: Data<'_, Dpm>) -> bool {
 }
 
 /// `PEP_DPM_DEVICE_POWER_STATE`: IRQL <= `DISPATCH_LEVEL` (see [`PEP_DPM_DEVICE_POWER_STATE`]).
-/// Informational: "The PEP does not write to
-/// this structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle,
+/// Informational: "The PEP does not write to this structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle,
 /// nothing written; refused for any other handle.
 fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
     let Some(data) = data.get::<PEP_DEVICE_POWER_STATE>() else { return false };
