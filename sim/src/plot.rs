@@ -490,9 +490,8 @@ const MAX_NAME_SHOWN: usize = 64;
 /// terminal sees them raw and the SVG stays well-formed XML; the SVG backend escapes `<`, `>`,
 /// `&` and quotes).
 fn shown(text: &str, limit: usize) -> String {
-    let head: String = text.chars().take(limit).collect();
-    let mut out = crate::text::escaped(&head).into_owned();
-    if text.chars().nth(limit).is_some() {
+    let (mut out, cut) = crate::text::escaped_head(text, limit);
+    if cut {
         out.push('…');
     }
     out

@@ -16,9 +16,9 @@ use std::fmt::Write as _;
 
 /// Whether `c` is printed escaped.
 ///
-/// Every control character (C0, DEL, C1: `char::is_control`) and the Unicode characters that reorder or break a line on a terminal — the bidirectional
-/// embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) and the line and paragraph
-/// separators (U+2028, U+2029).
+/// Every control character (C0, DEL, C1: `char::is_control`) and the Unicode characters that
+/// reorder or break a line on a terminal — the bidirectional embeddings, overrides and isolates
+/// (U+202A–U+202E, U+2066–U+2069) and the line and paragraph separators (U+2028, U+2029).
 #[must_use]
 pub fn is_escaped(c: char) -> bool {
     c.is_control()
@@ -48,6 +48,14 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// The first `limit` characters of `text`, [`escaped`], and whether `text` was longer (the
+/// caller says how it was cut).
+#[must_use]
+pub fn escaped_head(text: &str, limit: usize) -> (String, bool) {
+    let head: String = text.chars().take(limit).collect();
+    (escaped(&head).into_owned(), text.chars().nth(limit).is_some())
 }
 
 /// `value` as pretty JSON in which every character [`is_escaped`] says is written `\uXXXX`.

@@ -284,11 +284,8 @@ fn sections(
     for index in 0..usize::from(count) {
         let at = table + index * SECTION_HEADER_BYTES;
         let raw_name = bytes.get(at..at + 8).unwrap_or_default();
-        let name: String = String::from_utf8_lossy(raw_name)
-            .trim_end_matches('\0')
-            .chars()
-            .map(|c| if c.is_control() { '?' } else { c })
-            .collect();
+        let name = crate::text::escaped(String::from_utf8_lossy(raw_name).trim_end_matches('\0'))
+            .into_owned();
         let number = |offset| u32_at(bytes, at + offset).unwrap_or(0);
         let (virtual_size, rva) = (number(8), number(12));
         let (raw_size, raw_offset) = (number(16), number(20));

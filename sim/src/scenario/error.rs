@@ -26,11 +26,9 @@ pub const MAX_ECHOED_CHARS: usize = 64;
 /// [`MAX_ECHOED_CHARS`] characters of it, then `…` and its length when it is longer.
 #[must_use]
 pub fn shown(text: &str) -> String {
-    let head: String = text.chars().take(MAX_ECHOED_CHARS).collect();
-    let mut out = crate::text::escaped(&head).into_owned();
-    let count = text.chars().count();
-    if count > MAX_ECHOED_CHARS {
-        let _ = write!(out, "… ({count} characters)");
+    let (mut out, cut) = crate::text::escaped_head(text, MAX_ECHOED_CHARS);
+    if cut {
+        let _ = write!(out, "… ({} characters)", text.chars().count());
     }
     out
 }
