@@ -192,9 +192,9 @@ pub const PE_HEADER_BYTES: usize = 512;
 
 /// The `TimeDateStamp` of the PE image whose first bytes are `header`.
 ///
-/// `header` is the image's start as mapped: the DOS header, `e_lfanew` at 0x3C, then `PE\0\0` and the COFF file header, whose
-/// `TimeDateStamp` is at byte 8 — Microsoft's "PE Format"); `None` when `header` is not a PE
-/// image's start or too short. Any IRQL: it only reads `header`.
+/// `header` is the image's start as mapped: the DOS header with `e_lfanew` at 0x3C, then
+/// `PE\0\0` and the COFF file header, whose `TimeDateStamp` is at byte 8 (Microsoft's "PE
+/// Format"); `None` when `header` is not a PE image's start or too short. Any IRQL: it only reads `header`.
 #[must_use]
 pub fn time_date_stamp_of(header: &[u8]) -> Option<u32> {
     let field =

@@ -83,7 +83,7 @@ impl ImageCallbacks {
         if platform::interrupt_windows_inert() {
             command["processor"] = processor_answer(self.platform.current_processor_index());
         }
-        let done = self.runner.command_with_pages(&command, &[data], &host).ok()?;
+        let done = self.runner.command_with_pages(command, &[data], &host).ok()?;
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner).absorb(host.ledger());
         match crash_of(&done) {
             Ok(Some(crash)) => {

@@ -197,7 +197,7 @@ impl Runner {
         command: &Value,
         host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
-        self.command_with_pages(command, &[], host)
+        self.command_with_pages(command.clone(), &[], host)
     }
 
     /// As [`Self::command`], with the pages of this process that hold `addresses` sent along
@@ -209,14 +209,13 @@ impl Runner {
     /// As [`Self::command`].
     pub fn command_with_pages(
         &self,
-        command: &Value,
+        mut command: Value,
         addresses: &[u64],
         host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
         if let Some(error) = self.error() {
             return Err(error);
         }
-        let mut command = command.clone();
         let mut served = Vec::new();
         if !addresses.is_empty() {
             let mut pages = Vec::new();
