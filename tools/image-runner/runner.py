@@ -1050,11 +1050,11 @@ class Runner(Services):
         the failure to return instead of serving the call."""
         if self.verifier is None:
             return None
-        site = self.return_address()
+        address = site = self.return_address()
         if IMAGE_BASE <= site < IMAGE_BASE + self.image.size:
             site -= IMAGE_BASE
         irql = effective_irql(self.irql, self.interrupts)
-        return self.verifier.check_call(name, site, irql, self.arg)
+        return self.verifier.check_call(name, site, irql, self.arg, address)
 
     def _stub(self, uc: Uc, address: int, size: int, _: Any) -> None:
         try:

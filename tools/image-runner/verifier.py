@@ -131,9 +131,12 @@ class Verifier:
 
     # ---- IRQL and low resources ---------------------------------------------------------
 
-    def check_call(self, name: str, site: int, irql: int, argument: Any) -> int | None:
-        """A call of `name` from `site` (an RVA) at `irql`: raises the bug check of a rule it
-        breaks; returns the failure to inject, or None to serve the call."""
+    def check_call(
+        self, name: str, site: int, irql: int, argument: Any, address: int = 0
+    ) -> int | None:
+        """A call of `name` from `site` (an RVA; `address` where that is) at `irql`: raises
+        the bug check of a rule it breaks; returns the failure to inject, or None to serve
+        the call."""
         rule = self.rules.get(name)
         if rule is None:
             if name not in self.unruled:
@@ -152,6 +155,7 @@ class Verifier:
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
                 [rule.rule_id, irql, limit, site],
                 f"Driver Verifier: {what} ({rule.doc})",
+                address,
             )
         if rule.failure is None:
             return None
