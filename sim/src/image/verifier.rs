@@ -136,6 +136,9 @@ pub struct RunnerVerdict {
     pub pool: PoolReport,
     /// KMDF registry keys and ETW registrations.
     pub handles: HandleReport,
+    /// Calls of the `PoFx` runtime services `PoFx` handed the image.
+    #[serde(default)]
+    pub pofx_calls: u64,
     /// The image's instructions per notification label (`ppm:10`).
     pub instructions: BTreeMap<String, Cost>,
 }
@@ -278,10 +281,13 @@ fn irql_violation(violation: &Value) -> String {
     )
 }
 
-/// A run's checks: `image.irql` (every call within its IRQL, every import ruled) and
-/// `image.pool` (no bad free, overrun, access to freed pool, or handle misuse).
+/// A run's checks: `image.irql` and `image.pool`.
+///
+/// `image.irql`: every call within its IRQL, every import ruled. `image.pool`: no bad free,
+/// overrun, access to freed pool, handle misuse, or [`leaks`] after `DriverEntry` returned
+/// `status` and a PEP was `published` or not.
 #[must_use]
-pub fn run_checks(verdict: &RunnerVerdict) -> Vec<CheckResult> {
+pub fn run_checks(verdict: &RunnerVerdict, status: NTSTATUS, published: bool) -> Vec<CheckResult> {
     let irql = &verdict.irql;
     let irql_check = if irql.violations.is_empty() && irql.unruled.is_empty() {
         CheckResult::new(
@@ -300,6 +306,7 @@ pub fn run_checks(verdict: &RunnerVerdict) -> Vec<CheckResult> {
     };
     let mut pool = compact(&verdict.pool.violations);
     pool.extend(compact(&verdict.handles.violations));
+    pool.extend(leaks(verdict, status, published));
     let pool_check = if pool.is_empty() {
         CheckResult::new(
             "image.pool",
@@ -326,8 +333,6 @@ pub struct InjectedRun {
     pub published: bool,
     /// `Boot\Registered` and `Boot\FailedStep`, when the key was written.
     pub state: Option<(Option<String>, Option<String>)>,
-    /// The PoFx service calls made.
-    pub pofx_services: usize,
     /// The runner's verdict.
     pub verdict: RunnerVerdict,
 }
@@ -601,25 +606,15 @@ pub fn judge_injected(options: &VerifierOptions, run: &InjectedRun) -> Vec<Strin
     };
     if let Some((function, _, _)) = &options.fail
         && function == "PoFxRegisterPluginEx"
-        && (run.published || run.pofx_services > 0)
+        && (run.published || verdict.pofx_calls > 0)
     {
         wrong.push(format!(
             "{what}: a PEP was published or PoFx called although registration failed"
         ));
     }
-    if !succeeded(status) || !run.published {
-        // Nothing may be left: DriverEntry failed (its unwinding frees everything), or the
-        // driver loaded without a PEP and was unloaded.
-        if !verdict.pool.outstanding.is_empty() {
-            wrong.push(format!("{what}: {} pool blocks leaked", verdict.pool.outstanding.len()));
-        }
-        if verdict.handles.etw_registered > 0 {
-            wrong.push(format!(
-                "{what}: {} ETW providers left registered",
-                verdict.handles.etw_registered
-            ));
-        }
-    }
+    wrong.extend(
+        leaks(verdict, status, run.published).into_iter().map(|leak| format!("{what}: {leak}")),
+    );
     // A value the failing call did not let the driver write is absent, not wrong.
     let state_write_failed = options.fail.as_ref().is_some_and(|(function, _, _)| {
         matches!(function.as_str(), "WdfRegistryAssignULong" | "WdfRegistryAssignValue")
@@ -653,6 +648,26 @@ pub fn judge_injected(options: &VerifierOptions, run: &InjectedRun) -> Vec<Strin
         }
     }
     wrong
+}
+
+/// What a run left behind that it must not have.
+///
+/// When `DriverEntry` failed (its unwinding frees everything) or the driver loaded without
+/// publishing a PEP (it was unloaded), no pool block and no ETW registration may be left
+/// (Verifier's pool tracking at unload).
+#[must_use]
+pub fn leaks(verdict: &RunnerVerdict, status: NTSTATUS, published: bool) -> Vec<String> {
+    let mut found = Vec::new();
+    if succeeded(status) && published {
+        return found;
+    }
+    if !verdict.pool.outstanding.is_empty() {
+        found.push(format!("{} pool blocks leaked", verdict.pool.outstanding.len()));
+    }
+    if verdict.handles.etw_registered > 0 {
+        found.push(format!("{} ETW providers left registered", verdict.handles.etw_registered));
+    }
+    found
 }
 
 /// One architecture's verdict from its base runs and its injected runs (with their options).

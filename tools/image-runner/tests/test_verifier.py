@@ -166,3 +166,22 @@ def test_a_malformed_request_is_refused():
         make({"fail": {"function": "ExFreePool", "site": 1, "occurrence": 0}})
     with pytest.raises(ProtocolError):
         make({"fault": {"access": "rdmsr", "register": 1, "site": 1, "phase": "later"}})
+
+
+def test_dbgprintex_unicode_conversions_are_passive_only():
+    import printf
+
+    assert printf.unicode_conversions(b"%s %d %ws %wZ %S %lc %hs %C") == [
+        "%ws",
+        "%wZ",
+        "%S",
+        "%lc",
+        "%C",
+    ]
+    rules = make(imports=["DbgPrintEx"])
+    assert rules.check_call("DbgPrintEx", 0, ddi_rules.DISPATCH_LEVEL, no_arguments) is None
+    with pytest.raises(Crash):
+        rules.check_call("DbgPrintEx", 0, ddi_rules.APC_LEVEL, no_arguments, 0, "%ws")
+    assert (
+        rules.check_call("DbgPrintEx", 0, ddi_rules.PASSIVE_LEVEL, no_arguments, 0, "%ws") is None
+    )
