@@ -36,7 +36,7 @@ pub mod device_id;
 pub mod dpm;
 pub mod driver;
 pub mod host;
-pub mod notifications;
+pub mod notification;
 mod payload;
 pub mod pep;
 pub mod perf;
