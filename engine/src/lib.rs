@@ -37,7 +37,7 @@ pub mod dpm;
 pub mod driver;
 pub mod host;
 pub mod notification;
-mod payload;
+pub mod payload;
 pub mod pep;
 pub mod perf;
 pub mod platform;
