@@ -79,12 +79,14 @@ impl<'a, C: Class> Data<'a, C> {
 
     /// The notification id.
     #[inline]
+    #[must_use]
     pub const fn id(&self) -> u32 {
         self.id
     }
 
     /// The data as a `T`, when the notification is `T`'s and the pointer non-NULL and aligned.
     #[inline]
+    #[must_use]
     pub fn get<T: Payload<C>>(self) -> Option<&'a mut T> {
         let data = self.pointer::<T>()?;
         // SAFETY: the one dereference of every handler. `data` is non-NULL and aligned
@@ -97,6 +99,7 @@ impl<'a, C: Class> Data<'a, C> {
     /// As [`Self::get`], as a pointer: for a structure the caller sized beyond `T`
     /// (`QUERY_FEEDBACK_COUNTERS`' `Count` descriptors), which a reference to `T` cannot span.
     #[inline]
+    #[must_use]
     pub fn pointer<T: Payload<C>>(self) -> Option<NonNull<T>> {
         if self.id != T::ID {
             return None;
