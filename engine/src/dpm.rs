@@ -33,6 +33,7 @@ use crate::abi::{
     PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEP_WORK, PEPHANDLE, PepDeviceAccepted,
     PepDeviceNotAccepted, STATUS_NOT_IMPLEMENTED, TRUE,
 };
+use crate::notification::handled;
 use crate::payload::{Data, Dpm};
 use crate::pep::Pep;
 use crate::platform::Platform;
@@ -51,21 +52,7 @@ pub(crate) fn dispatch<P: Platform>(
     data: Data<'_, Dpm>,
     prepared: PreparedDevice,
 ) -> bool {
-    /// The `match`: the handled DPM rows' arms, accumulated.
-    macro_rules! arms {
-        (() dpm: [$($dpm:tt),* $(,)?] ppm: [$($ppm:tt),* $(,)?]) => { arms!(@ [] $($dpm)*) };
-        (@ [$($arms:tt)*]) => {
-            match data.id() {
-                $($arms)*
-                _ => false,
-            }
-        };
-        (@ [$($arms:tt)*] ($id:ident, $payload:tt, {$handler:ident}, $($row:tt)*) $($rest:tt)*) => {
-            arms!(@ [$($arms)* crate::abi::$id => $handler(pep, data, prepared),] $($rest)*)
-        };
-        (@ [$($arms:tt)*] $skipped:tt $($rest:tt)*) => { arms!(@ [$($arms)*] $($rest)*) };
-    }
-    crate::notification::table!(arms)
+    crate::notification::table!(handled dpm data.id(), (pep, data, prepared))
 }
 
 /// `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE`: IRQL <= `DISPATCH_LEVEL`. "The PEP must handle this

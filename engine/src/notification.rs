@@ -145,6 +145,9 @@ pub struct Notification {
     pub irql: u8,
     /// What the PEP answers.
     pub answer: Answer,
+    /// The engine function that handles it (in [`crate::ppm`] or [`crate::dpm`]); `None` when
+    /// it is refused.
+    pub handler: Option<&'static str>,
     /// The bytes of the structure the PEP may write when it returns TRUE; empty when it writes
     /// none (beyond the structure, only `QUERY_FEEDBACK_COUNTERS`' `Count` descriptors).
     pub writes: Range<usize>,
@@ -174,7 +177,7 @@ impl Notification {
     }
 }
 
-/// The table, handed to `$then!` (with `$arg`s first, in parentheses) as
+/// The table, handed to `$then!` (with the tokens after `$then`, in parentheses) as
 /// `($($arg)*) dpm: [rows] ppm: [rows]`, each row, in id order,
 /// `(ID, [payload], {handler}, Answer, IRQL, writes, [offset => bytes, ...])`:
 ///
@@ -190,7 +193,7 @@ impl Notification {
 /// conceptual page's `PASSIVE_LEVEL`: `AcceptDeviceNotification` "can be called at IRQL <=
 /// `DISPATCH_LEVEL`" and Microsoft's i.MX6 PEP asserts no more for it (`docs/notifications.md`).
 macro_rules! table {
-    ($then:ident $(, $arg:tt)*) => { $then! { ($($arg)*)
+    ($then:ident $($arg:tt)*) => { $then! { ($($arg)*)
         dpm: [
         (PEP_DPM_PREPARE_DEVICE, [PEP_PREPARE_DEVICE], {prepare_device}, Handled, PASSIVE_LEVEL, 8..9, []),
         (PEP_DPM_ABANDON_DEVICE, [PEP_ABANDON_DEVICE], {abandon_device}, Handled, PASSIVE_LEVEL, 8..9, []),
@@ -272,6 +275,32 @@ macro_rules! table {
 }
 pub(crate) use table;
 
+/// One class's dispatch: `table!(handled dpm|ppm id, (args))` expands to
+/// `match id { ID => handler(args), ..., _ => false }`, one arm per row of the class that names a
+/// handler (but a `{hot …}` one, which the caller tests before).
+macro_rules! handled {
+    ((dpm $id:expr, $args:tt) dpm: [$($dpm:tt),* $(,)?] ppm: [$($ppm:tt),* $(,)?]) => {
+        crate::notification::handled!(@ $id $args [] $($dpm)*)
+    };
+    ((ppm $id:expr, $args:tt) dpm: [$($dpm:tt),* $(,)?] ppm: [$($ppm:tt),* $(,)?]) => {
+        crate::notification::handled!(@ $id $args [] $($ppm)*)
+    };
+    (@ $id:tt $args:tt [$($arms:tt)*]) => {
+        match $id {
+            $($arms)*
+            _ => false,
+        }
+    };
+    (@ $id:tt $args:tt [$($arms:tt)*] ($row:ident, $payload:tt, {$handler:ident}, $($rest_of_row:tt)*)
+     $($rest:tt)*) => {
+        crate::notification::handled!(@ $id $args [$($arms)* crate::abi::$row => $handler $args,] $($rest)*)
+    };
+    (@ $id:tt $args:tt [$($arms:tt)*] $skipped:tt $($rest:tt)*) => {
+        crate::notification::handled!(@ $id $args [$($arms)*] $($rest)*)
+    };
+}
+pub(crate) use handled;
+
 /// A row's payload as a [`Structure`].
 macro_rules! structure {
     () => {
@@ -279,6 +308,19 @@ macro_rules! structure {
     };
     ($payload:ident) => {
         Some(Structure { name: stringify!($payload), size: size_of::<$payload>() })
+    };
+}
+
+/// A row's handler as its name.
+macro_rules! handler {
+    () => {
+        None
+    };
+    (hot $handler:ident) => {
+        Some(stringify!($handler))
+    };
+    ($handler:ident) => {
+        Some(stringify!($handler))
     };
 }
 
@@ -293,6 +335,7 @@ macro_rules! row {
             payload: structure!($($payload)?),
             irql: $irql,
             answer: Answer::$answer,
+            handler: handler!($($handler)*),
             writes: $start..$end,
             outputs: &[$(Output { offset: $offset, bytes: &$bytes }),*],
         }
@@ -310,6 +353,20 @@ macro_rules! rows {
 }
 
 table!(rows);
+
+// A row names a handler exactly when its answer is TRUE: the dispatch expands from the handlers.
+const _: () = {
+    let mut rest = DPM;
+    let mut other = PPM;
+    while let [row, tail @ ..] = rest {
+        assert!(row.handler.is_some() == row.answer.returns(), "a row's handler and answer");
+        rest = tail;
+        if rest.is_empty() {
+            rest = other;
+            other = &[];
+        }
+    }
+};
 
 /// The rows of `callback`.
 #[must_use]

@@ -31,6 +31,7 @@ use crate::abi::{
     SYSTEM_POWER_STATE,
 };
 use crate::counters::{CounterSource, read_and_accumulate};
+use crate::notification::handled;
 use crate::payload::{Data, Payload, Ppm};
 use crate::pep::Pep;
 use crate::platform::Platform;
@@ -62,21 +63,7 @@ pub(crate) fn dispatch<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<
 /// the notification table; every other id returns FALSE.
 #[inline(never)]
 fn dispatch_other<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
-    /// The `match`: the handled PPM rows' arms, accumulated.
-    macro_rules! arms {
-        (() dpm: [$($dpm:tt),* $(,)?] ppm: [$($ppm:tt),* $(,)?]) => { arms!(@ [] $($ppm)*) };
-        (@ [$($arms:tt)*]) => {
-            match data.id() {
-                $($arms)*
-                _ => false,
-            }
-        };
-        (@ [$($arms:tt)*] ($id:ident, $payload:tt, {$handler:ident}, $($row:tt)*) $($rest:tt)*) => {
-            arms!(@ [$($arms)* crate::abi::$id => $handler(pep, handle, data),] $($rest)*)
-        };
-        (@ [$($arms:tt)*] $skipped:tt $($rest:tt)*) => { arms!(@ [$($arms)*] $($rest)*) };
-    }
-    crate::notification::table!(arms)
+    crate::notification::table!(handled ppm data.id(), (pep, handle, data))
 }
 
 /// `PEP_NOTIFY_PPM_FEEDBACK_READ`: up to `DISPATCH_LEVEL` (or with interrupts disabled), on the
