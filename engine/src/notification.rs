@@ -4,7 +4,7 @@
 //! its payload structure, the IRQL PoFx sends it at, what the PEP answers, and the bytes it may
 //! write. Everything that restates a notification derives from this one table: the engine's
 //! dispatch ([`crate::ppm`], [`crate::dpm`]) and the payload typing ([`crate::payload`]) expand
-//! [`table!`]; the PoFx caller's names and payloads, the fuzz harness's buffer sizes and output
+//! `table!`; the PoFx caller's names and payloads, the fuzz harness's buffer sizes and output
 //! ranges, the emulator's `notifications.documented_answers` check and `docs/notifications.md`
 //! (with the documentation each answer follows, which lives with its generator,
 //! `engine/tests/notifications.rs`) read [`DPM`] and [`PPM`].
