@@ -65,8 +65,10 @@ pub const PASSIVE_LEVEL: u8 = 0;
 pub const APC_LEVEL: u8 = 1;
 /// `DISPATCH_LEVEL`.
 pub const DISPATCH_LEVEL: u8 = 2;
-/// `HIGH_LEVEL` (x64 and ARM64). Also the row of a notification sent with interrupts disabled,
-/// at any IRQL, or with none documented beyond the callback's own bound.
+/// `HIGH_LEVEL` (x64 and ARM64). Also the IRQL of a row sent with interrupts disabled ("called
+/// with interrupts disabled"), "at any IRQL", or with no IRQL documented beyond
+/// `AcceptProcessorNotification`'s own bound. (`FEEDBACK_READ` is `DISPATCH_LEVEL`: it "may be
+/// sent with interrupts disabled", which its path tolerates, but is documented at dispatch.)
 pub const HIGH_LEVEL: u8 = 15;
 
 /// Which callback receives the notification (the two id spaces overlap).
@@ -138,8 +140,8 @@ pub struct Notification {
     pub id: ULONG,
     /// The header's name.
     pub name: &'static str,
-    /// The structure `Data` points to, where the engine's ABI defines it (`None`: none
-    /// documented, or one the engine never reads).
+    /// The structure `Data` points to, where the engine's ABI defines it (`None`: no structure
+    /// documented, or one the ABI leaves out because the engine never reads it).
     pub payload: Option<Structure>,
     /// The highest IRQL PoFx sends it at ([`HIGH_LEVEL`] also for "interrupts disabled").
     pub irql: u8,
