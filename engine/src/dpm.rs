@@ -65,9 +65,10 @@ fn component_idle_state<P: Platform>(_: &Pep<P>, data: Data<'_, Dpm>, _: Prepare
     true
 }
 
-/// `PEP_DPM_DEVICE_POWER_STATE`: IRQL <= `DISPATCH_LEVEL` (see [`crate::abi::PEP_DPM_DEVICE_POWER_STATE`]).
-/// Informational: "The PEP does not write to this structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle,
-/// nothing written; refused for any other handle.
+/// `PEP_DPM_DEVICE_POWER_STATE`: IRQL <= `DISPATCH_LEVEL` (see
+/// [`crate::abi::PEP_DPM_DEVICE_POWER_STATE`]). Informational: "The PEP does not write to this
+/// structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle, nothing
+/// written; refused for any other handle.
 fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_DEVICE_POWER_STATE>() else { return false };
     pep.slot_for_handle(data.DeviceHandle).is_some()
