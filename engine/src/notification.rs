@@ -65,10 +65,12 @@ pub const PASSIVE_LEVEL: u8 = 0;
 pub const APC_LEVEL: u8 = 1;
 /// `DISPATCH_LEVEL`.
 pub const DISPATCH_LEVEL: u8 = 2;
-/// `HIGH_LEVEL` (x64 and ARM64). Also the IRQL of a row sent with interrupts disabled ("called
-/// with interrupts disabled"), "at any IRQL", or with no IRQL documented beyond
-/// `AcceptProcessorNotification`'s own bound. (`FEEDBACK_READ` is `DISPATCH_LEVEL`: it "may be
-/// sent with interrupts disabled", which its path tolerates, but is documented at dispatch.)
+/// `HIGH_LEVEL` (x64 and ARM64).
+///
+/// Also the IRQL of a row sent with interrupts disabled ("called with interrupts disabled"),
+/// "at any IRQL", or with no IRQL documented beyond `AcceptProcessorNotification`'s own bound.
+/// (`FEEDBACK_READ` is `DISPATCH_LEVEL`: it "may be sent with interrupts disabled", which its
+/// path tolerates, but is documented at dispatch.)
 pub const HIGH_LEVEL: u8 = 15;
 
 /// Which callback receives the notification (the two id spaces overlap).
