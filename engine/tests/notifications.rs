@@ -35,7 +35,7 @@ use docs::{DOCS, Doc, Requirement};
 
 /// The documentation row of `row`.
 fn doc(row: &Notification) -> &'static Doc {
-    DOCS.iter().find(|doc| doc.callback == row.callback && doc.id == row.id).unwrap()
+    DOCS.iter().find(|doc| doc.callback == row.callback && doc.name == row.name).unwrap()
 }
 
 /// The DPM ids of `dpm-notifications.md`'s table.
@@ -50,10 +50,10 @@ fn every_documented_id_has_one_row() {
     assert_eq!(dpm, DOCUMENTED_DPM_IDS);
     let ppm: Vec<u32> = PPM.iter().map(|row| row.id).collect();
     assert_eq!(ppm, (0x01..=0x2B).collect::<Vec<u32>>());
-    let documented: Vec<(Callback, u32, &str)> =
-        DOCS.iter().map(|doc| (doc.callback, doc.id, doc.name)).collect();
-    let rows: Vec<(Callback, u32, &str)> =
-        DPM.iter().chain(PPM).map(|row| (row.callback, row.id, row.name)).collect();
+    let documented: Vec<(Callback, &str)> =
+        DOCS.iter().map(|doc| (doc.callback, doc.name)).collect();
+    let rows: Vec<(Callback, &str)> =
+        DPM.iter().chain(PPM).map(|row| (row.callback, row.name)).collect();
     assert_eq!(documented, rows);
     assert!(
         DPM.iter().all(|row| row.callback == Callback::Dpm && row.name.starts_with("PEP_DPM_"))

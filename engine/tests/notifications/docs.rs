@@ -6,40 +6,6 @@
 //! MicrosoftDocs/windows-driver-docs, and the `pepfx` structure pages of
 //! MicrosoftDocs/windows-driver-docs-ddi (`wdk-ddi-src/content/pepfx/`).
 
-use ppm_engine::abi::{
-    PEP_DPM_ABANDON_DEVICE, PEP_DPM_COMPONENT_ACTIVE, PEP_DPM_COMPONENT_IDLE_CONSTRAINTS,
-    PEP_DPM_DEVICE_IDLE_CONSTRAINTS, PEP_DPM_DEVICE_POWER_STATE, PEP_DPM_DEVICE_STARTED,
-    PEP_DPM_LOW_POWER_EPOCH, PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE, PEP_DPM_POWER_CONTROL_COMPLETE,
-    PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_PREPARE_DEVICE,
-    PEP_DPM_QUERY_COMPONENT_PERF_CAPABILITIES, PEP_DPM_QUERY_COMPONENT_PERF_SET,
-    PEP_DPM_QUERY_COMPONENT_PERF_SET_NAME, PEP_DPM_QUERY_COMPONENT_PERF_STATES,
-    PEP_DPM_QUERY_CURRENT_COMPONENT_PERF_STATE, PEP_DPM_QUERY_DEBUGGER_TRANSITION_REQUIREMENTS,
-    PEP_DPM_QUERY_SOC_SUBSYSTEM, PEP_DPM_QUERY_SOC_SUBSYSTEM_BLOCKING_TIME,
-    PEP_DPM_QUERY_SOC_SUBSYSTEM_COUNT, PEP_DPM_QUERY_SOC_SUBSYSTEM_METADATA,
-    PEP_DPM_REGISTER_COMPONENT_PERF_STATES, PEP_DPM_REGISTER_CRASHDUMP_DEVICE,
-    PEP_DPM_REGISTER_DEBUGGER, PEP_DPM_REGISTER_DEVICE, PEP_DPM_REQUEST_COMPONENT_PERF_STATE,
-    PEP_DPM_RESET_SOC_SUBSYSTEM_ACCOUNTING, PEP_DPM_SYSTEM_LATENCY_UPDATE,
-    PEP_DPM_UNREGISTER_DEVICE, PEP_DPM_WORK, PEP_NOTIFY_PPM_CST_STATES,
-    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
-    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_IDLE_CANCEL, PEP_NOTIFY_PPM_IDLE_COMPLETE,
-    PEP_NOTIFY_PPM_IDLE_EXECUTE, PEP_NOTIFY_PPM_IDLE_PRE_EXECUTE, PEP_NOTIFY_PPM_IDLE_SELECT,
-    PEP_NOTIFY_PPM_INITIATE_WAKE, PEP_NOTIFY_PPM_IS_PROCESSOR_HALTED, PEP_NOTIFY_PPM_LPI_COMPLETE,
-    PEP_NOTIFY_PPM_LPI_COORDINATED_STATES, PEP_NOTIFY_PPM_LPI_PRE_EXECUTE,
-    PEP_NOTIFY_PPM_LPI_PROCESSOR_STATES, PEP_NOTIFY_PPM_LPI_SUPPORTED, PEP_NOTIFY_PPM_PARK_MASK,
-    PEP_NOTIFY_PPM_PARK_SELECTION, PEP_NOTIFY_PPM_PARK_SELECTION_V2,
-    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_PERF_CONSTRAINTS, PEP_NOTIFY_PPM_PERF_SET,
-    PEP_NOTIFY_PPM_PERF_SET_STATE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_COORDINATED_DEPENDENCY, PEP_NOTIFY_PPM_QUERY_COORDINATED_STATE_NAME,
-    PEP_NOTIFY_PPM_QUERY_COORDINATED_STATES, PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES,
-    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_IDLE_STATES, PEP_NOTIFY_PPM_QUERY_IDLE_STATES_V2,
-    PEP_NOTIFY_PPM_QUERY_LP_SETTINGS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATE, PEP_NOTIFY_PPM_QUERY_PLATFORM_STATE_RESIDENCIES,
-    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_PROCESSOR_STATE_NAME,
-    PEP_NOTIFY_PPM_QUERY_VETO_REASON, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
-    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEP_NOTIFY_PPM_TEST_IDLE_STATE,
-    PEP_NOTIFY_PPM_UPDATE_PLATFORM_STATE,
-};
 use ppm_engine::notification::Callback;
 
 /// What the documentation requires of a PEP for the notification.
@@ -78,9 +44,7 @@ impl Requirement {
 pub struct Doc {
     /// The callback that receives it.
     pub callback: Callback,
-    /// The `Notification` argument.
-    pub id: u32,
-    /// The header's name.
+    /// The header's name (the table's row of that name is the notification).
     pub name: &'static str,
     /// What the documentation requires.
     pub requirement: Requirement,
@@ -98,14 +62,13 @@ pub struct Doc {
 const DPM_DOC: &str = "windows-driver-docs kernel/dpm-notifications.md";
 const PPM_DOC: &str = "windows-driver-docs kernel/ppm-notifications.md";
 
-/// One row: `doc!(Dpm | Ppm, id, requirement, documented, detail, why, source)`; the name is
-/// the id constant's own (`stringify!`), so the two cannot disagree.
+/// One row: `doc!(Dpm | Ppm, NAME, requirement, documented, detail, why, source)`, `NAME` the
+/// header's name of the id, as the table's row has it.
 macro_rules! doc {
     ($callback:ident, $id:ident, $requirement:ident, $documented:expr, $detail:expr, $why:expr,
      $source:expr $(,)?) => {
         Doc {
             callback: Callback::$callback,
-            id: $id,
             name: stringify!($id),
             requirement: Requirement::$requirement,
             documented: $documented,
