@@ -248,7 +248,7 @@ fn render() -> String {
     ] {
         let _ = write!(
             page,
-            "\n## {title}\n\n| Id | Notification | Documentation | PEP answers | Why | Source |\n|---|---|---|---|---|---|\n"
+            "\n## {title}\n\n| Id | Notification | IRQL | Documentation | PEP answers | Why | Source |\n|---|---|---|---|---|---|---|\n"
         );
         for row in table {
             let doc = doc(row);
@@ -258,9 +258,10 @@ fn render() -> String {
                 .trim_start_matches("windows-driver-docs kernel/");
             let _ = writeln!(
                 page,
-                "| {:#04X} | `{}` | **{}**: {} | **{}**: {} | {} | {} |",
+                "| {:#04X} | `{}` | {} | **{}**: {} | **{}**: {} | {} | {} |",
                 row.id,
                 row.name,
+                irql_name(row.irql),
                 doc.requirement.label(),
                 doc.documented,
                 row.answer.label(),
@@ -271,6 +272,16 @@ fn render() -> String {
         }
     }
     page
+}
+
+/// The IRQL as the documentation names it: the highest PoFx sends the notification at.
+fn irql_name(irql: u8) -> &'static str {
+    match irql {
+        PASSIVE_LEVEL => "PASSIVE",
+        1 => "APC",
+        DISPATCH_LEVEL => "<= DISPATCH",
+        _ => "<= HIGH",
+    }
 }
 
 #[test]

@@ -18,12 +18,7 @@ use serde_json::{Value, json};
 
 use crate::checks::CheckResult;
 
-/// `PASSIVE_LEVEL`.
-pub const PASSIVE_LEVEL: u8 = 0;
-/// `DISPATCH_LEVEL`.
-pub const DISPATCH_LEVEL: u8 = 2;
-/// `HIGH_LEVEL`.
-pub const HIGH_LEVEL: u8 = 15;
+pub use ppm_engine::notification::{DISPATCH_LEVEL, HIGH_LEVEL, PASSIVE_LEVEL};
 
 /// How many times a fallible call site inside a loop is failed, each in its own run: its
 /// first `LOOP_OCCURRENCES` calls.
@@ -67,35 +62,15 @@ impl VerifierOptions {
     }
 }
 
-/// The IRQL `PoFx` makes a notification at — the highest its documentation allows
-/// (`../shared/pep-abi.md`, the notification pages) — and the label the runner counts its
-/// instructions under.
-///
-/// Device (DPM) notifications: `PREPARE_DEVICE` .. `UNREGISTER_DEVICE` at `PASSIVE_LEVEL`,
-/// the rest at up to `DISPATCH_LEVEL` (the callback's limit). Processor (PPM) notifications:
-/// the queries at processor initialisation at `PASSIVE_LEVEL`, `FEEDBACK_READ`, the perf
-/// and park notifications and the system-state transitions at `DISPATCH_LEVEL`, and any other
-/// at `HIGH_LEVEL` (`PEPCALLBACKNOTIFYPPM` allows up to it).
+/// The IRQL `PoFx` makes a notification at — the highest its documentation allows, from the
+/// engine's notification table ([`ppm_engine::notification::irql_of`]); an id the
+/// documentation does not define at `HIGH_LEVEL` (the callbacks' own limit) — and the label
+/// the runner counts its instructions under.
 #[must_use]
 pub fn notification_context(ppm: bool, notification: u32) -> (u8, String) {
-    let irql = if ppm {
-        match notification {
-            // QUERY_CAPABILITIES .. QUERY_FEEDBACK_COUNTERS, QUERY_PERF_CAPABILITIES,
-            // PERF_CONSTRAINTS, CST_STATES, the platform and coordinated idle queries, veto
-            // reasons and names, QUERY_DISCRETE_PERF_STATES, QUERY_DOMAIN_INFO.
-            0x01..=0x09 | 0x0B | 0x0C | 0x0F..=0x13 | 0x16 | 0x18..=0x1E | 0x29 | 0x2A => {
-                PASSIVE_LEVEL
-            }
-            // FEEDBACK_READ, PERF_SET, the park notifications, PERF_CHECK_COMPLETE, the
-            // system-state transitions, PERF_SET_STATE.
-            0x0A | 0x0D | 0x0E | 0x1F..=0x21 | 0x27 | 0x28 | 0x2B => DISPATCH_LEVEL,
-            _ => HIGH_LEVEL,
-        }
-    } else if (0x01..=0x04).contains(&notification) {
-        PASSIVE_LEVEL
-    } else {
-        DISPATCH_LEVEL
-    };
+    use ppm_engine::notification::{Callback, irql_of};
+    let callback = if ppm { Callback::Ppm } else { Callback::Dpm };
+    let irql = irql_of(callback, notification).unwrap_or(HIGH_LEVEL);
     (irql, format!("{}:{notification}", if ppm { "ppm" } else { "dpm" }))
 }
 
@@ -870,5 +845,6 @@ mod tests {
         assert_eq!(notification_context(true, 0x7F).0, HIGH_LEVEL);
         assert_eq!(notification_context(false, 0x03).0, PASSIVE_LEVEL);
         assert_eq!(notification_context(false, 0x12).0, DISPATCH_LEVEL);
+        assert_eq!(notification_context(false, 0x7F).0, HIGH_LEVEL);
     }
 }
