@@ -62,10 +62,11 @@ impl VerifierOptions {
     }
 }
 
-/// The IRQL `PoFx` makes a notification at — the highest its documentation allows, from the
-/// engine's notification table ([`ppm_engine::notification::irql_of`]); an id the
-/// documentation does not define at `HIGH_LEVEL` (the callbacks' own limit) — and the label
-/// the runner counts its instructions under.
+/// The IRQL `PoFx` makes a notification at, and the label the runner counts it under.
+///
+/// The IRQL is the highest the documentation allows, from the engine's notification table
+/// ([`ppm_engine::notification::irql_of`]); an id the documentation does not define is made at
+/// `HIGH_LEVEL` (the callbacks' own limit).
 #[must_use]
 pub fn notification_context(ppm: bool, notification: u32) -> (u8, String) {
     use ppm_engine::notification::{Callback, irql_of};
