@@ -275,7 +275,7 @@ fn render() -> String {
 }
 
 /// The IRQL as the documentation names it: the highest PoFx sends the notification at.
-fn irql_name(irql: u8) -> &'static str {
+const fn irql_name(irql: u8) -> &'static str {
     match irql {
         PASSIVE_LEVEL => "PASSIVE",
         1 => "APC",
