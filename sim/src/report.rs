@@ -290,7 +290,7 @@ impl Report {
     /// Adds Driver Verifier's verdict (`--verifier`): it decides with the checks.
     #[must_use]
     pub fn with_verifier(mut self, verdicts: crate::image::verifier::Verdicts) -> Self {
-        self.passed &= verdicts.values().all(crate::image::verifier::ArchVerdict::passed);
+        self.passed &= crate::image::verifier::all_passed(&verdicts);
         self.verifier = Some(verdicts);
         self
     }
@@ -391,11 +391,7 @@ impl Report {
         }
         let _ = writeln!(text);
         text.push_str(&self.checks_text());
-        if let Some(verdicts) = &self.verifier {
-            for line in crate::image::verifier::summary_lines(verdicts) {
-                let _ = writeln!(text, "{}", escaped(&line));
-            }
-        }
+        text.push_str(&verifier_text(self.verifier.as_ref()));
         text
     }
 
@@ -463,7 +459,7 @@ impl SuiteReport {
     /// Adds Driver Verifier's verdict (`--verifier`): it decides with the scenarios.
     #[must_use]
     pub fn with_verifier(mut self, verdicts: crate::image::verifier::Verdicts) -> Self {
-        self.passed &= verdicts.values().all(crate::image::verifier::ArchVerdict::passed);
+        self.passed &= crate::image::verifier::all_passed(&verdicts);
         self.verifier = Some(verdicts);
         self
     }
@@ -513,11 +509,7 @@ impl SuiteReport {
             let verdict = if check.passed { "ok  " } else { "FAIL" };
             let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, escaped(&check.detail));
         }
-        if let Some(verdicts) = &self.verifier {
-            for line in crate::image::verifier::summary_lines(verdicts) {
-                let _ = writeln!(text, "{}", escaped(&line));
-            }
-        }
+        text.push_str(&verifier_text(self.verifier.as_ref()));
         let _ = writeln!(text, "validate: {passed} of {} scenarios passed", self.scenarios.len());
         text
     }
@@ -527,4 +519,13 @@ impl SuiteReport {
 #[must_use]
 pub const fn plural(count: u32) -> &'static str {
     if count == 1 { "" } else { "s" }
+}
+
+/// Driver Verifier's lines of a text report (none without `--verifier`).
+fn verifier_text(verdicts: Option<&crate::image::verifier::Verdicts>) -> String {
+    let mut text = String::new();
+    for line in verdicts.map(crate::image::verifier::summary_lines).unwrap_or_default() {
+        let _ = writeln!(text, "{}", escaped(&line));
+    }
+    text
 }

@@ -265,39 +265,27 @@ class Verifier:
         """The bug check of an access to unmapped pool memory at `address`."""
         if not POOL <= address < POOL + POOL_LIMIT:
             return None
+        found = None
         for block in self.freed:
             if block.first_page <= address < block.first_page + block.pages * PAGE:
-                self.pool_violations.append(
-                    {
-                        "violation": "access to freed pool",
-                        "address": address,
-                        "block": block.address,
-                    }
-                )
-                return Crash(
-                    DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL,
-                    [address, int(write), pc, 0],
-                    f"Driver Verifier: access to freed pool at {address:#x}",
-                    pc,
-                )
+                found = (block, "access to freed pool", DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL)
         for block in self.blocks.values():
             end = block.first_page + block.pages * PAGE
             if end <= address < end + PAGE:
-                self.pool_violations.append(
-                    {
-                        "violation": "access beyond a block",
-                        "address": address,
-                        "block": block.address,
-                    }
-                )
-                return Crash(
-                    DRIVER_PAGE_FAULT_BEYOND_END_OF_ALLOCATION,
-                    [address, int(write), pc, 0],
-                    f"Driver Verifier: access beyond the pool block {block.address:#x} "
-                    f"of {block.size} bytes at {address:#x}",
-                    pc,
-                )
-        return None
+                found = (block, "access beyond a block", DRIVER_PAGE_FAULT_BEYOND_END_OF_ALLOCATION)
+        if found is None:
+            return None
+        block, violation, code = found
+        self.pool_violations.append(
+            {"violation": violation, "address": address, "block": block.address}
+        )
+        return Crash(
+            code,
+            [address, int(write), pc, 0],
+            f"Driver Verifier: {violation} at {address:#x} (the block of {block.size} bytes "
+            f"at {block.address:#x})",
+            pc,
+        )
 
     # ---- handles ------------------------------------------------------------------------
 

@@ -316,6 +316,12 @@ pub struct InjectedRun {
 /// The verdict per architecture that ran (`x64`, `arm64`).
 pub type Verdicts = BTreeMap<String, ArchVerdict>;
 
+/// Whether every architecture's verdict passed.
+#[must_use]
+pub fn all_passed(verdicts: &Verdicts) -> bool {
+    verdicts.values().all(ArchVerdict::passed)
+}
+
 /// The text report's lines: one per rule and architecture, then every violation.
 #[must_use]
 pub fn summary_lines(verdicts: &Verdicts) -> Vec<String> {
