@@ -27,6 +27,11 @@ fn usage_errors_are_one_line_and_exit_2() {
         &["run", "a.toml", "b.toml"],
         &["valdate"],
         &["--bogus"],
+        &["run", "sim/scenarios/single.toml", "--verifier"],
+        &["validate", "single", "--verifier"],
+        &["validate", "--list", "--verifier"],
+        &["bench", "--pep", "image", "--iterations", "5"],
+        &["bench", "--pep", "kernel"],
     ] {
         let (code, out, err) = cli(args);
         assert_eq!(code, EXIT_USAGE, "{args:?}");
@@ -43,6 +48,11 @@ fn usage_errors_are_one_line_and_exit_2() {
     );
     let (_, _, err) = cli(&["valdate"]);
     assert!(err.contains("a similar subcommand exists: 'validate'"), "{err}");
+    let (_, _, err) = cli(&["validate", "single", "--verifier"]);
+    assert_eq!(
+        err,
+        "ppm-sim: --verifier needs --pep image (Driver Verifier's rules are held to the linked image)\n"
+    );
 }
 
 #[test]
