@@ -20,6 +20,23 @@ use crate::checks::CheckResult;
 
 pub use ppm_engine::notification::{DISPATCH_LEVEL, HIGH_LEVEL, PASSIVE_LEVEL};
 
+/// How many of a scenario's reads an injected run makes first ([`shortened`]).
+pub const INJECTED_SAMPLES: u32 = 4;
+
+/// `scenario` cut to its first [`INJECTED_SAMPLES`] reads and the events before them.
+///
+/// A call failing at boot, or a counter access faulting at the first reads, needs no more (an
+/// injection not reached there runs again on the whole scenario).
+#[must_use]
+pub fn shortened(scenario: &crate::scenario::Scenario) -> crate::scenario::Scenario {
+    let mut short = scenario.clone();
+    let pofx = scenario.pofx;
+    let end = pofx.sample_interval_ms.saturating_mul(INJECTED_SAMPLES).min(pofx.duration_ms);
+    short.pofx.duration_ms = end;
+    short.events.retain(|event| event.at_ms <= end);
+    short
+}
+
 /// How many times a fallible call site inside a loop is failed, each in its own run: its
 /// first `LOOP_OCCURRENCES` calls.
 pub const LOOP_OCCURRENCES: u64 = 3;
@@ -345,6 +362,18 @@ pub fn summary_lines(verdicts: &Verdicts) -> Vec<String> {
     lines
 }
 
+impl InjectedRun {
+    /// Whether the run reached the injection `options` asked for.
+    #[must_use]
+    pub const fn reached(&self, options: &VerifierOptions) -> bool {
+        if options.fail.is_some() {
+            self.verdict.low_resources.injected.is_some()
+        } else {
+            self.verdict.access_faults.injected.is_some()
+        }
+    }
+}
+
 /// One architecture's Driver Verifier verdict (the `--json` report's `verifier.<arch>`).
 #[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct ArchVerdict {
@@ -563,12 +592,7 @@ pub fn judge_injected(options: &VerifierOptions, run: &InjectedRun) -> Vec<Strin
         },
     );
     let mut wrong = Vec::new();
-    let injected = if options.fail.is_some() {
-        run.verdict.low_resources.injected.is_some()
-    } else {
-        run.verdict.access_faults.injected.is_some()
-    };
-    if !injected {
+    if !run.reached(options) {
         wrong.push(format!("{what}: the run never reached it"));
     }
     if let Some(bugcheck) = &run.bugcheck {
