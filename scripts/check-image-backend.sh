@@ -4,13 +4,13 @@
 # `ppm-sim validate --pep image`, after the runner's own lint and tests.
 #
 # Usage: scripts/check-image-backend.sh [--self-test]
-#   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image-runner), then
+#   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image), then
 #                `ppm-sim validate --pep image` over every built-in scenario (debug ppm-sim,
 #                the shared target/), its output and wall time printed; then
 #                sim/tests/scenarios/registry-issues.toml on both backends: the ignored registry
 #                values the image lists in its State key must be the engine's, line for line
 #   --self-test  also proves the checks can fail: three copies of the image broken on purpose
-#                (tools/image-runner/broken_image.py, written to target/image-runner/self-test/,
+#                (ppm_image.broken_runner, written to target/image/self-test/,
 #                the real image never modified) must each fail `validate default` with a named
 #                check, and the unbroken image must pass it:
 #                  kmdf-index         WdfDriverCreate called through KMDF table index 117
@@ -91,9 +91,10 @@ if $SELF_TEST; then
     source "$ROOT/scripts/lib/self-test.sh"
     echo "== self-test: broken images must fail named checks"
     start=$SECONDS
-    broken=$ROOT/target/image-runner/self-test
+    broken=$ROOT/target/image/self-test
     mkdir -p "$broken"
-    PY=$ROOT/target/image-runner/venv/bin/python
+    PY=$ROOT/target/image/venv/bin/python
+    export PYTHONPATH=$ROOT/tools/image
     validate() {
         "$SIM" validate default --pep image --image "$1"
     }
@@ -120,7 +121,7 @@ if $SELF_TEST; then
         image=$broken/$kind.sys
         log=$broken/$kind.log
         rm -f "$image"
-        if ! "$PY" tools/image-runner/broken_image.py "$kind" "$IMAGE" "$image" | sed 's/^/   /'; then
+        if ! "$PY" -m ppm_image.broken_runner "$kind" "$IMAGE" "$image" | sed 's/^/   /'; then
             echo "self-test $kind: the image could not be broken as intended" >&2
             status=1
             continue
@@ -134,8 +135,8 @@ if $SELF_TEST; then
             status=1
         fi
     done
-    # The ARM64 image with every AMU guard's scope table emptied (tools/driver-image/
-    # broken_image.py, the checker's patch, its map and stack.txt copied beside it): the arm64
+    # The ARM64 image with every AMU guard's scope table emptied (ppm_image.broken_checker,
+    # the checker's patch, its map and stack.txt copied beside it): the arm64
     # scenario's AMU fault is then an exception no frame handles.
     arm64=$ROOT/target/driver-image/arm64
     kind=arm64-scope-removed
@@ -143,7 +144,7 @@ if $SELF_TEST; then
     log=$broken/$kind.log
     mkdir -p "$(dirname "$image")"
     rm -f "$image"
-    if ! "$PY" tools/driver-image/broken_image.py "$kind" "$arm64/ppm_pep.sys" \
+    if ! "$PY" -m ppm_image.broken_checker "$kind" "$arm64/ppm_pep.sys" \
         "$arm64/ppm_pep.map" "$image" --with-map; then
         echo "self-test $kind: the image could not be broken as intended" >&2
         status=1

@@ -322,7 +322,7 @@ pub fn judge(image: &Path, facts: &RunFacts<'_>) -> Result<ImageReport, String> 
     })
 }
 
-/// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/driver-image/stack.py`).
+/// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/image/ppm_image/stack.py`).
 pub const DRIVER_ENTRY_BUDGET: u64 = 12 * 1024;
 
 /// `image.kmdf_table`: the image's `WDF_BIND_INFO` declares KMDF 1.31's function count, and

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import printf
-from layout import (
+from . import printf
+from .layout import (
     DRIVER_OBJECT,
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
@@ -29,7 +29,7 @@ from layout import (
     Crash,
     Fatal,
 )
-from protocol import ProtocolError, hex_bytes, integer
+from .protocol import ProtocolError, hex_bytes, integer
 
 EVENT_CONTROL_CODE_ENABLE_PROVIDER = 1
 KMODE_EXCEPTION_NOT_HANDLED = 0x1E

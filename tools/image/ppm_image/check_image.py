@@ -1,7 +1,7 @@
 """Checks a linked ppm_pep.sys the way Windows' loader and a reviewer would.
 
-Usage: check_image.py IMAGE --map MAP --imports DIR [--arch x64|arm64] [--objdump PATH]
-                      [--stack-report FILE]
+Usage: python -m ppm_image.check_image IMAGE --map MAP --imports DIR [--arch x64|arm64]
+                                       [--objdump PATH] [--stack-report FILE]
 Exit status: 0 when every check passes, 1 when one fails (each failure printed on one line
 naming what is wrong), 2 on bad arguments or an unreadable image.
 
@@ -37,8 +37,8 @@ from pathlib import Path
 
 import pefile
 
-import stack
-from pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle, stack_identity, u32
+from . import stack
+from .pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle, stack_identity, u32
 
 ALLOWED_MODULES = ("ntoskrnl.exe", "HAL.dll", "WDFLDR.SYS")
 USER_MODE_DLLS = (

@@ -39,12 +39,10 @@ from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 from unicorn.unicorn_py3.unicorn import uclib
 
-import arm64_unwind
-import image as pe_image
-import printf
-import seh
-from arch import ARCHES, DAIF_I, DAIF_SHIFT, Arch
-from layout import (
+from . import arm64_unwind, printf, seh
+from . import image as pe_image
+from .arch import ARCHES, DAIF_I, DAIF_SHIFT, Arch
+from .layout import (
     ATTEMPTED_WRITE_TO_READONLY_MEMORY,
     DATA,
     DATA_SIZE,
@@ -85,9 +83,9 @@ from layout import (
     Crash,
     Fatal,
 )
-from protocol import Channel, ProtocolError, hex_bytes, integer
-from services import Services
-from watchdog import Watchdog
+from .protocol import Channel, ProtocolError, hex_bytes, integer
+from .services import Services
+from .watchdog import Watchdog
 
 # X0..X30 (Unicorn numbers X29 and X30 apart from the others); 31 is XZR in MRS/MSR.
 ARM64_X = tuple(getattr(arm64, f"UC_ARM64_REG_X{n}") for n in range(29)) + (
@@ -116,7 +114,7 @@ NONVOLATILE_REGS = {
     "r14": x86.UC_X86_REG_R14,
     "r15": x86.UC_X86_REG_R15,
 }
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 _NONZERO = re.compile(rb"[^\x00]+")
 KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import capstone
 import pefile
 
-import arm64_unwind
+from . import arm64_unwind
 
 MAX_IMAGE_BYTES = 64 << 20
 MAX_MAP_BYTES = 16 << 20

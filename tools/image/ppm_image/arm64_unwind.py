@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # The scope table, the dispatch verdict and their limits are the same on both architectures.
-from seh import MAX_FRAMES, MAX_SCOPES, Dispatch, Scope, UnwindError, frame_verdict
+from .seh import MAX_FRAMES, MAX_SCOPES, Dispatch, Scope, UnwindError, frame_verdict
 
 NONVOLATILE = tuple(f"x{n}" for n in range(19, 31))
 END, END_C = 0xE4, 0xE5

@@ -2,7 +2,7 @@
 backend (scripts/check-image-backend.sh --self-test): each defect must make
 `ppm-sim validate --pep image` fail a named check.
 
-Usage: broken_image.py KIND IMAGE OUT
+Usage: python -m ppm_image.broken_runner KIND IMAGE OUT
 KIND:
   kmdf-index         DriverEntry's one `call qword ptr [REG + 0x3a0]` (KMDF table index 116,
                      WdfDriverCreate) calls through [REG + 0x3a8] instead (index 117);
@@ -36,7 +36,7 @@ import capstone
 import pefile
 from capstone import x86
 
-from image import Image, ImageError, SymbolMap, parse_image, parse_map
+from .image import Image, ImageError, SymbolMap, parse_image, parse_map
 
 KMDF_INDEX = 116  # WdfDriverCreateTableIndex (KMDF 1.31 WDFFUNCENUM)
 WRONG_KMDF_INDEX = 117
@@ -235,7 +235,10 @@ def write_broken(kind: str, source: Path, out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if len(arguments) != 3 or arguments[0] not in PATCHES:
-        print(f"usage: broken_image.py {{{'|'.join(PATCHES)}}} IMAGE OUT", file=sys.stderr)
+        print(
+            f"usage: python -m ppm_image.broken_runner {{{'|'.join(PATCHES)}}} IMAGE OUT",
+            file=sys.stderr,
+        )
         return 2
     kind, source, out = arguments[0], Path(arguments[1]), Path(arguments[2])
     try:

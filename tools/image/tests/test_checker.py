@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-import check_image
-import stack
-from pe_image import (
+from ppm_image import check_image, stack
+from ppm_image.pe_image import (
     ImageError,
     Instruction,
     RuntimeFunction,

@@ -8,9 +8,9 @@ import time
 import pytest
 from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Session
 
-import printf
-from layout import KMDF_TABLE
-from protocol import ProtocolError
+from ppm_image import printf
+from ppm_image.layout import KMDF_TABLE
+from ppm_image.protocol import ProtocolError
 
 pytestmark = pytest.mark.skipif(
     not IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh"
@@ -283,7 +283,7 @@ def test_virtual_unwind_walks_every_frame_back_to_the_entry_point():
     """The unwind codes replayed on the real image: from inside KeStallExecutionProcessor
     (deep in calibration), frame by frame back to FxDriverEntry's caller, restoring the
     non-volatile registers each function saved."""
-    from runner import NONVOLATILE_REGS, SENTINEL, x86
+    from ppm_image.runner import NONVOLATILE_REGS, SENTINEL, x86
 
     host = FakeHost()
     session = Session(host)
@@ -318,8 +318,8 @@ def test_virtual_unwind_walks_every_frame_back_to_the_entry_point():
 def test_bad_input_is_a_one_line_error():
     import io
 
-    from protocol import Channel
-    from runner import Runner
+    from ppm_image.protocol import Channel
+    from ppm_image.runner import Runner
 
     for line, expected in (
         ("not json\n", "not JSON"),
@@ -501,7 +501,7 @@ def test_a_function_table_larger_than_kmdf_1_31_is_refused():
 def test_pofx_services_are_host_requests():
     """register_plugin's `functions` offsets become stubs in the image's
     PEP_KERNEL_INFORMATION; a call through one is a pofx_service request."""
-    from layout import POFX_STUBS
+    from ppm_image.layout import POFX_STUBS
 
     session = booted()
     runner = session.runner
@@ -546,7 +546,7 @@ def test_divide_error_without_a_handler_is_bugcheck_0x1e():
 
 
 def test_changed_runs_span_slices_and_coalesce():
-    from runner import _changed_runs
+    from ppm_image.runner import _changed_runs
 
     before = bytes(4096)
     after = bytearray(before)

@@ -1,6 +1,6 @@
 """Writes a broken copy of a linked image, for the self-test of check_image.py.
 
-Usage: broken_image.py KIND IMAGE MAP OUT
+Usage: python -m ppm_image.broken_checker KIND IMAGE MAP OUT
 KIND:
   undocumented-import  renames the imported ntoskrnl.exe!KeBugCheckEx to KeBugCheckEy, a name
                        no .def file lists;
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pefile
 
-from pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, stack_identity, u16, u32
+from .pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, stack_identity, u16, u32
 
 KINDS = (
     "undocumented-import",
@@ -154,7 +154,8 @@ def main(argv=None):
         arguments = arguments[:-1]
     if len(arguments) != 4 or arguments[0] not in KINDS:
         print(
-            f"usage: broken_image.py {{{'|'.join(KINDS)}}} IMAGE MAP OUT [--with-map]",
+            f"usage: python -m ppm_image.broken_checker {{{'|'.join(KINDS)}}} IMAGE MAP OUT"
+            " [--with-map]",
             file=sys.stderr,
         )
         return 2

@@ -9,15 +9,11 @@ decides whether the image is right.
 import bisect
 import re
 import subprocess
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pefile
 
-# The ARM64 unwind decoder is the image runner's (one decoder for the project).
-sys.path.append(str(Path(__file__).resolve().parent.parent / "image-runner"))
-import arm64_unwind  # noqa: E402
+from . import arm64_unwind
 
 MACHINE_X64 = 0x8664
 MACHINE_ARM64 = 0xAA64

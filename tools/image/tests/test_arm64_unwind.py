@@ -5,16 +5,11 @@ against what the processor stored, not against the decoder's own idea of it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from unicorn import UC_ARCH_ARM64, UC_HOOK_INTR, UC_MODE_ARM, UC_PROT_ALL, Uc
 from unicorn import arm64_const as arm64
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import arm64_unwind  # noqa: E402
+from ppm_image import arm64_unwind
 
 BASE = 0x10000
 SIZE = 0x3000
