@@ -5,9 +5,9 @@ exception handler RVA and its data), and the scope table __C_specific_handler re
 then {BeginAddress, EndAddress, HandlerAddress, JumpTarget} RVAs, as on x64).
 
 The one ARM64 decoder of the project: the runner dispatches exceptions with it
-(`Unwinder`, the counterpart of seh.py's x64 one) and the image checker
-(tools/driver-image/pe_image.py) reads function ranges, frame sizes, handlers and scopes with
-it. Pure Python over a `read(rva, size)` callable: no PE library here.
+(`Unwinder`, the counterpart of seh.py's x64 one) and the image checker (image.ImageFile)
+reads function ranges, frame sizes, handlers and scopes with it. Pure Python over a
+`read(rva, size)` callable: no PE library here.
 
 Packed unwind data is expanded into the unwind codes the documentation says it is equivalent
 to, so one interpreter unwinds both forms. A frame is a dict of "pc", "sp" and the
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # The scope table, the dispatch verdict and their limits are the same on both architectures.
-from .seh import MAX_FRAMES, MAX_SCOPES, Dispatch, Scope, UnwindError, frame_verdict
+from .seh import MAX_FRAMES, Dispatch, Scope, UnwindError, frame_verdict, scope_table, u32
 
 NONVOLATILE = tuple(f"x{n}" for n in range(19, 31))
 END, END_C = 0xE4, 0xE5
@@ -51,10 +51,6 @@ class Function:
         frames = [frame_of_codes(self.codes, 0, self.unwind)]
         frames += [frame_of_codes(self.codes, index, self.unwind) for _, index in self.epilogues]
         return max(frames)
-
-
-def u32(data: bytes, offset: int) -> int:
-    return int.from_bytes(data[offset : offset + 4], "little")
 
 
 def decode_pdata(data: bytes) -> list[tuple[int, int]]:
@@ -104,15 +100,6 @@ def decode_function(begin: int, unwind: int, read: Callable[[int, int], bytes]) 
         function.handler = u32(read(cursor, 4), 0)
         function.handler_data = cursor + 4
     return function
-
-
-def scope_table(rva: int, read: Callable[[int, int], bytes]) -> list[Scope]:
-    """The __C_specific_handler SCOPE_TABLE at `rva` (Count, then Count entries)."""
-    count = u32(read(rva, 4), 0)
-    if count > MAX_SCOPES:
-        raise UnwindError(f"scope table at {rva:#x}: {count} entries")
-    raw = read(rva + 4, 16 * count) if count else b""
-    return [Scope(*(u32(raw, 16 * n + 4 * w) for w in range(4))) for n in range(count)]
 
 
 def packed_codes(unwind: int) -> tuple[bytes, tuple[int, int] | None]:

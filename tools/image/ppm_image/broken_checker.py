@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pefile
 
-from .pe_image import MACHINE_ARM64, UWOP_ALLOC_LARGE, Image, ImageError, stack_identity, u16, u32
+from .image import MACHINE_ARM64, ImageError, ImageFile, stack_identity
+from .seh import UWOP_ALLOC_LARGE, u16, u32
 
 KINDS = (
     "undocumented-import",
@@ -161,7 +162,7 @@ def main(argv=None):
         return 2
     kind, source, map_path, out = arguments
     try:
-        image = Image(source, map_path)
+        image = ImageFile(source, map_path)
         pe = image.pe
         if out == source:
             raise PatchError("OUT must not be the input image")

@@ -38,7 +38,8 @@ from pathlib import Path
 import pefile
 
 from . import stack
-from .pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle, stack_identity, u32
+from .image import MACHINE_ARM64, MACHINE_X64, ImageError, ImageFile, demangle, stack_identity
+from .seh import u32
 
 ALLOWED_MODULES = ("ntoskrnl.exe", "HAL.dll", "WDFLDR.SYS")
 USER_MODE_DLLS = (
@@ -482,7 +483,7 @@ def main(argv=None):
     arguments = parser.parse_args(argv)
     try:
         documented = load_documented(arguments.imports)
-        image = Image(arguments.image, arguments.map, arguments.objdump)
+        image = ImageFile(arguments.image, arguments.map, arguments.objdump)
     except (DefError, ImageError, OSError, UnicodeDecodeError) as error:
         print(f"check-image: {error}", file=sys.stderr)
         return 2

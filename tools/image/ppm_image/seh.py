@@ -1,9 +1,12 @@
-"""x64 structured exception dispatch from the image's .pdata, written from the documented
-format (learn.microsoft.com, "x64 exception handling"): RUNTIME_FUNCTION, UNWIND_INFO and its
-UNWIND_CODEs, and the scope table __C_specific_handler reads (Count, then {BeginAddress,
-EndAddress, HandlerAddress, JumpTarget} RVAs).
+"""x64 unwind data and structured exception dispatch from the image's .pdata, written from
+the documented format (learn.microsoft.com, "x64 exception handling"): RUNTIME_FUNCTION,
+UNWIND_INFO and its UNWIND_CODEs, and the scope table __C_specific_handler reads (Count, then
+{BeginAddress, EndAddress, HandlerAddress, JumpTarget} RVAs, the same on ARM64).
 
-`Frame` is the non-volatile part of a context: what a virtual unwind restores.
+The one x64 decoder of the project: the runner dispatches exceptions with `Unwinder`, and the
+image checker (image.ImageFile) reads frame sizes, handlers and scope tables with
+`unwind_info`, `frame_of_codes` and `scope_table`. Pure Python over a `read(rva, size)`
+callable: no PE library here.
 """
 
 from __future__ import annotations
@@ -13,9 +16,18 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# UNWIND_INFO flags.
 UNW_FLAG_EHANDLER = 1
 UNW_FLAG_UHANDLER = 2
 UNW_FLAG_CHAININFO = 4
+# UNWIND_CODE operations (6 to 9 carry no general register or allocation).
+UWOP_PUSH_NONVOL = 0
+UWOP_ALLOC_LARGE = 1
+UWOP_ALLOC_SMALL = 2
+UWOP_SET_FPREG = 3
+UWOP_SAVE_NONVOL = 4
+UWOP_SAVE_NONVOL_FAR = 5
+UWOP_PUSH_MACHFRAME = 10
 EXCEPTION_EXECUTE_HANDLER = 1
 MAX_FRAMES = 256
 MAX_CHAIN = 32
@@ -34,10 +46,84 @@ class UnwindError(Exception):
 
 @dataclass
 class Scope:
+    """One scope table entry: [begin, end) guarded, the filter (1: EXCEPTION_EXECUTE_HANDLER)
+    or __finally handler, the __except target (0 for a __finally); RVAs."""
+
     begin: int
     end: int
     handler: int
     target: int
+
+
+def u16(data: bytes, offset: int) -> int:
+    """The little-endian u16 at `offset` of `data`."""
+    return int.from_bytes(data[offset : offset + 2], "little")
+
+
+def u32(data: bytes, offset: int) -> int:
+    """The little-endian u32 at `offset` of `data`."""
+    return int.from_bytes(data[offset : offset + 4], "little")
+
+
+@dataclass
+class UnwindInfo:
+    """One UNWIND_INFO: its header fields, its UNWIND_CODE slots (16-bit) and `tail`, the RVA
+    after them (the exception handler's RVA, or the chained RUNTIME_FUNCTION)."""
+
+    rva: int
+    version: int
+    flags: int
+    prolog: int
+    frame_register: int
+    frame_offset: int
+    codes: list[int]
+    tail: int
+
+
+def unwind_info(rva: int, read: Callable[[int, int], bytes]) -> UnwindInfo:
+    """The UNWIND_INFO at `rva`; `read(rva, size)` reads the image."""
+    version_flags, prolog, count, frame = read(rva, 4)
+    version = version_flags & 7
+    if version not in (1, 2):
+        raise UnwindError(f"UNWIND_INFO at {rva:#x}: version {version}")
+    codes = list(struct.unpack(f"<{count}H", read(rva + 4, count * 2))) if count else []
+    tail = rva + 4 + ((count + 1) & ~1) * 2
+    return UnwindInfo(rva, version, version_flags >> 3, prolog, frame & 15, frame >> 4, codes, tail)
+
+
+def frame_of_codes(info: UnwindInfo) -> int:
+    """Bytes of stack the prologue's unwind codes allocate (pushes, allocations, a machine
+    frame); not the chained parent's."""
+    frame = 0
+    i = 0
+    codes = info.codes
+    while i < len(codes):
+        op, op_info = (codes[i] >> 8) & 15, codes[i] >> 12
+        if op > UWOP_PUSH_MACHFRAME:
+            raise UnwindError(f"UNWIND_INFO at {info.rva:#x}: unknown unwind operation {op}")
+        slots = _slots(op, op_info, info.version)
+        if i + slots > len(codes):
+            raise UnwindError(f"UNWIND_INFO at {info.rva:#x}: unwind code {op} cut short")
+        if op == UWOP_PUSH_NONVOL:
+            frame += 8
+        elif op == UWOP_ALLOC_SMALL:
+            frame += op_info * 8 + 8
+        elif op == UWOP_ALLOC_LARGE:
+            frame += codes[i + 1] * 8 if op_info == 0 else codes[i + 1] | codes[i + 2] << 16
+        elif op == UWOP_PUSH_MACHFRAME:
+            frame += 48 if op_info else 40
+        i += slots
+    return frame
+
+
+def scope_table(rva: int, read: Callable[[int, int], bytes]) -> list[Scope]:
+    """The __C_specific_handler SCOPE_TABLE at `rva` (Count, then Count entries), on x64 and
+    ARM64 alike."""
+    count = u32(read(rva, 4), 0)
+    if count > MAX_SCOPES:
+        raise UnwindError(f"scope table at {rva:#x}: {count} entries")
+    raw = read(rva + 4, 16 * count) if count else b""
+    return [Scope(*(u32(raw, 16 * n + 4 * w) for w in range(4))) for n in range(count)]
 
 
 @dataclass
@@ -76,13 +162,8 @@ class Unwinder:
     def u64(self, address: int) -> int:
         return int.from_bytes(self.read(address, 8), "little")
 
-    def _info(self, unwind_rva: int) -> tuple[int, int, int, int, int, list[int], int]:
-        header = self.read(self.base + unwind_rva, 4)
-        version_flags, prolog, count, frame = header
-        codes_raw = self.read(self.base + unwind_rva + 4, count * 2) if count else b""
-        codes = list(struct.unpack(f"<{count}H", codes_raw)) if count else []
-        tail = unwind_rva + 4 + ((count + 1) & ~1) * 2
-        return version_flags & 7, version_flags >> 3, prolog, frame & 15, frame >> 4, codes, tail
+    def _read_rva(self, rva: int, size: int) -> bytes:
+        return self.read(self.base + rva, size)
 
     def unwind(self, regs: dict[str, int], function: tuple[int, int, int]) -> None:
         """One frame: restores `regs` (rip, rsp, non-volatiles) to the caller's."""
@@ -90,40 +171,40 @@ class Unwinder:
         offset = regs["rip"] - self.base - begin
         machine_frame = False
         for depth in range(MAX_CHAIN):
-            version, flags, prolog, frame_reg, frame_off, codes, tail = self._info(unwind_rva)
-            if version not in (1, 2):
-                raise UnwindError(f"UNWIND_INFO at {unwind_rva:#x}: version {version}")
+            info = unwind_info(unwind_rva, self._read_rva)
+            version, flags, prolog, codes = info.version, info.flags, info.prolog, info.codes
+            frame_reg, frame_off = info.frame_register, info.frame_offset
             in_prolog = depth == 0 and offset < prolog
             frame = regs["rsp"]
             if frame_reg and not (in_prolog and not _fpreg_done(codes, offset)):
                 frame = regs[REGISTERS[frame_reg]] - frame_off * 16
             i = 0
             while i < len(codes):
-                code_offset, op, info = codes[i] & 0xFF, (codes[i] >> 8) & 15, codes[i] >> 12
-                slots = _slots(op, info, version)
+                code_offset, op, op_info = codes[i] & 0xFF, (codes[i] >> 8) & 15, codes[i] >> 12
+                slots = _slots(op, op_info, version)
                 if in_prolog and code_offset > offset:
                     i += slots
                     continue
-                if op == 0:  # UWOP_PUSH_NONVOL
-                    regs[REGISTERS[info]] = self.u64(regs["rsp"])
+                if op == UWOP_PUSH_NONVOL:
+                    regs[REGISTERS[op_info]] = self.u64(regs["rsp"])
                     regs["rsp"] += 8
-                elif op == 1:  # UWOP_ALLOC_LARGE
-                    if info == 0:
+                elif op == UWOP_ALLOC_LARGE:
+                    if op_info == 0:
                         regs["rsp"] += codes[i + 1] * 8
                     else:
                         regs["rsp"] += codes[i + 1] | (codes[i + 2] << 16)
-                elif op == 2:  # UWOP_ALLOC_SMALL
-                    regs["rsp"] += info * 8 + 8
-                elif op == 3:  # UWOP_SET_FPREG
+                elif op == UWOP_ALLOC_SMALL:
+                    regs["rsp"] += op_info * 8 + 8
+                elif op == UWOP_SET_FPREG:
                     regs["rsp"] = regs[REGISTERS[frame_reg]] - frame_off * 16
-                elif op == 4:  # UWOP_SAVE_NONVOL
-                    regs[REGISTERS[info]] = self.u64(frame + codes[i + 1] * 8)
-                elif op == 5:  # UWOP_SAVE_NONVOL_FAR
-                    regs[REGISTERS[info]] = self.u64(frame + (codes[i + 1] | codes[i + 2] << 16))
+                elif op == UWOP_SAVE_NONVOL:
+                    regs[REGISTERS[op_info]] = self.u64(frame + codes[i + 1] * 8)
+                elif op == UWOP_SAVE_NONVOL_FAR:
+                    regs[REGISTERS[op_info]] = self.u64(frame + (codes[i + 1] | codes[i + 2] << 16))
                 elif op in (6, 7, 8, 9):  # epilog (v2), XMM saves: no general register
                     pass
-                elif op == 10:  # UWOP_PUSH_MACHFRAME
-                    rsp = regs["rsp"] + (8 if info else 0)
+                elif op == UWOP_PUSH_MACHFRAME:
+                    rsp = regs["rsp"] + (8 if op_info else 0)
                     regs["rip"] = self.u64(rsp)
                     regs["rsp"] = self.u64(rsp + 24)
                     machine_frame = True
@@ -132,7 +213,7 @@ class Unwinder:
                 i += slots
             if not flags & UNW_FLAG_CHAININFO:
                 break
-            chained = self.read(self.base + tail, 12)
+            chained = self._read_rva(info.tail, 12)
             begin, _, unwind_rva = struct.unpack("<III", chained)
         else:
             raise UnwindError(f"UNWIND_INFO at {unwind_rva:#x}: chain longer than {MAX_CHAIN}")
@@ -142,17 +223,13 @@ class Unwinder:
 
     def scopes(self, function: tuple[int, int, int]) -> tuple[int | None, list[Scope]]:
         """The language handler's RVA (None without UNW_FLAG_EHANDLER) and its scope table."""
-        _, flags, _, _, _, _, tail = self._info(function[2])
-        if not flags & UNW_FLAG_EHANDLER:
+        info = unwind_info(function[2], self._read_rva)
+        if not info.flags & UNW_FLAG_EHANDLER:
             return None, []
-        handler = int.from_bytes(self.read(self.base + tail, 4), "little")
+        handler = u32(self._read_rva(info.tail, 4), 0)
         if handler not in self.c_specific_handler:
             return handler, []
-        count = int.from_bytes(self.read(self.base + tail + 4, 4), "little")
-        if count > MAX_SCOPES:
-            raise UnwindError(f"scope table at {tail + 4:#x}: {count} entries")
-        raw = self.read(self.base + tail + 8, 16 * count) if count else b""
-        return handler, [Scope(*struct.unpack_from("<IIII", raw, 16 * n)) for n in range(count)]
+        return handler, scope_table(info.tail + 4, self._read_rva)
 
     def dispatch(self, regs: dict[str, int], stop: Callable[[int], bool]) -> Dispatch:
         """Finds the __except that takes an exception raised at regs["rip"]: walks the frames
