@@ -10,7 +10,7 @@
 #                an undocumented import, a user-mode import, a writable+executable section, a
 #                frame over budget (x64 and ARM64), ARM64 AMU guards without their __except
 #                scope, with a handler that is not __C_specific_handler, and making a call
-#                (patched copies of the images, ppm_image.broken_checker) and an
+#                (patched copies of the images, ppm_image.broken_image) and an
 #                RDMSR outside the __try scope (the x64 SEH shim relinked with clang's inline
 #                RDMSR). Nothing is committed: all under target/.
 # Output: target/driver-image/<arch>/ppm_pep.sys (+ .pdb, .map), stack.txt (the stack
@@ -82,7 +82,7 @@ if $SELF_TEST; then
         arch=x64
         if [[ $kind == arm64-* ]]; then
             arch=arm64 dir=$arm64 image=$broken/$kind.sys
-            "$PY" -m ppm_image.broken_checker "$kind" "$arm64/ppm_pep.sys" "$arm64/ppm_pep.map" "$image"
+            "$PY" -m ppm_image.broken_image "$kind" "$arm64/ppm_pep.sys" "$image" | sed 's/^/   /'
         elif [[ $kind == rdmsr-outside-try ]]; then
             # The SEH shim with the RDMSR clang inlines (no out-of-line leaf): clang's scope
             # table then covers no instruction of the read probe.
@@ -90,11 +90,11 @@ if $SELF_TEST; then
             image=$(PPM_MSR_PROBE_CFLAGS=-DPPM_INLINE_READMSR bash scripts/build-driver-image.sh --arch x64 --out "$dir")
         elif [[ $kind == frame-over-budget-arm64 ]]; then
             arch=arm64 dir=$arm64 image=$broken/$kind.sys
-            "$PY" -m ppm_image.broken_checker frame-over-budget "$arm64/ppm_pep.sys" "$arm64/ppm_pep.map" "$image"
+            "$PY" -m ppm_image.broken_image frame-over-budget "$arm64/ppm_pep.sys" "$image" | sed 's/^/   /'
         else
             dir=$x64
             image=$broken/$kind.sys
-            "$PY" -m ppm_image.broken_checker "$kind" "$x64/ppm_pep.sys" "$x64/ppm_pep.map" "$image"
+            "$PY" -m ppm_image.broken_image "$kind" "$x64/ppm_pep.sys" "$image" | sed 's/^/   /'
         fi
         expect_refused "$kind" "${expected[$kind]}" "$broken/$kind.log" \
             check "$arch" "$dir" "$image" || status=1

@@ -10,7 +10,7 @@
 #                sim/tests/scenarios/registry-issues.toml on both backends: the ignored registry
 #                values the image lists in its State key must be the engine's, line for line
 #   --self-test  also proves the checks can fail: three copies of the image broken on purpose
-#                (ppm_image.broken_runner, written to target/image/self-test/,
+#                (ppm_image.broken_image, written to target/image/self-test/,
 #                the real image never modified) must each fail `validate default` with a named
 #                check, and the unbroken image must pass it:
 #                  kmdf-index         WdfDriverCreate called through KMDF table index 117
@@ -121,7 +121,7 @@ if $SELF_TEST; then
         image=$broken/$kind.sys
         log=$broken/$kind.log
         rm -f "$image"
-        if ! "$PY" -m ppm_image.broken_runner "$kind" "$IMAGE" "$image" | sed 's/^/   /'; then
+        if ! "$PY" -m ppm_image.broken_image "$kind" "$IMAGE" "$image" | sed 's/^/   /'; then
             echo "self-test $kind: the image could not be broken as intended" >&2
             status=1
             continue
@@ -135,8 +135,8 @@ if $SELF_TEST; then
             status=1
         fi
     done
-    # The ARM64 image with every AMU guard's scope table emptied (ppm_image.broken_checker,
-    # the checker's patch, its map and stack.txt copied beside it): the arm64
+    # The ARM64 image with every AMU guard's scope table emptied (the image check's patch,
+    # its map and stack.txt copied beside it): the arm64
     # scenario's AMU fault is then an exception no frame handles.
     arm64=$ROOT/target/driver-image/arm64
     kind=arm64-scope-removed
@@ -144,8 +144,7 @@ if $SELF_TEST; then
     log=$broken/$kind.log
     mkdir -p "$(dirname "$image")"
     rm -f "$image"
-    if ! "$PY" -m ppm_image.broken_checker "$kind" "$arm64/ppm_pep.sys" \
-        "$arm64/ppm_pep.map" "$image" --with-map; then
+    if ! "$PY" -m ppm_image.broken_image "$kind" "$arm64/ppm_pep.sys" "$image" | sed 's/^/   /'; then
         echo "self-test $kind: the image could not be broken as intended" >&2
         status=1
     elif ! expect_refused "$kind" \

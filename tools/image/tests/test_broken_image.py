@@ -11,7 +11,7 @@ import pefile
 import pytest
 from fake_host import IMAGE, MAP
 
-from ppm_image import broken_runner, image
+from ppm_image import broken_image, image
 
 pytestmark = pytest.mark.skipif(
     not IMAGE.exists() or not IMAGE.with_name("stack.txt").exists(),
@@ -38,7 +38,7 @@ def disassemble(path: Path, rva: int, length: int) -> list[str]:
 
 
 def patch(kind: str, source: Path, out: Path, capsys) -> tuple[int, str]:
-    status = broken_runner.main([kind, str(source), str(out)])
+    status = broken_image.main([kind, str(source), str(out)])
     captured = capsys.readouterr()
     return status, captured.out + captured.err
 
@@ -164,5 +164,5 @@ def test_out_beside_the_real_image_is_refused(capsys):
 
 
 def test_bad_arguments_are_refused(capsys):
-    assert broken_runner.main(["no-such-kind", str(IMAGE), "x.sys"]) == 2
+    assert broken_image.main(["no-such-kind", str(IMAGE), "x.sys"]) == 2
     assert "usage:" in capsys.readouterr().err
