@@ -38,7 +38,17 @@ from pathlib import Path
 import pefile
 
 from . import stack
-from .image import MACHINE_ARM64, MACHINE_X64, ImageError, ImageFile, demangle, stack_identity
+from .image import (
+    MACHINE_ARM64,
+    MACHINE_X64,
+    MRS,
+    MRS_MASK,
+    ImageError,
+    ImageFile,
+    demangle,
+    stack_identity,
+    system_register,
+)
 from .seh import u32
 
 ALLOWED_MODULES = ("ntoskrnl.exe", "HAL.dll", "WDFLDR.SYS")
@@ -358,7 +368,6 @@ def calls_through(image, rva, slot):
 
 # ARM64: MRS Xt, (op0 op1 CRn CRm op2); the Activity Monitors are op0 3, op1 3, CRn 13, CRm 2
 # and up (CRm 0 is TPIDR_EL0/TPIDRRO_EL0). The registers the driver reads, by (CRm, op2).
-MRS_MASK, MRS = 0xFFF00000, 0xD5300000
 AMU_REGISTERS = {
     (2, 2): "AMCGCR_EL0",
     (2, 5): "AMCNTENSET0_EL0",
@@ -374,8 +383,7 @@ def amu_register(word):
     """The name of the Activity Monitors register an MRS word reads, or None."""
     if word & MRS_MASK != MRS:
         return None
-    op0, op1 = 2 + (word >> 19 & 1), word >> 16 & 7
-    crn, crm, op2 = word >> 12 & 0xF, word >> 8 & 0xF, word >> 5 & 7
+    op0, op1, crn, crm, op2 = system_register(word)
     if (op0, op1, crn) != (3, 3, 13) or crm < 2:
         return None
     return AMU_REGISTERS.get((crm, op2), f"S3_3_C13_C{crm}_{op2}")

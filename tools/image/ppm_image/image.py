@@ -23,12 +23,12 @@ import capstone
 import pefile
 
 from . import arm64_unwind, seh
+from .layout import PAGE
 from .seh import Scope, u32
 
 MAX_IMAGE_BYTES = 64 << 20
 MAX_MAP_BYTES = 16 << 20
 MAX_IMPORTS = 0x1000  # one stub byte each in the runner's import stub page
-PAGE = 0x1000
 
 MACHINE_X64 = 0x8664
 MACHINE_ARM64 = 0xAA64

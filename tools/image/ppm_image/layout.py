@@ -1,5 +1,8 @@
 """The runner's address space, limits and status codes, and its two ways to stop."""
 
+import re
+from pathlib import Path
+
 # Address space. Unicorn's x86 has no paging here: virtual = physical, and its physical space
 # is 52 bits wide, so the sign-extended kernel half (0xFFFF8000...) cannot be mapped. The
 # runner's own memory lives just above the 47-bit user half instead: never a user-mode address
@@ -50,8 +53,24 @@ KMODE_EXCEPTION_NOT_HANDLED = 0x1E
 PAGE_FAULT_IN_NONPAGED_AREA = 0x50
 ATTEMPTED_WRITE_TO_READONLY_MEMORY = 0xBE
 UNEXPECTED_KERNEL_MODE_TRAP = 0x7F
-KMDF_MAX_FUNCTIONS = 458
 RFLAGS_IF = 1 << 9
+
+# The KMDF 1.31 declarations the driver is built against (the Windows-target check's header):
+# the one source of the function table's size, WdfFunctionTableNumEntries, which
+# scripts/build-driver-image.sh also compiles into the KMDF stub and sim/src/image reads too.
+KMDF_HEADER = Path(__file__).resolve().parents[3] / "tools/windows-check/include/kmdf-1.31.h"
+
+
+def _kmdf_function_count(header: Path) -> int:
+    found = re.search(
+        r"^\s*WdfFunctionTableNumEntries\s*=\s*(\d+),", header.read_text(encoding="utf-8"), re.M
+    )
+    if found is None:
+        raise RuntimeError(f"{header}: no WdfFunctionTableNumEntries")
+    return int(found.group(1))
+
+
+KMDF_MAX_FUNCTIONS = _kmdf_function_count(KMDF_HEADER)
 
 
 class Crash(Exception):

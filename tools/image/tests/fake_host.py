@@ -13,7 +13,6 @@ from ppm_image.runner import Runner
 HERE = Path(__file__).resolve().parent
 
 ROOT = HERE.parents[2]
-STATUS_SUCCESS = 0
 STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
 
 # An Intel processor with the leaves the engine probes: vendor, family 6, HWP, the APERF/MPERF

@@ -34,13 +34,11 @@ from test_runner import (
     symbol_address,
 )
 
-from ppm_image.layout import KMDF_TABLE
+from ppm_image.layout import KMDF_TABLE, STATUS_ILLEGAL_INSTRUCTION
 
 pytestmark = pytest.mark.skipif(
     not ARM64_IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh --arch arm64"
 )
-
-STATUS_ILLEGAL_INSTRUCTION = 0xC000001D
 
 
 def booted(host: FakeHost | None = None) -> Session:

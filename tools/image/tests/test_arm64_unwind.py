@@ -10,13 +10,13 @@ from unicorn import UC_ARCH_ARM64, UC_HOOK_INTR, UC_MODE_ARM, UC_PROT_ALL, Uc
 from unicorn import arm64_const as arm64
 
 from ppm_image import arm64_unwind
+from ppm_image.layout import STATUS_ILLEGAL_INSTRUCTION
 
 BASE = 0x10000
 SIZE = 0x3000
 STACK = 0x80000
 SENTINEL = 0xDEAD0000
 C_SPECIFIC = 0x1F00  # the handler's RVA (an import thunk in a real image)
-STATUS_ILLEGAL_INSTRUCTION = 0xC000001D
 UDEF = 1  # Unicorn's exception number for an undefined instruction
 
 # A64 encodings (checked with capstone when written).

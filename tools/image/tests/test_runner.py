@@ -9,14 +9,13 @@ import pytest
 from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Session
 
 from ppm_image import printf
-from ppm_image.layout import KMDF_TABLE
+from ppm_image.layout import KMDF_MAX_FUNCTIONS, KMDF_TABLE, STATUS_PRIVILEGED_INSTRUCTION
 from ppm_image.protocol import ProtocolError
 
 pytestmark = pytest.mark.skipif(
     not IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh"
 )
 
-STATUS_PRIVILEGED_INSTRUCTION = 0xC0000096
 PEP_DPM_PREPARE_DEVICE = 1
 PAYLOAD = 0x10000  # where the fake host pretends its notification payload lives
 
@@ -138,7 +137,7 @@ def test_stack_low_water_mark_and_overflow():
 def test_kmdf_report_names_the_indices():
     session = booted()
     report = session.command({"op": "report"})
-    assert report["kmdf_function_count"] == 458
+    assert report["kmdf_function_count"] == KMDF_MAX_FUNCTIONS
     assert {"index": 116, "name": "WdfDriverCreate", "calls": 1} in report["kmdf"]
     functions = report["functions"]
     assert 0 < len(functions["executed"]) < functions["total"]
@@ -491,8 +490,8 @@ def test_a_function_table_larger_than_kmdf_1_31_is_refused():
     bind_info = int(re.search(r"\sbind_info\s+([0-9a-f]{16})", text).group(1), 16) - preferred
     runner = session.runner
     field = session.loaded["image_base"] + bind_info + 28  # WDF_BIND_INFO.FuncCount
-    assert runner.u32(field) == 458
-    runner.uc.mem_write(field, (459).to_bytes(4, "little"))
+    assert runner.u32(field) == KMDF_MAX_FUNCTIONS
+    runner.uc.mem_write(field, (KMDF_MAX_FUNCTIONS + 1).to_bytes(4, "little"))
     assert session.boot() == {"status": 0xC000000D}  # STATUS_INVALID_PARAMETER, from the bind
     assert session.host.registered is None
     assert session.command({"op": "report"})["kmdf"] == []
