@@ -34,6 +34,56 @@ WDFDRIVER = DATA + 0x7000
 WDFDEVICE = DATA + 0x7100
 WDFDEVICE_INIT = DATA + 0x7200
 
+# The Windows structures the runner reads and writes: {structure: {field: offset}}, with
+# "sizeof" where the runner relies on the size (LLP64: the same on x64 and ARM64).
+# tests/test_layout.py holds every figure to the layout the image is built with: the layout
+# assertions bindgen writes into the image build's wdk-sys bindings, the engine's
+# assert_layout! declarations (engine/src/abi) and the KMDF stub's _Static_asserts.
+STRUCTURES = {
+    "_DRIVER_OBJECT": {
+        "sizeof": 0x150,
+        "Type": 0,
+        "Size": 2,
+        "DriverStart": 0x18,
+        "DriverSize": 0x20,
+        "DriverInit": 0x58,
+        "DriverUnload": 0x68,
+    },
+    "_UNICODE_STRING": {"Length": 0, "MaximumLength": 2, "Buffer": 8},
+    "_GROUP_AFFINITY": {"sizeof": 16, "Mask": 0, "Group": 8},
+    "_EVENT_DATA_DESCRIPTOR": {"sizeof": 16, "Ptr": 0, "Size": 8},
+    "_WDF_DRIVER_CONFIG": {"EvtDriverDeviceAdd": 8, "EvtDriverUnload": 16},
+    "_WDF_DEVICE_STATE": {
+        "Size": 0,
+        "Disabled": 4,
+        "DontDisplayInUI": 8,
+        "Failed": 12,
+        "NotDisableable": 16,
+        "Removed": 20,
+        "ResourcesChanged": 24,
+    },
+    "WDF_BIND_INFO": {"sizeof": 48, "FuncCount": 28, "FuncTable": 32},
+    "PEP_INFORMATION": {"Size": 2},
+    "PEP_KERNEL_INFORMATION_STRUCT_V3": {"Size": 2},
+}
+IO_TYPE_DRIVER = 4  # DRIVER_OBJECT.Type
+DRIVER_OBJECT_SIZE = STRUCTURES["_DRIVER_OBJECT"]["sizeof"]
+DRIVER_START = STRUCTURES["_DRIVER_OBJECT"]["DriverStart"]
+DRIVER_SIZE = STRUCTURES["_DRIVER_OBJECT"]["DriverSize"]
+DRIVER_INIT = STRUCTURES["_DRIVER_OBJECT"]["DriverInit"]
+DRIVER_UNLOAD = STRUCTURES["_DRIVER_OBJECT"]["DriverUnload"]
+UNICODE_STRING_BUFFER = STRUCTURES["_UNICODE_STRING"]["Buffer"]
+GROUP_AFFINITY_GROUP = STRUCTURES["_GROUP_AFFINITY"]["Group"]
+EVENT_DATA_DESCRIPTOR_BYTES = STRUCTURES["_EVENT_DATA_DESCRIPTOR"]["sizeof"]
+EVENT_DATA_DESCRIPTOR_SIZE = STRUCTURES["_EVENT_DATA_DESCRIPTOR"]["Size"]
+WDF_DRIVER_CONFIG_DEVICE_ADD = STRUCTURES["_WDF_DRIVER_CONFIG"]["EvtDriverDeviceAdd"]
+WDF_DRIVER_CONFIG_UNLOAD = STRUCTURES["_WDF_DRIVER_CONFIG"]["EvtDriverUnload"]
+WDF_DEVICE_STATE_FIELDS = STRUCTURES["_WDF_DEVICE_STATE"]
+WDF_BIND_INFO_FUNC_COUNT = STRUCTURES["WDF_BIND_INFO"]["FuncCount"]
+WDF_BIND_INFO_FUNC_TABLE = STRUCTURES["WDF_BIND_INFO"]["FuncTable"]
+PEP_INFORMATION_SIZE_FIELD = STRUCTURES["PEP_INFORMATION"]["Size"]
+PEP_KERNEL_INFORMATION_SIZE_FIELD = STRUCTURES["PEP_KERNEL_INFORMATION_STRUCT_V3"]["Size"]
+
 HANG_SECONDS = 5.0  # wall-clock limit of one command (a hang)
 MAX_STACK_BYTES = 1 << 20
 MAX_COPY_BYTES = 16 << 20
