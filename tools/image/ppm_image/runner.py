@@ -46,10 +46,16 @@ from .layout import (
     ATTEMPTED_WRITE_TO_READONLY_MEMORY,
     DATA,
     DATA_SIZE,
+    DRIVER_INIT,
     DRIVER_OBJECT,
+    DRIVER_OBJECT_SIZE,
+    DRIVER_SIZE,
+    DRIVER_START,
+    DRIVER_UNLOAD,
     HANG_SECONDS,
     IMAGE_BASE,
     IMPORT_STUBS,
+    IO_TYPE_DRIVER,
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
     KMODE_EXCEPTION_NOT_HANDLED,
@@ -76,6 +82,7 @@ from .layout import (
     STUBS,
     STUBS_SIZE,
     UNEXPECTED_KERNEL_MODE_TRAP,
+    UNICODE_STRING_BUFFER,
     UNLOAD_THUNK,
     USER_LIMIT,
     WDFDEVICE_INIT,
@@ -307,7 +314,7 @@ class Runner(Services):
         if not address:
             return ""
         length = self.u16(address)
-        buffer = self.u64(address + 8)
+        buffer = self.u64(address + UNICODE_STRING_BUFFER)
         return self.read(buffer, length & ~1).decode("utf-16-le", "replace")
 
     def c_string(self, address: int) -> str:
@@ -1063,12 +1070,13 @@ class Runner(Services):
                 "characters"
             )
         uc = self.uc
-        driver = bytearray(0x150)
-        driver[0:2] = (4).to_bytes(2, "little")
-        driver[2:4] = (0x150).to_bytes(2, "little")
-        driver[0x18:0x20] = IMAGE_BASE.to_bytes(8, "little")  # DriverStart
-        driver[0x20:0x24] = self.image.size.to_bytes(4, "little")  # DriverSize
-        driver[0x58:0x60] = (IMAGE_BASE + self.image.entry_rva).to_bytes(8, "little")  # DriverInit
+        driver = bytearray(DRIVER_OBJECT_SIZE)
+        driver[0:2] = IO_TYPE_DRIVER.to_bytes(2, "little")  # Type
+        driver[2:4] = DRIVER_OBJECT_SIZE.to_bytes(2, "little")  # Size
+        driver[DRIVER_START : DRIVER_START + 8] = IMAGE_BASE.to_bytes(8, "little")
+        driver[DRIVER_SIZE : DRIVER_SIZE + 4] = self.image.size.to_bytes(4, "little")
+        entry = IMAGE_BASE + self.image.entry_rva
+        driver[DRIVER_INIT : DRIVER_INIT + 8] = entry.to_bytes(8, "little")
         uc.mem_write(DRIVER_OBJECT, bytes(driver))
         string = len(encoded).to_bytes(2, "little") + (len(encoded) + 2).to_bytes(2, "little")
         uc.mem_write(REGISTRY_PATH, string + b"\0" * 4 + REGISTRY_PATH_BUFFER.to_bytes(8, "little"))
@@ -1091,7 +1099,7 @@ class Runner(Services):
 
     def cmd_unload(self, message: dict[str, Any]) -> dict[str, Any]:
         self._need_image()
-        unload = self.u64(DRIVER_OBJECT + 0x68)
+        unload = self.u64(DRIVER_OBJECT + DRIVER_UNLOAD)
         if not unload:
             return {"called": False}
         result = self._run(unload, [DRIVER_OBJECT], True, False)
