@@ -65,8 +65,8 @@ enum Invocation {
     /// `run FILE [--json] [--trace CSV] [--plot SVG|PNG] [--plot-processors LIST]
     /// [--plot-view mhz|percent]`.
     Run(RunRequest),
-    /// `validate [NAME] [--list] [--json] [--pep engine|image] [--image FILE]`.
-    Validate { name: Option<String>, list: bool, json: bool, pep: PepBackend },
+    /// `validate [NAME] [--list] [--json] [--pep engine|image] [--image FILE] [--verifier]`.
+    Validate { name: Option<String>, list: bool, json: bool, pep: PepBackend, verifier: bool },
     /// `bench [--iterations N] [--processors P] [--notification NAME] [--arch ARCH]`.
     Bench {
         iterations: u64,
@@ -86,6 +86,7 @@ struct RunRequest {
     plot_processors: Option<Vec<u32>>,
     plot_view: plot::View,
     pep: PepBackend,
+    verifier: bool,
 }
 
 /// The `clap` command (the builder API: the derive macros emit `allow` attributes that the
@@ -99,6 +100,12 @@ fn command() -> Command {
             .value_name("PEP")
             .value_parser(["engine", "image"])
             .help("engine (default): the engine compiled for this host; image: the linked driver's machine code, ppm_pep.sys, under the dev-only image runner (docs/image-backend.md)")
+    };
+    let verifier = || {
+        Arg::new("verifier")
+            .long("verifier")
+            .action(ArgAction::SetTrue)
+            .help("With --pep image: hold the image to Driver Verifier's rules (IRQL per call, special pool and handles, a failure at every fallible call site, a fault at every counter access site, the FEEDBACK_READ instruction budget; docs/verifier.md)")
     };
     let image = || {
         Arg::new("image")
@@ -161,6 +168,7 @@ fn command() -> Command {
                 )
                 .arg(pep())
                 .arg(image())
+                .arg(verifier())
                 .after_help(RUN_EXIT_STATUS_HELP),
         )
         .subcommand(
@@ -181,6 +189,7 @@ fn command() -> Command {
                 .arg(json("Print the suite report (or the list) as JSON"))
                 .arg(pep().conflicts_with("list"))
                 .arg(image())
+                .arg(verifier().conflicts_with("list"))
                 .after_help(EXIT_STATUS_HELP),
         )
         .subcommand(bench_command())
@@ -288,12 +297,14 @@ fn invocation(matches: &clap::ArgMatches) -> Invocation {
                 .and_then(|name| plot::View::from_name(name))
                 .unwrap_or_default(),
             pep: backend(run),
+            verifier: run.get_flag("verifier"),
         }),
         Some(("validate", validate)) => Invocation::Validate {
             name: validate.get_one::<String>("name").cloned(),
             list: validate.get_flag("list"),
             json: validate.get_flag("json"),
             pep: backend(validate),
+            verifier: validate.get_flag("verifier"),
         },
         Some(("bench", bench)) => Invocation::Bench {
             iterations: bench.get_one::<u64>("iterations").copied().unwrap_or(DEFAULT_ITERATIONS),
@@ -386,8 +397,8 @@ fn dispatch(
             Ok(verdict(report.passed))
         }
         Invocation::Run(request) => run_file(&request, out, err),
-        Invocation::Validate { name, list, json, pep } => {
-            validate(name.as_deref(), list, json, &pep, out)
+        Invocation::Validate { name, list, json, pep, verifier } => {
+            validate(name.as_deref(), (list, json, verifier), &pep, out)
         }
         Invocation::Bench { iterations, processors, notification, architecture } => {
             run_bench(iterations, processors, notification, architecture, out)
@@ -395,7 +406,47 @@ fn dispatch(
     }
 }
 
+/// `--verifier` is for the image only.
+fn verifier_needs_image(verifier: bool, pep: &PepBackend) -> Result<(), String> {
+    if verifier && *pep == PepBackend::Engine {
+        return Err(
+            "--verifier needs --pep image (Driver Verifier's rules are held to the linked image)"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
+/// One scenario on the image; with `verifier`, under Driver Verifier's rules and followed by
+/// the systematic runs (`crate::verify_image`), whose verdict comes back beside the report.
+fn run_image_verified(
+    scenario: &Scenario,
+    options: &RunOptions,
+    image_path: &std::path::Path,
+    verifier: bool,
+    progress: &Progress,
+) -> Result<(crate::report::Report, Option<image::verifier::Verdicts>), String> {
+    if !verifier {
+        return Ok((crate::run_image(scenario, options, image_path)?.report, None));
+    }
+    let base = image::verifier::VerifierOptions::default();
+    let output = crate::run_image_with(scenario, options, image_path, Some(&base))?;
+    let found = output.report.image.as_ref().and_then(|image| image.verifier.clone());
+    let Some(found) = found else {
+        return Err(format!("{}: the runner reported no verifier verdict", scenario.name));
+    };
+    let verdicts = crate::verify_image(
+        &[(scenario, image_path.to_path_buf(), found)],
+        &|label: &str, scenario: &Scenario| RunOptions {
+            read_observer: Some(progress.scenario(label, scenario)),
+            ..RunOptions::default()
+        },
+    )?;
+    Ok((output.report, Some(verdicts)))
+}
+
 fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, String> {
+    verifier_needs_image(request.verifier, &request.pep)?;
     let file = request.file.as_path();
     let (scenario, input) = if file.as_os_str() == "-" {
         let stdin = std::io::stdin();
@@ -431,8 +482,13 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     let report = match &request.pep {
         PepBackend::Engine => crate::run_with(&scenario, &options),
         PepBackend::Image(image) => {
-            crate::run_image(&scenario, &options, &image::image_for(&scenario, image.as_deref()))?
-                .report
+            let image = image::image_for(&scenario, image.as_deref());
+            let (report, verdicts) =
+                run_image_verified(&scenario, &options, &image, request.verifier, &progress)?;
+            match verdicts {
+                Some(verdicts) => report.with_verifier(verdicts),
+                None => report,
+            }
         }
     };
     drop(progress);
@@ -533,11 +589,11 @@ struct ListedScenario {
 
 fn validate(
     name: Option<&str>,
-    list: bool,
-    json: bool,
+    (list, json, verifier): (bool, bool, bool),
     pep: &PepBackend,
     out: &mut dyn Write,
 ) -> Result<u8, String> {
+    verifier_needs_image(verifier, pep)?;
     if list {
         let listed: Vec<ListedScenario> = builtin::all()
             .into_iter()
@@ -578,7 +634,12 @@ fn validate(
             PepBackend::Engine => SuiteReport::new(vec![crate::run_with(&scenario, &options)]),
             PepBackend::Image(image) => {
                 let image = image::image_for(&scenario, image.as_deref());
-                SuiteReport::new(vec![crate::run_image(&scenario, &options, &image)?.report])
+                let (report, verdicts) =
+                    run_image_verified(&scenario, &options, &image, verifier, &progress)?;
+                SuiteReport::new(vec![match verdicts {
+                    Some(verdicts) => report.with_verifier(verdicts),
+                    None => report,
+                }])
             }
         }
     } else {
@@ -588,7 +649,9 @@ fn validate(
         };
         match pep {
             PepBackend::Engine => crate::validate_with(&options),
-            PepBackend::Image(image) => crate::validate_image(image.as_deref(), &options)?,
+            PepBackend::Image(image) => {
+                crate::validate_image(image.as_deref(), &options, verifier)?
+            }
         }
     };
     drop(progress);

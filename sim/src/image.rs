@@ -14,7 +14,8 @@
 //! `callbacks` (the trampolines and the calling thread's link), `measurements` (what the
 //! runner measured, judged against the image's static figures), `pe` (the image and the files
 //! beside it, checked before the runner starts), `symbols` (Rust symbols made readable for
-//! messages).
+//! messages), `verifier` (Driver Verifier's rules: what the runner is asked to hold the
+//! image to, and the verdict).
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +25,7 @@ mod measurements;
 pub mod pe;
 mod runner;
 mod symbols;
+pub mod verifier;
 
 pub use callbacks::{Entered, ImageCallbacks, enter, image_dpm, image_ppm};
 pub use host::{ImageHost, KernelKeys, KernelLedger};

@@ -107,6 +107,20 @@ pub fn run_image(
     options: &RunOptions,
     image_path: &std::path::Path,
 ) -> Result<RunOutput, String> {
+    run_image_with(scenario, options, image_path, None)
+}
+
+/// As [`run_image`], the runner holding the image to Driver Verifier's rules when `verifier`
+/// is given (its `image.irql` and `image.pool` checks join the run's).
+///
+/// # Errors
+/// As [`run_image`].
+pub fn run_image_with(
+    scenario: &Scenario,
+    options: &RunOptions,
+    image_path: &std::path::Path,
+    verifier: Option<&image::verifier::VerifierOptions>,
+) -> Result<RunOutput, String> {
     image::check_image(image_path, image::architecture_of(scenario))?;
     let script = image::repository().join("scripts/image-runner.sh");
     let runner = Arc::new(
@@ -115,6 +129,7 @@ pub fn run_image(
             image_path,
             image::architecture_of(scenario),
             IMAGE_STACK_BYTES,
+            verifier,
         )
         .map_err(|error| error.to_string())?,
     );
@@ -128,7 +143,7 @@ pub fn run_image(
         return Err(format!("{}: {error}", scenario.name));
     }
     let report = observation.report.clone().unwrap_or_default();
-    let judged = image::judge(
+    let mut judged = image::judge(
         image_path,
         &image::RunFacts {
             image_base: observation.image_base,
@@ -141,6 +156,12 @@ pub fn run_image(
             devices_offered: output.observations.devices.len(),
         },
     )?;
+    if verifier.is_some() {
+        let verdict = image::verifier::runner_verdict(&report)?
+            .ok_or_else(|| format!("{}: the runner reported no verifier verdict", scenario.name))?;
+        judged.checks.extend(image::verifier::run_checks(&verdict));
+        judged.verifier = Some(verdict);
+    }
     output.report = output.report.with_image(judged);
     output.observations.image = Some(observation);
     Ok(output)
@@ -149,22 +170,36 @@ pub fn run_image(
 /// Every built-in scenario against the image (`ppm-sim validate --pep image`).
 ///
 /// Each runs on the image of its architecture (`explicit` for every scenario of that image's
-/// architecture); the suite adds the x64 image's function coverage over the x64 ones.
+/// architecture); the suite adds the x64 image's function coverage over the x64 ones. With
+/// `verifier`, every run is held to Driver Verifier's rules and each architecture's
+/// systematic runs follow ([`verify_image`]).
 ///
 /// # Errors
 /// As [`run_image`], for the first scenario that could not run.
 pub fn validate_image(
     explicit: Option<&std::path::Path>,
-    options: &dyn Fn(&str, &Scenario) -> RunOptions,
+    options: &(dyn Fn(&str, &Scenario) -> RunOptions + Sync),
+    verifier: bool,
 ) -> Result<SuiteReport, String> {
     let mut reports = Vec::new();
     let mut executed = std::collections::BTreeSet::new();
     let x64_image = explicit.map_or_else(image::default_image, std::path::Path::to_path_buf);
     let suite = builtin::all();
+    let mut base_runs = Vec::new();
+    let base_options = image::verifier::VerifierOptions::default();
     for (number, (name, scenario)) in suite.iter().enumerate() {
         let image_path = &image::image_for(scenario, explicit);
         let label = suite_label(number, suite.len(), name);
-        let output = run_image(scenario, &options(&label, scenario), image_path)?;
+        let output = run_image_with(
+            scenario,
+            &options(&label, scenario),
+            image_path,
+            verifier.then_some(&base_options),
+        )?;
+        if let Some(verdict) = output.report.image.as_ref().and_then(|image| image.verifier.clone())
+        {
+            base_runs.push((scenario, image_path.clone(), verdict));
+        }
         if scenario.platform.cpu.is_arm64() {
             reports.push(output.report);
             continue;
@@ -175,7 +210,106 @@ pub fn validate_image(
         reports.push(output.report);
     }
     let (coverage, check) = image::coverage_check(&x64_image, &executed)?;
-    Ok(SuiteReport::new(reports).with_image_coverage(coverage, check))
+    let suite = SuiteReport::new(reports).with_image_coverage(coverage, check);
+    if !verifier {
+        return Ok(suite);
+    }
+    Ok(suite.with_verifier(verify_image(&base_runs, options)?))
+}
+
+/// Driver Verifier's systematic runs after the base runs.
+///
+/// The base runs: each scenario run once under the rules, with its image and the runner's
+/// verdict. Per architecture, one run per fallible call site and occurrence with that call
+/// failing and one per counter access site and phase with that access faulting, on as many
+/// threads as there are processors; each judged by [`image::verifier::judge_injected`].
+///
+/// # Errors
+/// As [`run_image`], for the first run that could not be made.
+pub fn verify_image(
+    base: &[(&Scenario, std::path::PathBuf, image::verifier::RunnerVerdict)],
+    options: &(dyn Fn(&str, &Scenario) -> RunOptions + Sync),
+) -> Result<image::verifier::Verdicts, String> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let mut verdicts = image::verifier::Verdicts::new();
+    for arch in ["x64", "arm64"] {
+        let runs: Vec<_> = base
+            .iter()
+            .filter(|(scenario, _, _)| image::architecture_of(scenario) == arch)
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let found: Vec<image::verifier::RunnerVerdict> =
+            runs.iter().map(|(_, _, verdict)| verdict.clone()).collect();
+        let costs: Vec<u64> = runs
+            .iter()
+            .map(|(scenario, _, _)| {
+                u64::from(scenario.platform.processors) * u64::from(scenario.pofx.duration_ms)
+            })
+            .collect();
+        let injections = image::verifier::injections(&found, &costs);
+        let next = AtomicUsize::new(0);
+        let results = Mutex::new(Vec::new());
+        let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        std::thread::scope(|scope| {
+            for _ in 0..workers.min(injections.len()) {
+                scope.spawn(|| {
+                    loop {
+                        let number = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(injection) = injections.get(number) else { break };
+                        let (scenario, image_path, _) = runs[injection.scenario];
+                        let label = format!(
+                            "verifier {arch} {}/{} {}",
+                            number + 1,
+                            injections.len(),
+                            scenario.name
+                        );
+                        let outcome = run_image_with(
+                            scenario,
+                            &options(&label, scenario),
+                            image_path,
+                            Some(&injection.options),
+                        )
+                        .map(|output| injected_run(&output));
+                        results
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((number, outcome));
+                    }
+                });
+            }
+        });
+        let mut results = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        results.sort_by_key(|(number, _)| *number);
+        let mut injected = Vec::new();
+        for (number, outcome) in results {
+            injected.push((injections[number].options.clone(), outcome?));
+        }
+        verdicts.insert(arch.to_owned(), image::verifier::verdict(arch, &found, &injected));
+    }
+    Ok(verdicts)
+}
+
+/// What an injected run ended in.
+fn injected_run(output: &RunOutput) -> image::verifier::InjectedRun {
+    use ppm_engine::driver::registry::state;
+    let boot = output.observations.boot.as_ref();
+    let image = output.report.image.as_ref();
+    image::verifier::InjectedRun {
+        bugcheck: image.and_then(|image| image.bugcheck.clone()),
+        status: boot.map(|boot| boot.status),
+        published: boot.is_some_and(|boot| boot.published),
+        state: boot.and_then(|boot| {
+            boot.state.as_ref().map(|_| {
+                (boot.state_value(state::REGISTERED), boot.state_value(state::FAILED_STEP))
+            })
+        }),
+        pofx_services: 0,
+        verdict: image.and_then(|image| image.verifier.clone()).unwrap_or_default(),
+    }
 }
 
 /// Runs every built-in scenario (`ppm-sim validate`).

@@ -24,6 +24,9 @@ pub struct Report {
     /// What only the image can show (the image backend only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::image::ImageReport>,
+    /// Driver Verifier's rules on the image, per architecture (`--verifier`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<crate::image::verifier::Verdicts>,
     /// The simulated machine.
     pub platform: PlatformSummary,
     /// What the engine said about itself.
@@ -280,7 +283,16 @@ impl Report {
             checks,
             pep: "engine",
             image: None,
+            verifier: None,
         }
+    }
+
+    /// Adds Driver Verifier's verdict (`--verifier`): it decides with the checks.
+    #[must_use]
+    pub fn with_verifier(mut self, verdicts: crate::image::verifier::Verdicts) -> Self {
+        self.passed &= verdicts.values().all(crate::image::verifier::ArchVerdict::passed);
+        self.verifier = Some(verdicts);
+        self
     }
 
     /// Adds what the image backend measured: its `image.*` checks join the run's.
@@ -379,6 +391,11 @@ impl Report {
         }
         let _ = writeln!(text);
         text.push_str(&self.checks_text());
+        if let Some(verdicts) = &self.verifier {
+            for line in crate::image::verifier::summary_lines(verdicts) {
+                let _ = writeln!(text, "{}", escaped(&line));
+            }
+        }
         text
     }
 
@@ -426,6 +443,9 @@ pub struct SuiteReport {
     /// The image backend: function coverage over the whole suite, and its check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_coverage: Option<(Vec<crate::image::Coverage>, CheckResult)>,
+    /// Driver Verifier's rules on the images, per architecture (`--verifier`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<crate::image::verifier::Verdicts>,
 }
 
 impl SuiteReport {
@@ -436,7 +456,16 @@ impl SuiteReport {
             passed: scenarios.iter().all(|report| report.passed),
             scenarios,
             image_coverage: None,
+            verifier: None,
         }
+    }
+
+    /// Adds Driver Verifier's verdict (`--verifier`): it decides with the scenarios.
+    #[must_use]
+    pub fn with_verifier(mut self, verdicts: crate::image::verifier::Verdicts) -> Self {
+        self.passed &= verdicts.values().all(crate::image::verifier::ArchVerdict::passed);
+        self.verifier = Some(verdicts);
+        self
     }
 
     /// Adds the suite's image coverage (its check decides with the scenarios).
@@ -483,6 +512,11 @@ impl SuiteReport {
             let _ = writeln!(text, "image functions run, per crate: {}", units.join(", "));
             let verdict = if check.passed { "ok  " } else { "FAIL" };
             let _ = writeln!(text, "  {verdict} {:<38} {}", check.id, escaped(&check.detail));
+        }
+        if let Some(verdicts) = &self.verifier {
+            for line in crate::image::verifier::summary_lines(verdicts) {
+                let _ = writeln!(text, "{}", escaped(&line));
+            }
         }
         let _ = writeln!(text, "validate: {passed} of {} scenarios passed", self.scenarios.len());
         text

@@ -73,17 +73,46 @@ impl ImageCallbacks {
     /// reports the image's interrupt masking with its next request (`deferred`,
     /// docs/image-backend.md): a `FEEDBACK_READ` makes five round trips instead of nine, and
     /// the machine sees the same operations in the same order.
-    fn call(&self, address: u64, args: &[u64], data: u64) -> Option<u64> {
+    ///
+    /// Under Driver Verifier's rules the command also carries the IRQL the notification is
+    /// made at and its label (`verifier::notification_context`), and a `FEEDBACK_READ` with
+    /// no interrupt window to keep runs with interrupts disabled, the documented worst case.
+    fn call(
+        &self,
+        address: u64,
+        args: &[u64],
+        data: u64,
+        notification: (bool, u32),
+    ) -> Option<u64> {
         if self.crash().is_some() {
             return None;
         }
         let host = ImageHost::runtime(self.platform.clone());
+        let inert = platform::interrupt_windows_inert();
         let mut command =
             json!({"op": "call", "address": address, "args": args, "interrupts": true});
-        if platform::interrupt_windows_inert() {
+        if inert {
             command["processor"] = processor_answer(self.platform.current_processor_index());
         }
-        let done = self.runner.command_with_pages(command, &[data], &host).ok()?;
+        let mut masked = false;
+        if self.runner.verifier {
+            let (ppm, id) = notification;
+            let (irql, label) = super::verifier::notification_context(ppm, id);
+            command["irql"] = json!(irql);
+            command["label"] = json!(label);
+            if inert && super::verifier::may_disable_interrupts(ppm, id) {
+                // The kernel calls with interrupts disabled: the processor is masked for the
+                // whole call, as the image's own masking would make it.
+                command["interrupts"] = json!(false);
+                self.platform.mask_interrupts();
+                masked = true;
+            }
+        }
+        let done = self.runner.command_with_pages(command, &[data], &host);
+        if masked {
+            self.platform.unmask_interrupts();
+        }
+        let done = done.ok()?;
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner).absorb(host.ledger());
         match crash_of(&done) {
             Ok(Some(crash)) => {
@@ -119,12 +148,14 @@ impl Drop for Entered {
     }
 }
 
-fn forward(select: impl FnOnce(&ImageCallbacks) -> u64, args: &[u64], data: PVOID) -> BOOLEAN {
+fn forward(ppm: bool, notification: ULONG, args: &[u64], data: PVOID) -> BOOLEAN {
     let image = CURRENT.with(|current| current.borrow().clone());
     let Some(image) = image else { return FALSE };
-    let address = select(&image);
+    let address = if ppm { image.ppm } else { image.dpm };
     // The BOOLEAN is the low byte of RAX, as the C caller reads it.
-    image.call(address, args, data as u64).map_or(FALSE, |rax| (rax & 0xFF) as BOOLEAN)
+    image
+        .call(address, args, data as u64, (ppm, notification))
+        .map_or(FALSE, |rax| (rax & 0xFF) as BOOLEAN)
 }
 
 /// `AcceptDeviceNotification`, forwarded to the image.
@@ -133,7 +164,7 @@ fn forward(select: impl FnOnce(&ImageCallbacks) -> u64, args: &[u64], data: PVOI
 /// As the callback's: `data` is what `PoFx` documents for `notification` (the runner reads and
 /// writes it through `ppm-sim`, which refuses addresses it cannot read).
 pub unsafe extern "C" fn image_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
-    forward(|image| image.dpm, &[u64::from(notification), data as u64], data)
+    forward(false, notification, &[u64::from(notification), data as u64], data)
 }
 
 /// `AcceptProcessorNotification`, forwarded to the image.
@@ -141,5 +172,5 @@ pub unsafe extern "C" fn image_dpm(notification: ULONG, data: PVOID) -> BOOLEAN 
 /// # Safety
 /// As [`image_dpm`]; the handle is passed as it is.
 pub unsafe extern "C" fn image_ppm(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
-    forward(|image| image.ppm, &[handle as u64, u64::from(notification), data as u64], data)
+    forward(true, notification, &[handle as u64, u64::from(notification), data as u64], data)
 }

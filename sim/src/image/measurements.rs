@@ -128,6 +128,9 @@ pub struct ImageReport {
     /// The `image.*` checks (also in the run's checks).
     #[serde(skip)]
     pub checks: Vec<CheckResult>,
+    /// What the runner's Driver Verifier rules saw (`--verifier`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<super::verifier::RunnerVerdict>,
 }
 
 /// One function of the map: its address relative to the preferred base, its symbol, its crate.
@@ -348,6 +351,7 @@ pub fn judge(image: &Path, facts: &RunFacts<'_>) -> Result<ImageReport, String> 
         executed_rvas,
         etw_events,
         checks,
+        verifier: None,
     })
 }
 

@@ -93,6 +93,8 @@ pub struct Runner {
     pub entry: u64,
     /// The `TimeDateStamp` of the image file's PE header (0 when it cannot be read).
     pub time_date_stamp: u32,
+    /// Whether the runner holds the image to Driver Verifier's rules (`--verifier`).
+    pub verifier: bool,
     child: Mutex<Child>,
     pipes: Mutex<Pipes>,
     /// This process's memory, for `read` requests and `writes` (a read of an unmapped address
@@ -116,7 +118,8 @@ impl fmt::Debug for Runner {
 
 impl Runner {
     /// Starts `script` (`scripts/image-runner.sh`) and loads `image`, built for `arch` (`x64`,
-    /// `arm64`), with `stack_bytes` of kernel stack.
+    /// `arm64`), with `stack_bytes` of kernel stack, under Driver Verifier's rules when
+    /// `verifier` is given.
     ///
     /// # Errors
     /// When the runner cannot be started or cannot load the image.
@@ -125,6 +128,7 @@ impl Runner {
         image: &Path,
         arch: &str,
         stack_bytes: u64,
+        verifier: Option<&super::verifier::VerifierOptions>,
     ) -> Result<Self, RunnerError> {
         let mut child = Command::new("bash")
             .arg(script)
@@ -152,6 +156,7 @@ impl Runner {
             pipes: Mutex::new(Pipes { input, output: BufReader::new(output) }),
             memory,
             failed: Mutex::new(None),
+            verifier: verifier.is_some(),
         };
         let map = image.with_extension("map");
         let loaded = runner.command(
@@ -161,6 +166,7 @@ impl Runner {
                 "map": map.to_string_lossy(),
                 "arch": arch,
                 "stack_bytes": stack_bytes,
+                "verifier": verifier.map(super::verifier::VerifierOptions::load_message),
             }),
             &NoRequests,
         )?;

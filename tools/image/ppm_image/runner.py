@@ -42,6 +42,7 @@ from unicorn.unicorn_py3.unicorn import uclib
 from . import arm64_unwind, printf, seh
 from . import image as pe_image
 from .arch import ARCHES, DAIF_I, DAIF_SHIFT, Arch
+from .instruction_counter import InstructionCounter
 from .layout import (
     ATTEMPTED_WRITE_TO_READONLY_MEMORY,
     DATA,
@@ -92,6 +93,7 @@ from .layout import (
 )
 from .protocol import Channel, ProtocolError, hex_bytes, integer
 from .services import Services
+from .verifier import Verifier, effective_irql, is_activity_monitor
 from .watchdog import Watchdog
 
 # X0..X30 (Unicorn numbers X29 and X30 apart from the others); 31 is XZR in MRS/MSR.
@@ -237,6 +239,11 @@ class Runner(Services):
         self.md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self.kmdf_index_names = kmdf_names()
         self.imports_by_stub: dict[int, tuple[str, str]] = {}
+        # Driver Verifier's rules (verifier.py), when ppm-sim loads the image with `verifier`.
+        self.verifier: Verifier | None = None
+        self.irql = 0  # the IRQL the kernel made the current call at
+        self.counter: InstructionCounter | None = None  # the image's instructions, when counted
+        self.nested_instructions = 0  # of the calls nested in the current one
 
     # ---- memory -------------------------------------------------------------------------
 
@@ -609,6 +616,10 @@ class Runner(Services):
             stub: getattr(self, f"imp_{name}", None)
             for stub, (_, name) in self.imports_by_stub.items()
         }
+        if message.get("verifier") is not None:
+            self.verifier = Verifier(message["verifier"], image.imports)
+            if self.verifier.count_instructions:
+                self.counter = InstructionCounter(uc, IMAGE_BASE, IMAGE_BASE + image.size - 1)
         return {
             "image_base": IMAGE_BASE,
             "image_size": image.size,
@@ -625,14 +636,20 @@ class Runner(Services):
         nested: bool,
         processor: dict[str, Any] | None = None,
         pages: tuple[tuple[int, bytes], ...] = (),
+        irql: int | None = None,
     ) -> dict:
         """Calls `address` with `args` (the Windows convention of the image's architecture);
         {"rax"} (the return register: RAX or X0) or {"crash"}. `processor`: the call's, when
-        its interrupt windows are inert; `pages`: ppm-sim's pages sent with the call."""
+        its interrupt windows are inert; `pages`: ppm-sim's pages sent with the call; `irql`: the
+        IRQL the kernel calls at (the caller's for a nested call, PASSIVE_LEVEL for a command);
+        `instructions` in the answer: the image's own, nested calls' excluded, when counted."""
         uc = self.uc
         arch = self.arch
         saved = uc.context_save() if nested else None
-        saved_state = (self.crash, self.interrupts, self.processor)
+        saved_state = (self.crash, self.interrupts, self.processor, self.irql)
+        outer_nested = self.nested_instructions
+        self.nested_instructions = 0
+        start_count = self.counter.count if self.counter is not None else 0
         if nested:
             top = (self.regs.read(arch.sp) - NESTED_GAP) & ~0xF
         else:
@@ -660,6 +677,10 @@ class Runner(Services):
             self.regs.write(register, value)
         self.interrupts = interrupts
         self.processor = processor
+        if irql is not None:
+            self.irql = irql
+        elif not nested:
+            self.irql = 0
         self.crash = None
         self.mirrors.append({})
         if nested:
@@ -685,10 +706,16 @@ class Runner(Services):
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        self.crash, self.interrupts, self.processor = saved_state
+        self.crash, self.interrupts, self.processor, self.irql = saved_state
+        executed = (self.counter.count if self.counter is not None else 0) - start_count
+        own = executed - self.nested_instructions
+        self.nested_instructions = outer_nested + (executed if nested else 0)
         if crash is not None:
             return {"crash": self._crash_json(crash)}
-        return {"rax": rax, "writes": writes}
+        done = {"rax": rax, "writes": writes}
+        if self.verifier is not None and self.verifier.count_instructions:
+            done["instructions"] = own
+        return done
 
     def _lowest_touched(self, below: int) -> int:
         """The lowest stack address written since the last paint (`below` if none)."""
@@ -795,6 +822,11 @@ class Runner(Services):
                     return False  # refetched by _emulate, outside the hook
                 self._ensure(address, max(size, 1))
                 return True
+            if self.verifier is not None:
+                write = access in (UC_MEM_WRITE_UNMAPPED, UC_MEM_WRITE_PROT)
+                crash = self.verifier.pool_fault(address, write, self._rip())
+                if crash is not None:
+                    raise crash
             if access == UC_MEM_WRITE_PROT:
                 raise Crash(
                     ATTEMPTED_WRITE_TO_READONLY_MEMORY,
@@ -872,6 +904,11 @@ class Runner(Services):
         try:
             if kind in ("rdmsr", "wrmsr"):
                 msr = self.regs.read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
+                if self.verifier is not None and self.verifier.access(
+                    kind, msr, address - IMAGE_BASE
+                ):
+                    self.raise_exception(STATUS_PRIVILEGED_INSTRUCTION, address)
+                    return
                 if kind == "rdmsr":
                     answer = self.ask({"host": "rdmsr", "msr": msr})
                 else:
@@ -931,6 +968,17 @@ class Runner(Services):
         try:
             if kind == "mrs":
                 op0, op1, crn, crm, op2 = field
+                if (
+                    self.verifier is not None
+                    and is_activity_monitor(field)
+                    and self.verifier.access(
+                        "mrs",
+                        op0 << 14 | op1 << 11 | crn << 7 | crm << 3 | op2,
+                        address - IMAGE_BASE,
+                    )
+                ):
+                    self.raise_exception(STATUS_ILLEGAL_INSTRUCTION, address)
+                    return
                 answer = self.ask(
                     {"host": "mrs", "op0": op0, "op1": op1, "crn": crn, "crm": crm, "op2": op2}
                 )
@@ -1002,9 +1050,25 @@ class Runner(Services):
                 return address, word >> 5 & 0xFFFF
         return pc, 0
 
+    def _verify_call(self, name: str) -> int | None:
+        """Driver Verifier's view of a call of `name` (verifier.py): a bug check raised, or
+        the failure to return instead of serving the call."""
+        if self.verifier is None:
+            return None
+        site = self.return_address()
+        if IMAGE_BASE <= site < IMAGE_BASE + self.image.size:
+            site -= IMAGE_BASE
+        irql = effective_irql(self.irql, self.interrupts)
+        return self.verifier.check_call(name, site, irql, self.arg)
+
     def _stub(self, uc: Uc, address: int, size: int, _: Any) -> None:
         try:
             if address < KMDF_STUBS:
+                if address in self.imports_by_stub:
+                    failure = self._verify_call(self.imports_by_stub[address][1])
+                    if failure is not None:
+                        self.regs.write(self.arch.result, failure)
+                        return
                 handler = self.import_handlers.get(address)
                 if handler is None:
                     dll, name = self.imports_by_stub.get(address, ("?", f"{address:#x}"))
@@ -1016,7 +1080,16 @@ class Runner(Services):
                     )
                 result = handler()
             elif address < POFX_STUBS:
-                result = self._kmdf((address - KMDF_STUBS) // len(self.arch.stub_bytes))
+                index = (address - KMDF_STUBS) // len(self.arch.stub_bytes)
+                if self.verifier is not None:
+                    name = self.kmdf_name(index)
+                    self.verifier.kmdf_called.add(name)
+                    failure = self._verify_call(name)
+                    if failure is not None:
+                        self.kmdf_calls[index] = self.kmdf_calls.get(index, 0) + 1
+                        self.regs.write(self.arch.result, failure)
+                        return
+                result = self._kmdf(index)
             else:
                 args = [self.arg(n) for n in range(4)]
                 answer = self.ask(
@@ -1049,7 +1122,35 @@ class Runner(Services):
                 "group": integer(processor, "group", 16),
                 "number": integer(processor, "number", 8),
             }
-        return self._run(address, values, interrupts, nested, processor, _pages(message))
+        irql = message.get("irql", 0)
+        if not isinstance(irql, int) or isinstance(irql, bool) or not 0 <= irql <= 15:
+            raise ProtocolError("call: 'irql' must be an integer in 0..=15")
+        label = message.get("label")
+        if label is not None and not isinstance(label, str):
+            raise ProtocolError("call: 'label' must be a string")
+        verifier = self.verifier
+        if verifier is not None and not nested:
+            verifier.phase = "runtime"
+        injected_before = verifier.injected if verifier is not None else None
+        if verifier is not None:
+            verifier.depth += 1
+        try:
+            done = self._run(address, values, interrupts, nested, processor, _pages(message), irql)
+        finally:
+            if verifier is not None:
+                verifier.depth -= 1
+        if verifier is not None and "rax" in done:
+            if label is not None and "instructions" in done:
+                verifier.cost(label, done["instructions"])
+            # Faulted in this call, not in a notification nested in it.
+            faulted = (
+                injected_before is None
+                and verifier.injected is not None
+                and verifier.injected_depth == verifier.depth + 1
+            )
+            handle = values[0] if values else 0
+            verifier.call_done(label, handle, bool(done["rax"] & 0xFF), faulted)
+        return done
 
     def _run(self, *call: Any) -> dict:
         """execute(*call), a CRASH raised before the call (no stack left) as its answer."""
@@ -1060,6 +1161,8 @@ class Runner(Services):
 
     def cmd_driver_entry(self, message: dict[str, Any]) -> dict[str, Any]:
         self._need_image()
+        if self.verifier is not None:
+            self.verifier.phase = "boot"
         path = message.get("registry_path")
         if not isinstance(path, str):
             raise ProtocolError("driver_entry: 'registry_path' must be a string")
@@ -1090,6 +1193,8 @@ class Runner(Services):
 
     def cmd_device_add(self, message: dict[str, Any]) -> dict[str, Any]:
         self._need_image()
+        if self.verifier is not None:
+            self.verifier.phase = "boot"
         if not self.device_add:
             return {"status": None}
         result = self._run(self.device_add, [WDFDRIVER, WDFDEVICE_INIT], True, False)
@@ -1099,6 +1204,8 @@ class Runner(Services):
 
     def cmd_unload(self, message: dict[str, Any]) -> dict[str, Any]:
         self._need_image()
+        if self.verifier is not None:
+            self.verifier.phase = "boot"
         unload = self.u64(DRIVER_OBJECT + DRIVER_UNLOAD)
         if not unload:
             return {"called": False}
@@ -1127,6 +1234,7 @@ class Runner(Services):
             "kmdf_function_count": self.kmdf_count,
             "seh": self.seh_log,
             "functions": {"total": len(self.symbols.rvas), "executed": executed},
+            "verifier": self.verifier.report() if self.verifier is not None else None,
         }
 
     def kmdf_name(self, index: int) -> str:

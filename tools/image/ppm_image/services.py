@@ -41,6 +41,7 @@ from .layout import (
     Fatal,
 )
 from .protocol import ProtocolError, hex_bytes, integer
+from .verifier import SLACK
 
 EVENT_CONTROL_CODE_ENABLE_PROVIDER = 1
 KMODE_EXCEPTION_NOT_HANDLED = 0x1E
@@ -49,6 +50,7 @@ MAX_ETW_DESCRIPTORS = 128
 MAX_ETW_BYTES = 0x10000
 MAX_INFORMATION_BYTES = 0x1000
 STATUS_INSUFFICIENT_RESOURCES = 0xC000009A
+SLACK_BYTE = bytes([SLACK])
 
 
 def _status(answer: dict[str, Any]) -> int:
@@ -117,6 +119,8 @@ class Services:
 
     def imp_ExAllocatePool2(self) -> int:
         flags, size, tag = self.arg(0), self.arg(1), self.arg32(2)
+        if self.verifier is not None:
+            return self._special_pool_allocate(flags, size, tag)
         address = (self.pool_next + 15) & ~15
         if size > POOL_LIMIT or address + size > POOL + POOL_LIMIT:
             print(
@@ -139,7 +143,43 @@ class Services:
         return address
 
     def imp_ExFreePool(self) -> None:
-        self.ask({"host": "pool_free", "address": self.arg(0)})
+        address = self.arg(0)
+        if self.verifier is not None:
+            if self.verifier.skip_frees:
+                return
+            block = self.verifier.blocks.get(address)
+            slack = b""
+            if block is not None:
+                slack = self.read(block.first_page, block.address - block.first_page)
+            site = self.return_address()
+            block = self.verifier.free(address, site, slack)
+            self.uc.mem_unmap(block.first_page, block.pages * PAGE)
+        self.ask({"host": "pool_free", "address": address})
+
+    def _special_pool_allocate(self, flags: int, size: int, tag: int) -> int:
+        """ExAllocatePool2 under Driver Verifier's special pool (verifier.py): the block ends
+        at the end of its own pages, the page after it stays unmapped, the slack before it is
+        filled to be checked at free."""
+        block = self.verifier.place(size, self.pool_next) if size <= POOL_LIMIT else None
+        if block is None:
+            print(f"image-runner: pool limit of {POOL_LIMIT} bytes reached", file=sys.stderr)
+            return 0
+        answer = self.ask(
+            {
+                "host": "pool_allocate",
+                "flags": flags,
+                "bytes": size,
+                "tag": tag,
+                "address": block.address,
+            }
+        )
+        if not answer.get("granted"):
+            return 0
+        self.uc.mem_map(block.first_page, block.pages * PAGE)
+        self.uc.mem_write(block.first_page, SLACK_BYTE * (block.address - block.first_page))
+        self.pool_next = block.first_page + (block.pages + 1) * PAGE
+        self.verifier.allocated(block)
+        return block.address
 
     def imp_KeGetCurrentProcessorNumberEx(self) -> int:
         answer = self.current_processor()
@@ -265,6 +305,8 @@ class Services:
             handle = integer(answer, "handle")
             self.put(handle_out, handle, 8)
             self.etw_providers[handle] = (callback, context)
+            if self.verifier is not None:
+                self.verifier.etw_registered(handle)
             if answer.get("enable") is not None and callback:
                 self._etw_enable(provider, callback, context, answer["enable"])
         return status
@@ -283,8 +325,13 @@ class Services:
         if crash is not None:
             raise Crash(crash["code"], crash["parameters"], crash["what"], crash["address"])
 
+    def _etw_handle(self, function: str, handle: int) -> None:
+        if self.verifier is not None:
+            self.verifier.etw_used(function, handle)
+
     def imp_EtwWriteTransfer(self) -> int:
         handle, descriptor, count, data = self.arg(0), self.arg(1), self.arg32(4), self.arg(5)
+        self._etw_handle("EtwWriteTransfer", handle)
         if count > MAX_ETW_DESCRIPTORS:
             return STATUS_INVALID_PARAMETER
         pieces = []
@@ -306,6 +353,7 @@ class Services:
         return _status(answer)
 
     def imp_EtwSetInformation(self) -> int:
+        self._etw_handle("EtwSetInformation", self.arg(0))
         length = self.arg32(3)
         if length > MAX_ETW_BYTES:
             return STATUS_INVALID_PARAMETER
@@ -320,6 +368,9 @@ class Services:
         return _status(answer)
 
     def imp_EtwUnregister(self) -> int:
+        self._etw_handle("EtwUnregister", self.arg(0))
+        if self.verifier is not None:
+            self.verifier.etw.discard(self.arg(0))
         return _status(self.ask({"host": "etw_unregister", "handle": self.arg(0)}))
 
     # ---- WDFLDR -------------------------------------------------------------------------
@@ -383,11 +434,20 @@ class Services:
         return status
 
     def _open(self, function: str, key_out: int, **fields: Any) -> int:
+        if "parent" in fields:
+            self._key(function, fields["parent"], optional=True)
         answer = self._wdf(function, **fields)
         status = _status(answer)
         if status == STATUS_SUCCESS:
             self.put(key_out, integer(answer, "key"), 8)
+            if self.verifier is not None:
+                self.verifier.key_opened(integer(answer, "key"))
         return status
+
+    def _key(self, function: str, key: int, optional: bool = False) -> None:
+        """Driver Verifier's handle check of a WDFKEY argument."""
+        if self.verifier is not None:
+            self.verifier.key_used(function, key, optional)
 
     def wdf_WdfDriverOpenParametersRegistryKey(self) -> int:
         return self._open("WdfDriverOpenParametersRegistryKey", self.arg(4), access=self.arg32(2))
@@ -407,6 +467,7 @@ class Services:
         )
 
     def wdf_WdfRegistryCreateKey(self) -> int:
+        self._key("WdfRegistryCreateKey", self.arg(1), optional=True)
         answer = self._wdf(
             "WdfRegistryCreateKey",
             parent=self.arg(1),
@@ -419,6 +480,8 @@ class Services:
             if "disposition" in answer:
                 self.put(self.arg(5), integer(answer, "disposition", 32), 4)
             self.put(self.arg(7), integer(answer, "key"), 8)
+            if self.verifier is not None:
+                self.verifier.key_opened(integer(answer, "key"))
         return status
 
     def wdf_WdfRegistryQueryValue(self) -> int:
@@ -428,6 +491,7 @@ class Services:
             self.arg(5),
             self.arg(6),
         )
+        self._key("WdfRegistryQueryValue", self.arg(1))
         answer = self._wdf(
             "WdfRegistryQueryValue",
             key=self.arg(1),
@@ -444,6 +508,7 @@ class Services:
         return status
 
     def wdf_WdfRegistryAssignULong(self) -> int:
+        self._key("WdfRegistryAssignULong", self.arg(1))
         return _status(
             self._wdf(
                 "WdfRegistryAssignULong",
@@ -454,6 +519,7 @@ class Services:
         )
 
     def wdf_WdfRegistryAssignValue(self) -> int:
+        self._key("WdfRegistryAssignValue", self.arg(1))
         length = self.arg32(4)
         if length > MAX_ETW_BYTES:
             return STATUS_INVALID_PARAMETER
@@ -468,6 +534,8 @@ class Services:
         )
 
     def wdf_WdfRegistryClose(self) -> None:
+        if self.verifier is not None:
+            self.verifier.key_closed(self.arg(1))
         self._wdf("WdfRegistryClose", key=self.arg(1))
 
     def wdf_WdfDeviceCreate(self) -> int:
