@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The image backend (docs/image-backend.md): every built-in scenario run against the machine
 # code of the linked driver image of its architecture (target/driver-image/x64 and arm64), by
-# `ppm-sim validate --pep image`, after the runner's own lint and tests.
+# `ppm-sim validate --pep image --verifier`, after the runner's own lint and tests.
 #
 # Usage: scripts/check-image-backend.sh [--self-test]
 #   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image), then
-#                `ppm-sim validate --pep image` over every built-in scenario (debug ppm-sim,
-#                the shared target/), its output and wall time printed; then
+#                `ppm-sim validate --pep image --verifier` over every built-in scenario (debug
+#                ppm-sim, the shared target/): each scenario under Driver Verifier's rules, then
+#                each architecture's systematic runs (docs/verifier.md), its output and wall
+#                time printed; then
 #                sim/tests/scenarios/registry-issues.toml on both backends: the ignored registry
 #                values the image lists in its State key must be the engine's, line for line
 #   --self-test  also proves the checks can fail: three copies of the image broken on purpose
@@ -21,6 +23,13 @@
 #                                     -> capabilities.consistent (and ppm.null_data_refused)
 #                and the ARM64 image with its AMU guards' scope tables emptied must fail
 #                `validate arm64` with image.bugcheck (the AMU fault unhandled: 0x1E).
+#                Driver Verifier's rules must fail too (docs/verifier.md, "Each rule can
+#                fail"): `validate single --verifier` with PPM_VERIFIER_TEST=max-irql=
+#                KeGetCurrentProcessorNumberEx:2 (a routine FEEDBACK_READ calls, ruled as if
+#                the image called it above its IRQL) -> image.irql; with
+#                PPM_VERIFIER_TEST=skip-frees (every free skipped) -> the low resources runs
+#                whose DriverEntry fails leak; the guard-less ARM64 image under `validate arm64
+#                --verifier` -> the access faults bugcheck.
 # Needs the image and its stack.txt: scripts/check-driver-image.sh builds and checks both
 # (scripts/build-driver-image.sh builds the image alone). Exit 1 when a check fails, 2 when
 # the image is missing or the arguments are wrong.
@@ -62,14 +71,14 @@ echo "== ppm-sim (debug)"
 cargo build -q -p ppm-sim
 SIM=$ROOT/target/debug/ppm-sim
 
-echo "== ppm-sim validate --pep image (every built-in scenario)"
+echo "== ppm-sim validate --pep image --verifier (every built-in scenario, Driver Verifier's rules)"
 start=${EPOCHREALTIME/./}
 status=0
-"$SIM" validate --pep image || status=1
+"$SIM" validate --pep image --verifier || status=1
 elapsed=$(( (${EPOCHREALTIME/./} - start) / 100000 ))
-echo "   $((elapsed / 10)).$((elapsed % 10)) s (validate --pep image)"
+echo "   $((elapsed / 10)).$((elapsed % 10)) s (validate --pep image --verifier)"
 if [[ $status -ne 0 ]]; then
-    echo "check-image-backend: validate --pep image failed" >&2
+    echo "check-image-backend: validate --pep image --verifier failed" >&2
 fi
 
 echo "== ppm-sim run --pep image: the ignored registry values, read back from the image's State"
@@ -150,6 +159,24 @@ if $SELF_TEST; then
     elif ! expect_refused "$kind" \
         '^  FAIL image\.bugcheck +bugcheck 0x1e at ppm_amu_read_[a-z0-9]+\+0x0: exception 0xc000001d not handled' \
         "$log" "$SIM" validate arm64 --pep image --image "$image"; then
+        status=1
+    fi
+    # Driver Verifier's rules, each made to fail (docs/verifier.md).
+    if ! expect_refused "verifier-guardless-access" \
+        '^  FAIL arm64: mrs of 0xdea[01] at 0x[0-9a-f]+ faulting \((boot|runtime)\): bugcheck 0x1e' \
+        "$broken/verifier-guardless-access.log" \
+        "$SIM" validate arm64 --pep image --verifier --image "$image"; then
+        status=1
+    fi
+    if ! PPM_VERIFIER_TEST=max-irql=KeGetCurrentProcessorNumberEx:2 expect_refused \
+        "verifier-irql" \
+        '^  FAIL image\.irql +KeGetCurrentProcessorNumberEx called at IRQL 15 from 0x[0-9a-f]+, allowed up to IRQL 2' \
+        "$broken/verifier-irql.log" "$SIM" validate single --pep image --verifier; then
+        status=1
+    fi
+    if ! PPM_VERIFIER_TEST=skip-frees expect_refused "verifier-skipped-free" \
+        '^  FAIL x64: [A-Za-z0-9]+ at 0x[0-9a-f]+ failing \(call [0-9]+\): [0-9]+ pool blocks leaked' \
+        "$broken/verifier-skipped-free.log" "$SIM" validate single --pep image --verifier; then
         status=1
     fi
     echo "   $((SECONDS - start)) s (self-test)"

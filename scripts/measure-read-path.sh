@@ -13,11 +13,15 @@
 # same loop, that only performs the platform's two counter reads (interrupts masked) and writes
 # them. FEEDBACK_READ minus that baseline is what the engine adds beyond the platform's counter
 # read. The script exits 1 when that exceeds LIMIT instructions for any processor count, or
-# grows with the processor count by more than GROWTH_TOLERANCE; 2 when it cannot measure.
+# grows with the processor count by more than GROWTH_TOLERANCE, or when the linked image's own
+# figure is over its budget; 2 when it cannot measure.
 #
 # It then attributes every instruction the engine's callback executes on each FEEDBACK_READ
 # (callgrind --dump-instr=yes, addr2line -i) to the innermost engine (or platform) source line
-# it was inlined from, and prints them: where the instructions go.
+# it was inlined from, and prints them: where the instructions go. Last, when the linked image
+# of ARCH exists, `ppm-sim bench --pep image --arch ARCH`: the instructions the image itself
+# executes per FEEDBACK_READ, beside the engine build's figure, held to its budget
+# (docs/verifier.md).
 #
 # Environment: CARGO_TARGET_DIR (default <repo>/target), LIMIT (default 64; 112 with ARCH=arm64), N1 (default
 # 10000), N2 (default 110000), PROCESSORS (default "1 64 2048").
@@ -212,6 +216,20 @@ if command -v addr2line >/dev/null 2>&1; then
     echo
 else
     echo "(addr2line is missing: no attribution)" >&2
+fi
+
+# Beside the engine build's figure, the linked image's (the code Windows runs, with its SEH
+# guard calls): `ppm-sim bench --pep image` counts every instruction the image executes per
+# FEEDBACK_READ under the runner and holds it to its budget (docs/verifier.md).
+IMAGE_ARCH=$ARCH
+if [ -f "$ROOT/target/driver-image/$IMAGE_ARCH/ppm_pep.sys" ]; then
+    echo "The linked image, $IMAGE_ARCH (every instruction the image executes per FEEDBACK_READ):"
+    "$BIN" bench --pep image --arch "$IMAGE_ARCH" || failed=1
+    [ "$failed" = 1 ] && VERDICT="${VERDICT:-the image's FEEDBACK_READ is over its budget}"
+    echo
+else
+    echo "(no image at target/driver-image/$IMAGE_ARCH: scripts/check-driver-image.sh builds it;" \
+        "the image's figure is not measured)" >&2
 fi
 
 if [ "$failed" = 1 ]; then

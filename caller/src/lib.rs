@@ -4,7 +4,7 @@
 //! - [`ThreadHost`]: the [`PepHost`](ppm_engine::PepHost) of every emulated caller. The engine
 //!   instance is held per thread ([`enter`] installs it for the calling thread), so no
 //!   `Platform` carries instance boilerplate;
-//! - [`names`]: the notifications the PEP handles, as one `(id, name)` table per class;
+//! - [`names`]: the notifications' names, from the engine's table, and the undefined ids;
 //! - [`Callbacks`]: the two callbacks of any `PEP_INFORMATION` (the engine's, or a deliberately
 //!   broken PEP's), and every notification sent through them as PoFx sends it, with the
 //!   documented C structure (the [`payload`]s, sentinel-filled where a refusal must leave them

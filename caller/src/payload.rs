@@ -5,19 +5,15 @@
 //! device id as a `UNICODE_STRING`).
 
 use ppm_engine::abi::{
-    PEP_DEVICE_STARTED, PEP_DPM_DEVICE_STARTED, PEP_DPM_UNREGISTER_DEVICE,
-    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
-    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
-    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
-    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
-    PEP_PPM_FEEDBACK_READ__bindgen_ty_1, PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1,
-    PEP_PPM_PERF_CHECK_COMPLETE, PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO,
+    PEP_DEVICE_STARTED, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES, PEP_PPM_ENTER_SYSTEM_STATE,
+    PEP_PPM_FEEDBACK_READ, PEP_PPM_FEEDBACK_READ__bindgen_ty_1,
+    PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_PERF_CHECK_COMPLETE,
+    PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
     PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_QUERY_PLATFORM_STATES, PEP_PPM_QUERY_VETO_REASONS,
     PEP_PPM_RESUME_FROM_SYSTEM_STATE, PEP_PROCESSOR_FEEDBACK_COUNTER, PEP_UNREGISTER_DEVICE,
     PEPHANDLE, PEPHANDLE__, ULONG, UNICODE_STRING,
 };
+use ppm_engine::payload::{Dpm, Ppm};
 
 use crate::names::{UNDEFINED_DPM, UNDEFINED_PPM};
 
@@ -45,64 +41,55 @@ pub unsafe trait Payload {
     const PPM: &'static [ULONG];
 }
 
-// SAFETY: the type is the C structure of the notifications listed, made of integers (and, for
-// the handles, a pointer-sized value the PEP compares and never follows). So each impl below.
-unsafe impl Payload for PEP_UNREGISTER_DEVICE {
-    const DPM: &'static [ULONG] = &[PEP_DPM_UNREGISTER_DEVICE];
-    const PPM: &'static [ULONG] = &[];
+/// The notification of class `$class` whose structure the engine types `$structure` as
+/// (from the engine's notification table, through [`ppm_engine::payload::Payload`]).
+macro_rules! id {
+    ($class:ident $structure:ty) => {
+        <$structure as ppm_engine::payload::Payload<$class>>::ID
+    };
 }
-// SAFETY: as above.
-unsafe impl Payload for PEP_DEVICE_STARTED {
-    const DPM: &'static [ULONG] = &[PEP_DPM_DEVICE_STARTED];
-    const PPM: &'static [ULONG] = &[];
+
+/// [`Payload`] for structures of the engine's table that hold no pointers.
+macro_rules! pointer_free {
+    (Dpm: $($dpm:ident),+; Ppm: $($ppm:ident),+ $(;)?) => {
+        $(
+            // SAFETY: the C structure of the notification the engine's table gives it, made of
+            // integers and a handle (a pointer-sized value the PEP compares, never follows).
+            unsafe impl Payload for $dpm {
+                const DPM: &'static [ULONG] = &[id!(Dpm $dpm)];
+                const PPM: &'static [ULONG] = &[];
+            }
+        )+
+        $(
+            // SAFETY: the C structure of the notification the engine's table gives it, made of
+            // integers.
+            unsafe impl Payload for $ppm {
+                const DPM: &'static [ULONG] = &[];
+                const PPM: &'static [ULONG] = &[id!(Ppm $ppm)];
+            }
+        )+
+    };
 }
-// SAFETY: as above.
-unsafe impl Payload for PEP_PPM_QUERY_CAPABILITIES {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_CAPABILITIES];
-}
-// SAFETY: as above; `Count` is at most the descriptors it holds (`CountersBuffer::new`).
+
+pointer_free!(
+    Dpm: PEP_UNREGISTER_DEVICE, PEP_DEVICE_STARTED;
+    Ppm: PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_FEEDBACK_READ, PEP_PPM_QUERY_PERF_CAPABILITIES,
+        PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_RESUME_FROM_SYSTEM_STATE,
+        PEP_PPM_PERF_CHECK_COMPLETE;
+);
+// SAFETY: the layout of `PEP_PPM_QUERY_FEEDBACK_COUNTERS` with a longer array of integer
+// descriptors; `Count` is at most the descriptors it holds (`CountersBuffer::new`).
 unsafe impl Payload for CountersBuffer {
     const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS];
-}
-// SAFETY: as above.
-unsafe impl Payload for PEP_PPM_FEEDBACK_READ {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_FEEDBACK_READ];
-}
-// SAFETY: as above.
-unsafe impl Payload for PEP_PPM_QUERY_PERF_CAPABILITIES {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES];
-}
-// SAFETY: as above.
-unsafe impl Payload for PEP_PPM_QUERY_DOMAIN_INFO {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO];
-}
-// SAFETY: as above.
-unsafe impl Payload for PEP_PPM_ENTER_SYSTEM_STATE {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE];
-}
-// SAFETY: as above.
-unsafe impl Payload for PEP_PPM_RESUME_FROM_SYSTEM_STATE {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE];
-}
-// SAFETY: as above.
-unsafe impl Payload for PEP_PPM_PERF_CHECK_COMPLETE {
-    const DPM: &'static [ULONG] = &[];
-    const PPM: &'static [ULONG] = &[PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE];
+    const PPM: &'static [ULONG] = &[id!(Ppm PEP_PPM_QUERY_FEEDBACK_COUNTERS)];
 }
 // SAFETY: one `u32`, the layout of both count structures (asserted below); `ENUMERATE_BOOT_VETOES`
 // documents no payload, so a larger buffer than none is harmless.
 unsafe impl Payload for CountPayload {
     const DPM: &'static [ULONG] = &[];
     const PPM: &'static [ULONG] = &[
-        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
-        PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
+        id!(Ppm PEP_PPM_QUERY_PLATFORM_STATES),
+        id!(Ppm PEP_PPM_QUERY_VETO_REASONS),
         PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
     ];
 }

@@ -101,15 +101,26 @@ fn the_host_serves_only_the_entered_engine_of_its_platform() {
 }
 
 #[test]
-fn one_name_per_notification_and_the_read_first() {
-    for table in [&names::DPM[..], &names::PPM[..]] {
-        for (index, (id, name)) in table.iter().enumerate() {
-            assert!(table[index + 1..].iter().all(|(other, _)| other != id), "{name} twice");
+fn one_name_per_notification() {
+    for (table, name) in [
+        (ppm_engine::notification::DPM, names::dpm as fn(u32) -> Option<&'static str>),
+        (ppm_engine::notification::PPM, names::ppm),
+    ] {
+        for (index, row) in table.iter().enumerate() {
+            let short = name(row.id).unwrap();
+            assert!(row.name.ends_with(short) && !short.starts_with("PEP_"), "{}", row.name);
+            assert!(table[index + 1..].iter().all(|other| other.id != row.id), "{short} twice");
         }
     }
-    assert_eq!(names::PPM[0], (PEP_NOTIFY_PPM_FEEDBACK_READ, "FEEDBACK_READ"));
     assert_eq!(names::ppm(PEP_NOTIFY_PPM_FEEDBACK_READ), Some("FEEDBACK_READ"));
+    assert_eq!(names::dpm(0x01), Some("PREPARE_DEVICE"));
     assert_eq!(names::dpm(0x7F), None);
+    for undefined in names::UNDEFINED_DPM {
+        assert_eq!(names::dpm(undefined), None, "{undefined:#x}");
+    }
+    for undefined in names::UNDEFINED_PPM {
+        assert_eq!(names::ppm(undefined), None, "{undefined:#x}");
+    }
 }
 
 /// A broken DPM callback: answers 2 to everything and writes a zero into any data.

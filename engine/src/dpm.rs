@@ -10,8 +10,8 @@
 //! resource of a processor), `PEP_DPM_DEVICE_POWER_STATE` (acknowledged, nothing written),
 //! `PEP_DPM_POWER_CONTROL_REQUEST` (`Status` = `STATUS_NOT_IMPLEMENTED`: the PEP owns the
 //! processor but defines no control code) and `PEP_DPM_WORK` (`NeedWork` FALSE: it never
-//! requests work). Every other notification returns FALSE. [`crate::notifications`] is the
-//! table of every id with the documentation each answer follows.
+//! requests work). Every other notification returns FALSE. [`crate::notification`] is the
+//! table of every id (`docs/notifications.md` adds the documentation each answer follows).
 //!
 //! IRQL: `PASSIVE_LEVEL` (prepare, register, unregister, abandon), `<= DISPATCH_LEVEL` (device
 //! started, device power state), `<= HIGH_LEVEL` (register crashdump device, refused). Nothing
@@ -29,13 +29,11 @@ use core::sync::atomic::Ordering;
 
 use crate::abi::{
     FALSE, PCUNICODE_STRING, PEP_ABANDON_DEVICE, PEP_DEVICE_POWER_STATE, PEP_DEVICE_STARTED,
-    PEP_DPM_ABANDON_DEVICE, PEP_DPM_DEVICE_POWER_STATE, PEP_DPM_DEVICE_STARTED,
-    PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE, PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_PREPARE_DEVICE,
-    PEP_DPM_REGISTER_DEVICE, PEP_DPM_UNREGISTER_DEVICE, PEP_DPM_WORK,
     PEP_NOTIFY_COMPONENT_IDLE_STATE, PEP_POWER_CONTROL_REQUEST, PEP_PREPARE_DEVICE,
     PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEP_WORK, PEPHANDLE, PepDeviceAccepted,
     PepDeviceNotAccepted, STATUS_NOT_IMPLEMENTED, TRUE,
 };
+use crate::notification::handled;
 use crate::payload::{Data, Dpm};
 use crate::pep::Pep;
 use crate::platform::Platform;
@@ -46,41 +44,32 @@ use crate::processor::{ProcessorSlot, encode_handle, generation_of, lifecycle, s
 /// decision is recorded and before the notification returns.
 pub(crate) type PreparedDevice = fn(&[u16], bool);
 
-/// Routes one device notification. Returns whether it was handled. `prepared` hears of every
-/// `PREPARE_DEVICE` decision.
+/// Routes one device notification: a `match` with one arm per handled DPM row of the
+/// notification table ([`crate::notification`]); every other id returns FALSE. Returns whether
+/// it was handled. `prepared` hears of every `PREPARE_DEVICE` decision.
 pub(crate) fn dispatch<P: Platform>(
     pep: &Pep<P>,
     data: Data<'_, Dpm>,
     prepared: PreparedDevice,
 ) -> bool {
-    match data.id() {
-        PEP_DPM_PREPARE_DEVICE => prepare_device(pep, data, prepared),
-        PEP_DPM_REGISTER_DEVICE => register_device(pep, data),
-        PEP_DPM_DEVICE_STARTED => device_started(pep, data),
-        PEP_DPM_UNREGISTER_DEVICE => unregister_device(pep, data),
-        PEP_DPM_ABANDON_DEVICE => abandon_device(pep, data),
-        PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE => component_idle_state(data),
-        PEP_DPM_DEVICE_POWER_STATE => device_power_state(pep, data),
-        PEP_DPM_POWER_CONTROL_REQUEST => power_control_request(pep, data),
-        PEP_DPM_WORK => work(data),
-        _ => false,
-    }
+    crate::notification::table!(handled dpm data.id(), (pep, data, prepared))
 }
 
 /// `PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE`: IRQL <= `DISPATCH_LEVEL`. "The PEP must handle this
 /// notification" (`dpm-notifications.md`): `Completed` = TRUE, for any device handle — the PEP
 /// manages no clock or power resource, so its preparations for any F-state of any component
 /// are complete. Only a NULL or misaligned structure is refused (nothing can be written).
-fn component_idle_state(data: Data<'_, Dpm>) -> bool {
+fn component_idle_state<P: Platform>(_: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_NOTIFY_COMPONENT_IDLE_STATE>() else { return false };
     data.Completed = TRUE;
     true
 }
 
-/// `PEP_DPM_DEVICE_POWER_STATE`: IRQL <= `DISPATCH_LEVEL` (see [`PEP_DPM_DEVICE_POWER_STATE`]).
-/// Informational: "The PEP does not write to this structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle,
-/// nothing written; refused for any other handle.
-fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+/// `PEP_DPM_DEVICE_POWER_STATE`: IRQL <= `DISPATCH_LEVEL` (see
+/// [`crate::abi::PEP_DPM_DEVICE_POWER_STATE`]). Informational: "The PEP does not write to this
+/// structure" (`PEP_DEVICE_POWER_STATE`). Acknowledged for a live processor handle, nothing
+/// written; refused for any other handle.
+fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_DEVICE_POWER_STATE>() else { return false };
     pep.slot_for_handle(data.DeviceHandle).is_some()
 }
@@ -92,7 +81,11 @@ fn device_power_state<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
 /// plug-in (PEP) does not acknowledge support for this device", untrue of a device it
 /// registered); `BytesReturned` = 0, nothing written to the driver's buffers. Refused
 /// (untouched) for any other handle.
-fn power_control_request<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+fn power_control_request<P: Platform>(
+    pep: &Pep<P>,
+    data: Data<'_, Dpm>,
+    _: PreparedDevice,
+) -> bool {
     let Some(data) = data.get::<PEP_POWER_CONTROL_REQUEST>() else { return false };
     if pep.slot_for_handle(data.DeviceHandle).is_none() {
         return false;
@@ -107,7 +100,7 @@ fn power_control_request<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool
 /// else. `WorkInformation` is left as PoFx passed it: Microsoft's PEPs treat it as the OS's
 /// buffer (the i.MX PEP of ms-iot/imx-iotcore fills `PepWork->WorkInformation->…` in place and
 /// never assigns the pointer), so writing NULL over it could lose the OS's buffer.
-fn work(data: Data<'_, Dpm>) -> bool {
+fn work<P: Platform>(_: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_WORK>() else { return false };
     data.NeedWork = FALSE;
     true
@@ -198,7 +191,7 @@ fn claim_key(id: &[u16]) -> u64 {
 
 /// `PEP_DPM_REGISTER_DEVICE`: registers a prepared processor and returns its handle; declines
 /// (`PepDeviceNotAccepted`, NULL handle) a device that was not prepared.
-fn register_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+fn register_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_REGISTER_DEVICE_V2>() else { return false };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
     let Some(id) = (unsafe { device_id(data.DeviceId) }) else { return false };
@@ -235,7 +228,7 @@ fn register_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
 }
 
 /// `PEP_DPM_DEVICE_STARTED`: `<= DISPATCH_LEVEL`.
-fn device_started<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+fn device_started<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_DEVICE_STARTED>() else { return false };
     let handle = data.DeviceHandle;
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
@@ -252,7 +245,7 @@ fn device_started<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
 }
 
 /// `PEP_DPM_UNREGISTER_DEVICE`: frees the slot; the handle becomes stale.
-fn unregister_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+fn unregister_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_UNREGISTER_DEVICE>() else { return false };
     let handle = data.DeviceHandle;
     let Some((_, slot)) = pep.slot_for_handle(handle) else { return false };
@@ -304,7 +297,7 @@ fn release_device(slot: &ProcessorSlot, key: u64) -> bool {
 
 /// `PEP_DPM_ABANDON_DEVICE`: releases the device if it was ours (`DeviceAccepted` TRUE), or
 /// says it was not (FALSE).
-fn abandon_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>) -> bool {
+fn abandon_device<P: Platform>(pep: &Pep<P>, data: Data<'_, Dpm>, _: PreparedDevice) -> bool {
     let Some(data) = data.get::<PEP_ABANDON_DEVICE>() else { return false };
     // SAFETY: PoFx passes a valid device-id string (or NULL, refused) for the call's duration.
     let Some(id) = (unsafe { device_id(data.DeviceId) }) else { return false };

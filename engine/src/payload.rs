@@ -11,23 +11,6 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use crate::abi::{
-    PEP_ABANDON_DEVICE, PEP_DEVICE_POWER_STATE, PEP_DEVICE_STARTED, PEP_DPM_ABANDON_DEVICE,
-    PEP_DPM_DEVICE_POWER_STATE, PEP_DPM_DEVICE_STARTED, PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE,
-    PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE,
-    PEP_DPM_UNREGISTER_DEVICE, PEP_DPM_WORK, PEP_NOTIFY_COMPONENT_IDLE_STATE,
-    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
-    PEP_NOTIFY_PPM_QUERY_VETO_REASONS, PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_POWER_CONTROL_REQUEST, PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
-    PEP_PPM_PERF_CHECK_COMPLETE, PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO,
-    PEP_PPM_QUERY_FEEDBACK_COUNTERS, PEP_PPM_QUERY_PERF_CAPABILITIES,
-    PEP_PPM_QUERY_PLATFORM_STATES, PEP_PPM_QUERY_VETO_REASONS, PEP_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_PREPARE_DEVICE, PEP_REGISTER_DEVICE_V2, PEP_UNREGISTER_DEVICE, PEP_WORK,
-};
-
 /// The id space of a notification: device (DPM) and processor (PPM) ids overlap.
 pub trait Class {}
 
@@ -50,41 +33,28 @@ pub unsafe trait Payload<C: Class>: Sized {
     const ID: u32;
 }
 
-/// Implements [`Payload`] for each documented (structure, notification) pair.
-macro_rules! payloads {
-    ($class:ty: $($structure:ty = $id:expr),+ $(,)?) => {$(
+/// Implements [`Payload`] for the structure of every notification the engine handles (a row
+/// of [`crate::notification::table!`] with a payload and a handler).
+macro_rules! payload {
+    ($class:ident ($id:ident, [$structure:ident], {$($handler:ident)+}, $($rest:tt)*)) => {
         // SAFETY: the ABI structure PoFx documents for the notification (its layout is
         // asserted in `abi`); its fields are integers and raw pointers.
-        unsafe impl Payload<$class> for $structure {
-            const ID: u32 = $id;
+        unsafe impl Payload<$class> for crate::abi::$structure {
+            const ID: u32 = crate::abi::$id;
         }
-    )+};
+    };
+    ($class:ident ($($row:tt)*)) => {};
 }
 
-payloads!(Dpm:
-    PEP_PREPARE_DEVICE = PEP_DPM_PREPARE_DEVICE,
-    PEP_ABANDON_DEVICE = PEP_DPM_ABANDON_DEVICE,
-    PEP_REGISTER_DEVICE_V2 = PEP_DPM_REGISTER_DEVICE,
-    PEP_UNREGISTER_DEVICE = PEP_DPM_UNREGISTER_DEVICE,
-    PEP_DEVICE_STARTED = PEP_DPM_DEVICE_STARTED,
-    PEP_DEVICE_POWER_STATE = PEP_DPM_DEVICE_POWER_STATE,
-    PEP_NOTIFY_COMPONENT_IDLE_STATE = PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE,
-    PEP_POWER_CONTROL_REQUEST = PEP_DPM_POWER_CONTROL_REQUEST,
-    PEP_WORK = PEP_DPM_WORK,
-);
+/// [`payload!`] for every row.
+macro_rules! payloads {
+    (() dpm: [$($dpm:tt),* $(,)?] ppm: [$($ppm:tt),* $(,)?]) => {
+        $(payload!(Dpm $dpm);)*
+        $(payload!(Ppm $ppm);)*
+    };
+}
 
-payloads!(Ppm:
-    PEP_PPM_FEEDBACK_READ = PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_PPM_QUERY_CAPABILITIES = PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-    PEP_PPM_QUERY_FEEDBACK_COUNTERS = PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS,
-    PEP_PPM_QUERY_PERF_CAPABILITIES = PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-    PEP_PPM_QUERY_DOMAIN_INFO = PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-    PEP_PPM_ENTER_SYSTEM_STATE = PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE,
-    PEP_PPM_RESUME_FROM_SYSTEM_STATE = PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE,
-    PEP_PPM_PERF_CHECK_COMPLETE = PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
-    PEP_PPM_QUERY_PLATFORM_STATES = PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES,
-    PEP_PPM_QUERY_VETO_REASONS = PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
-);
+crate::notification::table!(payloads);
 
 /// The `data` of notification [`Self::id`] of class `C`, for one callback (`'a`).
 ///
@@ -109,12 +79,14 @@ impl<'a, C: Class> Data<'a, C> {
 
     /// The notification id.
     #[inline]
+    #[must_use]
     pub const fn id(&self) -> u32 {
         self.id
     }
 
     /// The data as a `T`, when the notification is `T`'s and the pointer non-NULL and aligned.
     #[inline]
+    #[must_use]
     pub fn get<T: Payload<C>>(self) -> Option<&'a mut T> {
         let data = self.pointer::<T>()?;
         // SAFETY: the one dereference of every handler. `data` is non-NULL and aligned
@@ -127,6 +99,7 @@ impl<'a, C: Class> Data<'a, C> {
     /// As [`Self::get`], as a pointer: for a structure the caller sized beyond `T`
     /// (`QUERY_FEEDBACK_COUNTERS`' `Count` descriptors), which a reference to `T` cannot span.
     #[inline]
+    #[must_use]
     pub fn pointer<T: Payload<C>>(self) -> Option<NonNull<T>> {
         if self.id != T::ID {
             return None;

@@ -1,12 +1,11 @@
 //! Processor power management notifications (`AcceptProcessorNotification`).
 //!
-//! Handled: `QUERY_CAPABILITIES`, `QUERY_FEEDBACK_COUNTERS`, `FEEDBACK_READ`,
-//! `QUERY_PERF_CAPABILITIES`, `QUERY_DOMAIN_INFO`, `ENTER_SYSTEM_STATE`,
-//! `RESUME_FROM_SYSTEM_STATE`, `PERF_CHECK_COMPLETE`, and the boot queries whose documented
-//! "nothing to report" is an answer: `QUERY_PLATFORM_STATES` (0 platform idle states),
-//! `QUERY_VETO_REASONS` (0 veto reasons) and `ENUMERATE_BOOT_VETOES` (no payload, no boot veto).
-//! Every other notification returns FALSE ([`crate::notifications`] has every id, the
-//! documentation each answer follows and why). The PEP reports no idle state of its own
+//! Handles the PPM rows of the notification table ([`crate::notification`]) that name a handler
+//! here: the processor-initialisation queries, `FEEDBACK_READ`, the system-state notifications,
+//! and the boot queries whose documented "nothing to report" is an answer (0 platform idle
+//! states, 0 veto reasons, no boot veto). Every other notification returns FALSE
+//! (`docs/notifications.md` has the documentation each answer follows, and why). The PEP
+//! reports no idle state of its own
 //! (`IdleStateCount = 0`, so no idle-state or coordinated-state query follows; who then idles a
 //! processor it owns is not documented: `docs/architecture.md`, "Idle states") and leaves perf
 //! control with ACPI (`PerformanceStatesSupported = FALSE`).
@@ -23,12 +22,7 @@
 use core::sync::atomic::Ordering;
 
 use crate::abi::{
-    FALSE, PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES,
-    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
-    PEP_NOTIFY_PPM_QUERY_CAPABILITIES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
-    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
+    FALSE, PEP_PPM_ENTER_SYSTEM_STATE, PEP_PPM_FEEDBACK_READ,
     PEP_PPM_FEEDBACK_READ__bindgen_ty_1__bindgen_ty_1, PEP_PPM_PERF_CHECK_COMPLETE,
     PEP_PPM_QUERY_CAPABILITIES, PEP_PPM_QUERY_DOMAIN_INFO, PEP_PPM_QUERY_FEEDBACK_COUNTERS,
     PEP_PPM_QUERY_PERF_CAPABILITIES, PEP_PPM_QUERY_PLATFORM_STATES, PEP_PPM_QUERY_VETO_REASONS,
@@ -37,6 +31,7 @@ use crate::abi::{
     SYSTEM_POWER_STATE,
 };
 use crate::counters::{CounterSource, read_and_accumulate};
+use crate::notification::handled;
 use crate::payload::{Data, Payload, Ppm};
 use crate::pep::Pep;
 use crate::platform::Platform;
@@ -45,42 +40,30 @@ use crate::processor::{ProcessorSlot, UNBOUND};
 
 /// Routes one processor notification. Returns whether it was handled.
 ///
-/// The hot notification, `FEEDBACK_READ`, is tested first and handled inline; every other one
-/// goes through an out-of-line match, so the read path needs no jump table and no registers
-/// saved for the rest.
+/// The hot notification, `FEEDBACK_READ` (the `{hot …}` row of the notification table), is
+/// tested first and handled inline; every other one goes through an out-of-line match, so the
+/// read path needs no jump table and no registers saved for the rest.
 #[inline]
 pub(crate) fn dispatch<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
-    if data.id() == PEP_NOTIFY_PPM_FEEDBACK_READ {
-        return feedback_read(pep, handle, data);
+    /// The table's hot row, as one test of the id.
+    macro_rules! hot {
+        (() dpm: [$($dpm:tt),* $(,)?] ppm: [$($ppm:tt),* $(,)?]) => { $(hot!(@ $ppm);)* };
+        (@ ($id:ident, $payload:tt, {hot $handler:ident}, $($row:tt)*)) => {
+            if data.id() == crate::abi::$id {
+                return $handler(pep, handle, data);
+            }
+        };
+        (@ $row:tt) => {};
     }
+    crate::notification::table!(hot);
     dispatch_other(pep, handle, data)
 }
 
-/// Every processor notification but `FEEDBACK_READ`.
+/// Every processor notification but the hot one: a `match` with one arm per handled row of
+/// the notification table; every other id returns FALSE.
 #[inline(never)]
 fn dispatch_other<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
-    match data.id() {
-        PEP_NOTIFY_PPM_QUERY_CAPABILITIES => query_capabilities(pep, handle, data),
-        PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS => query_feedback_counters(pep, handle, data),
-        PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES => query_perf_capabilities(pep, handle, data),
-        PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO => query_domain_info(pep, handle, data),
-        PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE => {
-            system_state::<P, PEP_PPM_ENTER_SYSTEM_STATE>(pep, handle, data, false)
-        }
-        PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE => {
-            system_state::<P, PEP_PPM_RESUME_FROM_SYSTEM_STATE>(pep, handle, data, true)
-        }
-        PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE => perf_check_complete(pep, handle, data),
-        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES => {
-            zero_count::<P, PEP_PPM_QUERY_PLATFORM_STATES>(pep, handle, data)
-        }
-        PEP_NOTIFY_PPM_QUERY_VETO_REASONS => {
-            zero_count::<P, PEP_PPM_QUERY_VETO_REASONS>(pep, handle, data)
-        }
-        // No payload: nothing is read or written.
-        PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES => handle_acceptable(pep, handle),
-        _ => false,
-    }
+    crate::notification::table!(handled ppm data.id(), (pep, handle, data))
 }
 
 /// `PEP_NOTIFY_PPM_FEEDBACK_READ`: up to `DISPATCH_LEVEL` (or with interrupts disabled), on the
@@ -221,6 +204,26 @@ fn zero_count<P: Platform, T: ZeroCount>(
     true
 }
 
+/// `PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES`: see [`zero_count`].
+fn query_platform_states<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: Data<'_, Ppm>,
+) -> bool {
+    zero_count::<P, PEP_PPM_QUERY_PLATFORM_STATES>(pep, handle, data)
+}
+
+/// `PEP_NOTIFY_PPM_QUERY_VETO_REASONS`: see [`zero_count`].
+fn query_veto_reasons<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    zero_count::<P, PEP_PPM_QUERY_VETO_REASONS>(pep, handle, data)
+}
+
+/// `PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES`: `PASSIVE_LEVEL`, once after processor
+/// initialisation. No payload: nothing is read or written; the PEP has no boot veto.
+fn enumerate_boot_vetoes<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, _: Data<'_, Ppm>) -> bool {
+    handle_acceptable(pep, handle)
+}
+
 /// A NULL handle, or a live one.
 fn handle_acceptable<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE) -> bool {
     handle.is_null() || pep.slot_for_handle(handle).is_some()
@@ -306,6 +309,20 @@ fn system_state<P: Platform, T: SystemStateData>(
         }
     }
     true
+}
+
+/// `PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE`: see [`system_state`].
+fn enter_system_state<P: Platform>(pep: &Pep<P>, handle: PEPHANDLE, data: Data<'_, Ppm>) -> bool {
+    system_state::<P, PEP_PPM_ENTER_SYSTEM_STATE>(pep, handle, data, false)
+}
+
+/// `PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE`: see [`system_state`].
+fn resume_from_system_state<P: Platform>(
+    pep: &Pep<P>,
+    handle: PEPHANDLE,
+    data: Data<'_, Ppm>,
+) -> bool {
+    system_state::<P, PEP_PPM_RESUME_FROM_SYSTEM_STATE>(pep, handle, data, true)
 }
 
 /// `PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE`: `DISPATCH_LEVEL`, any processor. Acknowledged; this PEP

@@ -1,7 +1,11 @@
-//! The notification table ([`ppm_engine::notifications`]) is complete, agrees with what the
-//! engine answers, and is what `docs/notifications.md` shows.
+//! The notification table ([`ppm_engine::notification`]) is complete, agrees with what the
+//! engine answers, and, with the documentation of every row (`notifications/docs.rs`), is what
+//! `docs/notifications.md` shows.
 //!
-//! - every DPM id the documentation lists and every PPM id 0x01..=0x2B has one row;
+//! - every DPM id the documentation lists and every PPM id 0x01..=0x2B has one row, and one row
+//!   of documentation;
+//! - every row's fixed outputs lie in the bytes it may write, inside its structure, and every
+//!   row's IRQL is one the documentation gives;
 //! - no row refuses a notification the documentation says a PEP must handle;
 //! - sent through the real callbacks with a live handle, every row that is not a dedicated query
 //!   returns what the table says, leaves the structure untouched when refusing or acknowledging,
@@ -9,6 +13,9 @@
 //! - `docs/notifications.md` is the table rendered (`PPM_PEP_UPDATE_DOCS=1 cargo test -p
 //!   ppm-engine --test notifications` rewrites it).
 #![cfg(not(loom))]
+
+#[path = "notifications/docs.rs"]
+mod docs;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -19,7 +26,17 @@ use ppm_engine::abi::{
     STATUS_NOT_IMPLEMENTED,
 };
 use ppm_engine::config::Config;
-use ppm_engine::notifications::{Answer, Callback, DPM, Notification, Output, PPM, Requirement};
+use ppm_engine::notification::{
+    Answer, Callback, DISPATCH_LEVEL, DPM, HIGH_LEVEL, Notification, Output, PASSIVE_LEVEL, PPM,
+    find, irql_of,
+};
+
+use docs::{DOCS, Doc, Requirement};
+
+/// The documentation row of `row`.
+fn doc(row: &Notification) -> &'static Doc {
+    DOCS.iter().find(|doc| doc.callback == row.callback && doc.name == row.name).unwrap()
+}
 
 /// The DPM ids of `dpm-notifications.md`'s table.
 const DOCUMENTED_DPM_IDS: [u32; 30] = [
@@ -33,6 +50,11 @@ fn every_documented_id_has_one_row() {
     assert_eq!(dpm, DOCUMENTED_DPM_IDS);
     let ppm: Vec<u32> = PPM.iter().map(|row| row.id).collect();
     assert_eq!(ppm, (0x01..=0x2B).collect::<Vec<u32>>());
+    let documented: Vec<(Callback, &str)> =
+        DOCS.iter().map(|doc| (doc.callback, doc.name)).collect();
+    let rows: Vec<(Callback, &str)> =
+        DPM.iter().chain(PPM).map(|row| (row.callback, row.name)).collect();
+    assert_eq!(documented, rows);
     assert!(
         DPM.iter().all(|row| row.callback == Callback::Dpm && row.name.starts_with("PEP_DPM_"))
     );
@@ -44,18 +66,58 @@ fn every_documented_id_has_one_row() {
 
 #[test]
 fn nothing_the_documentation_requires_is_refused() {
-    for row in DPM.iter().chain(&PPM) {
-        if row.requirement == Requirement::Must {
+    for row in DPM.iter().chain(PPM) {
+        if doc(row).requirement == Requirement::Must {
             assert_ne!(row.answer, Answer::Refused, "{} must be handled", row.name);
         }
     }
-    let must: Vec<&str> = DPM
+    let must: Vec<&str> = DOCS
         .iter()
-        .chain(&PPM)
-        .filter(|row| row.requirement == Requirement::Must)
-        .map(|row| row.name)
+        .filter(|doc| doc.requirement == Requirement::Must)
+        .map(|doc| doc.name)
         .collect();
     assert_eq!(must, ["PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE"]);
+}
+
+#[test]
+fn outputs_lie_in_the_bytes_a_row_may_write() {
+    for row in DPM.iter().chain(PPM) {
+        for output in row.outputs {
+            let end = output.offset + output.bytes.len();
+            assert!(row.writes.start <= output.offset && end <= row.writes.end, "{}", row.name);
+        }
+        if !row.writes.is_empty() {
+            assert!(row.answer.returns(), "{} writes but refuses", row.name);
+            let size = row.payload.map_or(0, |payload| payload.size);
+            assert!(row.writes.end <= size, "{} writes beyond its structure", row.name);
+        }
+    }
+    let size = |callback, id| find(callback, id).and_then(|row| row.payload).unwrap().size;
+    assert_eq!(size(Callback::Ppm, 0x0A), 24, "FEEDBACK_READ");
+    assert_eq!(size(Callback::Dpm, 0x03), 40, "REGISTER_DEVICE_V2");
+    assert_eq!(find(Callback::Ppm, 0x0A).unwrap().writes, 8..24, "NominalCount, ActualCount");
+    assert_eq!(find(Callback::Ppm, 0x2A).unwrap().writes, 4..16, "DomainId is an input");
+}
+
+#[test]
+fn the_irql_of_every_row_is_documented() {
+    // ppm-notifications.md: FEEDBACK_READ "may be called at IRQL = DISPATCH_LEVEL", the
+    // processor-initialisation queries "always ... PASSIVE_LEVEL", IDLE_EXECUTE with interrupts
+    // disabled; dpm-notifications.md: REGISTER_CRASHDUMP_DEVICE "IRQL <= HIGH_LEVEL".
+    assert_eq!(irql_of(Callback::Ppm, 0x0A), Some(DISPATCH_LEVEL));
+    assert_eq!(irql_of(Callback::Ppm, 0x01), Some(PASSIVE_LEVEL));
+    assert_eq!(irql_of(Callback::Ppm, 0x05), Some(HIGH_LEVEL));
+    assert_eq!(irql_of(Callback::Dpm, 0x19), Some(HIGH_LEVEL));
+    assert_eq!(irql_of(Callback::Dpm, 0x01), Some(PASSIVE_LEVEL));
+    assert_eq!(irql_of(Callback::Ppm, 0x2C), None);
+    assert_eq!(irql_of(Callback::Dpm, 0x06), None);
+    // AcceptDeviceNotification runs at IRQL <= DISPATCH_LEVEL but for the crash-dump one.
+    for row in DPM.iter().filter(|row| row.id != 0x19) {
+        assert!(row.irql <= DISPATCH_LEVEL, "{}", row.name);
+    }
+    for row in DPM.iter().chain(PPM) {
+        assert!([0, 1, DISPATCH_LEVEL, HIGH_LEVEL].contains(&row.irql), "{}", row.name);
+    }
 }
 
 /// The byte every structure is filled with before a call.
@@ -106,7 +168,7 @@ fn the_engine_answers_what_the_table_says() {
     let handle = ppm_caller::add_processor::<NoCounters>("\\_SB.CPU0");
     let forged: PEPHANDLE = core::ptr::without_provenance_mut(0x5A5A_0000);
     let mut checked = 0;
-    for row in DPM.iter().chain(&PPM).filter(|row| row.fixed()) {
+    for row in DPM.iter().chain(PPM).filter(|row| row.fixed()) {
         let (returned, before, after) = send(row, handle);
         assert_eq!(returned, row.answer.returns(), "{} returned {returned}", row.name);
         let mut expected = before;
@@ -150,7 +212,8 @@ fn the_engine_answers_what_the_table_says() {
 fn render() -> String {
     let mut page = String::from(
         "# Notifications: what PoFx can send, what the documentation says, what the PEP answers\n\n\
-         <!-- Generated from engine/src/notifications.rs by engine/tests/notifications.rs \
+         <!-- Generated from engine/src/notification.rs and engine/tests/notifications/docs.rs by \
+         engine/tests/notifications.rs \
          (PPM_PEP_UPDATE_DOCS=1 cargo test -p ppm-engine --test notifications); do not edit. -->\n\n\
          Every DPM notification id Microsoft's documentation lists and every PPM id 0x01–0x2B of \
          `pepfx.h`/`pep_x.h`, with what the documentation says about handling or declining it, \
@@ -161,7 +224,7 @@ fn render() -> String {
          structure, and (where the notification names a device) a handle that is not a live one \
          of the PEP's, are always answered FALSE with nothing written. The engine's answers, \
          this page and the emulator's `notifications.documented_answers` check all follow the \
-         one table in `engine/src/notifications.rs`; a test fails if they disagree.\n\n\
+         one table in `engine/src/notification.rs`; a test fails if they disagree.\n\n\
          \"The PEP must understand and accept most device power management notifications even if \
          the PEP chooses not to act on them. The PEP must refuse to handle (by returning FALSE) \
          every notification that it does not recognize\" (`pepfx/nc-pepfx-pepcallbacknotifydpm.md`). \
@@ -180,15 +243,16 @@ fn render() -> String {
          are `wdk-ddi-src/content/pepfx/` of MicrosoftDocs/windows-driver-docs-ddi.\n",
     );
     for (title, table) in [
-        ("Device (DPM) notifications: `AcceptDeviceNotification`", &DPM[..]),
-        ("Processor (PPM) notifications: `AcceptProcessorNotification`", &PPM[..]),
+        ("Device (DPM) notifications: `AcceptDeviceNotification`", DPM),
+        ("Processor (PPM) notifications: `AcceptProcessorNotification`", PPM),
     ] {
         let _ = write!(
             page,
             "\n## {title}\n\n| Id | Notification | Documentation | PEP answers | Why | Source |\n|---|---|---|---|---|---|\n"
         );
         for row in table {
-            let source = row
+            let doc = doc(row);
+            let source = doc
                 .source
                 .trim_start_matches("windows-driver-docs-ddi ")
                 .trim_start_matches("windows-driver-docs kernel/");
@@ -197,11 +261,11 @@ fn render() -> String {
                 "| {:#04X} | `{}` | **{}**: {} | **{}**: {} | {} | {} |",
                 row.id,
                 row.name,
-                row.requirement.label(),
-                row.documented,
+                doc.requirement.label(),
+                doc.documented,
                 row.answer.label(),
-                row.detail,
-                row.why,
+                doc.detail,
+                doc.why,
                 source,
             );
         }
@@ -211,9 +275,9 @@ fn render() -> String {
 
 #[test]
 fn the_page_is_the_table() {
-    for row in DPM.iter().chain(&PPM) {
-        for text in [row.documented, row.detail, row.why, row.source] {
-            assert!(!text.contains('|') && !text.contains('\n'), "{}: {text}", row.name);
+    for doc in DOCS {
+        for text in [doc.documented, doc.detail, doc.why, doc.source] {
+            assert!(!text.contains('|') && !text.contains('\n'), "{}: {text}", doc.name);
         }
     }
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/notifications.md");
@@ -224,6 +288,6 @@ fn the_page_is_the_table() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == page,
-        "docs/notifications.md differs from engine/src/notifications.rs: run PPM_PEP_UPDATE_DOCS=1 cargo test -p ppm-engine --test notifications"
+        "docs/notifications.md differs from the notification table: run PPM_PEP_UPDATE_DOCS=1 cargo test -p ppm-engine --test notifications"
     );
 }

@@ -10,16 +10,11 @@ use std::ffi::c_void;
 use std::ops::Range;
 
 use ppm_engine::abi::{
-    PEP_DPM_ABANDON_DEVICE, PEP_DPM_DEVICE_POWER_STATE, PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE,
-    PEP_DPM_POWER_CONTROL_REQUEST, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_WORK,
-    PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE, PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE, PEP_NOTIFY_PPM_PERF_CONSTRAINTS, PEP_NOTIFY_PPM_PERF_SET,
-    PEP_NOTIFY_PPM_PERF_SET_STATE, PEP_NOTIFY_PPM_QUERY_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO,
-    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES,
-    PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, PEP_NOTIFY_PPM_QUERY_VETO_REASONS,
-    PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE, PEPHANDLE,
+    PEP_DPM_ABANDON_DEVICE, PEP_DPM_PREPARE_DEVICE, PEP_DPM_REGISTER_DEVICE, PEP_DPM_WORK,
+    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES,
+    PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS, PEPHANDLE,
 };
+use ppm_engine::notification::{Callback, find};
 
 use crate::input::Fill;
 use crate::region::Region;
@@ -101,29 +96,26 @@ fn buffer(fill: &Fill, size: usize) -> Option<Region> {
     (!fill.is_null()).then(|| Region::new(fill.len(size), fill.offset(), &fill.bytes, fill.pad))
 }
 
-/// The data of PPM `notification`: documented size (at least), fuzzer bytes, `index` (if any)
-/// as `CounterIndex` of a `FEEDBACK_READ` (modulo 4, so valid indexes come up often).
+/// The size of `callback`'s notification `id`'s structure in the engine's table (0 when it
+/// names none) and the bytes the engine may write into it when it handles the call.
+fn layout(callback: Callback, id: u32) -> (usize, Range<usize>) {
+    find(callback, id).map_or((0, 0..0), |row| {
+        (row.payload.map_or(0, |payload| payload.size), row.writes.clone())
+    })
+}
+
+/// The data of PPM `notification`.
+///
+/// The documented size (at least; any size for an id with no structure), fuzzer bytes, `index`
+/// (if any) as `CounterIndex` of a `FEEDBACK_READ` (modulo 4, so valid indexes come up often).
 #[must_use]
 pub fn ppm_call(notification: u32, fill: &Fill, index: Option<u8>) -> Call {
-    // (documented size, output bytes); inputs-only structures have no output bytes.
-    let (size, output) = match notification {
-        PEP_NOTIFY_PPM_QUERY_CAPABILITIES => (12, 0..12),
-        PEP_NOTIFY_PPM_FEEDBACK_READ => (24, 8..24),
-        PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES => (24, 0..24),
-        PEP_NOTIFY_PPM_PERF_CONSTRAINTS => (8, 0..8),
-        PEP_NOTIFY_PPM_PERF_SET => (20, 0..0),
-        PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO => (16, 4..16),
-        PEP_NOTIFY_PPM_ENTER_SYSTEM_STATE
-        | PEP_NOTIFY_PPM_RESUME_FROM_SYSTEM_STATE
-        | PEP_NOTIFY_PPM_PERF_SET_STATE => (4, 0..0),
-        PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE => (8, 0..0),
-        // `PlatformStateCount` / `VetoReasonCount`: the engine answers 0.
-        PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES | PEP_NOTIFY_PPM_QUERY_VETO_REASONS => (4, 0..4),
+    match notification {
         PEP_NOTIFY_PPM_QUERY_FEEDBACK_COUNTERS => return feedback_counters_call(fill),
         PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES => return discrete_perf_states_call(fill),
-        // Not handled by this engine (or not a notification at all): any size, any bytes.
-        _ => (0, 0..0),
-    };
+        _ => {}
+    }
+    let (size, output) = layout(Callback::Ppm, notification);
     let mut data = buffer(fill, size);
     if let (Some(data), Some(index), PEP_NOTIFY_PPM_FEEDBACK_READ) =
         (data.as_mut(), index, notification)
@@ -155,7 +147,8 @@ fn discrete_perf_states_call(fill: &Fill) -> Call {
     let states = Region::new(states, 0, &fill.bytes, fill.pad);
     let address = if states.is_empty() { 0 } else { states.pointer().addr() };
     data.put(8, &address.to_le_bytes());
-    let mut call = Call::new(Some(data), 0..4);
+    let (_, output) = layout(Callback::Ppm, PEP_NOTIFY_PPM_QUERY_DISCRETE_PERF_STATES);
+    let mut call = Call::new(Some(data), output);
     call.writable.push(states);
     call.seal()
 }
@@ -176,21 +169,26 @@ pub struct DpmParts<'a> {
 }
 
 /// The data of DPM `notification`.
+///
+/// The structure's size and writable bytes come from the engine's table; a documented id with
+/// no structure in it gets the `DeviceHandle` every structure of a registered device starts
+/// with.
 #[must_use]
 pub fn dpm_call(notification: u32, fill: &Fill, parts: DpmParts<'_>) -> Call {
     let string_address = parts.string.pointer().addr().to_le_bytes();
+    let (size, output) = layout(Callback::Dpm, notification);
     match notification {
         PEP_DPM_PREPARE_DEVICE | PEP_DPM_ABANDON_DEVICE => {
-            let mut data = buffer(fill, 16);
+            let mut data = buffer(fill, size);
             if let Some(data) = data.as_mut() {
                 data.put(0, &string_address);
             }
-            let mut call = Call::new(data, 8..9);
+            let mut call = Call::new(data, output);
             call.string = Some(parts.string);
             call.seal()
         }
         PEP_DPM_REGISTER_DEVICE => {
-            let mut data = buffer(fill, 40);
+            let mut data = buffer(fill, size);
             let mut call = Call::default();
             if let Some(data) = data.as_mut() {
                 data.put(0, &string_address);
@@ -207,26 +205,17 @@ pub fn dpm_call(notification: u32, fill: &Fill, parts: DpmParts<'_>) -> Call {
                 data.put(16, &block_address.to_le_bytes());
             }
             call.data = data;
-            call.output = 24..36;
+            call.output = output;
             call.string = Some(parts.string);
             call.seal()
         }
-        // The engine declines in the outputs: WorkInformation NULL, NeedWork FALSE.
-        PEP_DPM_WORK => Call::new(buffer(fill, 16), 0..9).seal(),
-        PEP_DPM_DEVICE_POWER_STATE => handle_first(fill, 16, parts.handle),
-        // `Completed` (+17) is the output (docs/notifications.md).
-        PEP_DPM_NOTIFY_COMPONENT_IDLE_STATE => {
-            let mut call = handle_first(fill, 24, parts.handle);
-            call.output = 17..18;
+        // `WorkInformation` (+0) is the OS's pointer, not a handle.
+        PEP_DPM_WORK => Call::new(buffer(fill, size), output).seal(),
+        _ if find(Callback::Dpm, notification).is_some() => {
+            let mut call = handle_first(fill, size.max(size_of::<PEPHANDLE>()), parts.handle);
+            call.output = output;
             call.seal()
         }
-        // `BytesReturned` (+48) and `Status` (+56) are the outputs.
-        PEP_DPM_POWER_CONTROL_REQUEST => {
-            let mut call = handle_first(fill, 64, parts.handle);
-            call.output = 48..60;
-            call.seal()
-        }
-        _ if crate::input::dpm_documented(notification) => handle_first(fill, 8, parts.handle),
         _ => Call::new(buffer(fill, 0), 0..0).seal(),
     }
 }
@@ -238,5 +227,5 @@ fn handle_first(fill: &Fill, size: usize, handle: PEPHANDLE) -> Call {
     if let Some(data) = data.as_mut() {
         data.put(0, &handle.addr().to_le_bytes());
     }
-    Call::new(data, 0..0).seal()
+    Call::new(data, 0..0)
 }

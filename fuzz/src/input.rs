@@ -3,6 +3,7 @@
 
 use arbitrary::Arbitrary;
 use ppm_engine::abi::PEPHANDLE;
+use ppm_engine::notification::{self, Callback, Notification};
 
 use crate::platform::FuzzPlatform;
 
@@ -130,30 +131,21 @@ impl Handles {
     }
 }
 
-/// A notification id: one PoFx documents, or any value.
+/// A notification id: one of the engine's table (every id PoFx documents), or any value.
 #[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotificationSpec {
-    /// An id from the documented list (taken modulo its length).
+    /// An id of the engine's table (its row, taken modulo the number of rows).
     Documented(u8),
     /// Any value.
     Raw(u32),
 }
-
-/// The documented DPM notification ids.
-pub const DPM_IDS: [u32; 28] = [
-    0x01, 0x02, 0x03, 0x04, 0x05, 0x0D, 0x0E, 0x0F, 0x10, 0x12, 0x13, 0x15, 0x19, 0x1A, 0x1B, 0x1C,
-    0x1D, 0x1E, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,
-];
-
-/// The highest documented PPM notification id (`PERF_SET_STATE`).
-pub const PPM_LAST: u32 = 0x2B;
 
 impl NotificationSpec {
     /// As a PPM notification id.
     #[must_use]
     pub fn ppm(self) -> u32 {
         match self {
-            Self::Documented(index) => 1 + u32::from(index) % PPM_LAST,
+            Self::Documented(index) => documented(notification::PPM, index),
             Self::Raw(value) => value,
         }
     }
@@ -162,16 +154,22 @@ impl NotificationSpec {
     #[must_use]
     pub fn dpm(self) -> u32 {
         match self {
-            Self::Documented(index) => DPM_IDS[usize::from(index) % DPM_IDS.len()],
+            Self::Documented(index) => documented(notification::DPM, index),
             Self::Raw(value) => value,
         }
     }
 }
 
-/// Whether `notification` is a documented DPM id.
+/// The id of row `index` (modulo their number) of the engine's table `rows`.
+fn documented(rows: &[Notification], index: u8) -> u32 {
+    rows.get(usize::from(index) % rows.len().max(1)).map_or(0, |row| row.id)
+}
+
+/// Whether the engine's table says notification `id` of `callback` is refused whatever its
+/// data (an id it does not define included).
 #[must_use]
-pub fn dpm_documented(notification: u32) -> bool {
-    DPM_IDS.contains(&notification)
+pub fn always_refused(callback: Callback, id: u32) -> bool {
+    notification::find(callback, id).is_none_or(|row| !row.answer.returns())
 }
 
 /// The bytes of a notification's data.

@@ -203,8 +203,7 @@ impl Notification {
         Self::CHOICES.iter().find(|(_, known)| *known == self).map_or("?", |(name, _)| name)
     }
 
-    /// The notification's Windows name (`PEP_NOTIFY_PPM_` and its name in
-    /// [`ppm_caller::names::PPM`]).
+    /// The notification's Windows name: `PEP_NOTIFY_PPM_` and [`ppm_caller::names::ppm`]'s.
     #[must_use]
     pub fn windows_name(self) -> String {
         if self == Self::PlatformCounterRead {

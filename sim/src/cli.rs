@@ -70,6 +70,10 @@ enum Invocation {
     /// `bench [--iterations N] [--processors P] [--notification NAME] [--arch ARCH]`.
     Bench {
         iterations: u64,
+        /// `--pep image`: count the images' instructions instead (of both images, or only
+        /// `architecture`'s when `--arch` was given).
+        image: bool,
+        arch_given: bool,
         processors: u32,
         notification: bench::Notification,
         architecture: bench::Architecture,
@@ -270,9 +274,17 @@ fn bench_command() -> Command {
                 .long("arch")
                 .value_name("ARCH")
                 .value_parser(["x64", "arm64"])
-                .help("x64 (default: APERF/MPERF) or arm64 (the Activity Monitors)"),
+                .help("x64 (default: APERF/MPERF) or arm64 (the Activity Monitors); with --pep image: only that image (default: both)"),
         )
-        .after_help("Exit status: 0 every call served, 1 a call refused, 2 unusable input.")
+        .arg(
+            Arg::new("pep")
+                .long("pep")
+                .value_name("PEP")
+                .value_parser(["engine", "image"])
+                .conflicts_with_all(["iterations", "processors", "notification"])
+                .help("engine (default): time the engine through the C ABI; image: count the instructions each linked image executes per FEEDBACK_READ over a built-in scenario (steady-8 on x64, arm64 on ARM64), held to its budget (docs/verifier.md)"),
+        )
+        .after_help("Exit status: 0 every call served (with --pep image: every image within its budget), 1 a call refused (over budget), 2 unusable input.")
 }
 
 /// The PEP `--pep` and `--image` ask for.
@@ -307,6 +319,8 @@ fn invocation(matches: &clap::ArgMatches) -> Invocation {
             verifier: validate.get_flag("verifier"),
         },
         Some(("bench", bench)) => Invocation::Bench {
+            image: bench.get_one::<String>("pep").is_some_and(|pep| pep == "image"),
+            arch_given: bench.get_one::<String>("arch").is_some(),
             iterations: bench.get_one::<u64>("iterations").copied().unwrap_or(DEFAULT_ITERATIONS),
             processors: bench.get_one::<u32>("processors").copied().unwrap_or(1),
             notification: bench
@@ -400,7 +414,10 @@ fn dispatch(
         Invocation::Validate { name, list, json, pep, verifier } => {
             validate(name.as_deref(), (list, json, verifier), &pep, out)
         }
-        Invocation::Bench { iterations, processors, notification, architecture } => {
+        Invocation::Bench { image: true, arch_given, architecture, .. } => {
+            bench_image(arch_given.then_some(architecture), out)
+        }
+        Invocation::Bench { iterations, processors, notification, architecture, .. } => {
             run_bench(iterations, processors, notification, architecture, out)
         }
     }
@@ -662,6 +679,58 @@ fn validate(
     };
     write_output(&suite, json, text, out)?;
     Ok(verdict(suite.passed))
+}
+
+/// `bench --pep image`: the instructions each image (or the one of `architecture`) executes
+/// per `FEEDBACK_READ` over its built-in scenario, held to its budget.
+fn bench_image(
+    architecture: Option<bench::Architecture>,
+    out: &mut dyn Write,
+) -> Result<u8, String> {
+    let mut within = true;
+    let progress = Progress::start();
+    for (arch, name) in [("x64", "steady-8"), ("arm64", "arm64")] {
+        let wanted = architecture
+            .is_none_or(|wanted| (wanted == bench::Architecture::Arm64) == (arch == "arm64"));
+        if !wanted {
+            continue;
+        }
+        let scenario =
+            builtin::get(name).ok_or_else(|| format!("bench: no built-in scenario `{name}`"))?;
+        let options = RunOptions {
+            read_observer: Some(progress.scenario(&format!("bench --pep image {name}"), &scenario)),
+            ..RunOptions::default()
+        };
+        let image_path = image::image_for(&scenario, None);
+        let output = crate::run_image_with(
+            &scenario,
+            &options,
+            &image_path,
+            Some(&image::verifier::VerifierOptions::default()),
+        )?;
+        let found = output.report.image.as_ref().and_then(|image| image.verifier.clone());
+        let Some(found) = found else {
+            return Err(format!("bench: {name}: the runner counted nothing"));
+        };
+        let cost = image::verifier::cost_verdict(arch, &[found]);
+        let _ = writeln!(
+            out,
+            "bench --pep image: FEEDBACK_READ on the {arch} image ({name}, {} processors): {} reads, image instructions median {} (budget {}), fewest {}, most {} (budget {})",
+            scenario.platform.processors,
+            cost.feedback_read_calls,
+            cost.feedback_read_median,
+            cost.median_budget,
+            cost.feedback_read_min,
+            cost.feedback_read_max,
+            cost.max_budget
+        );
+        for violation in &cost.violations {
+            let _ = writeln!(out, "bench --pep image: FAIL {arch}: {violation}");
+        }
+        within &= cost.violations.is_empty();
+    }
+    drop(progress);
+    Ok(if within { EXIT_PASSED } else { EXIT_FAILED })
 }
 
 fn run_bench(

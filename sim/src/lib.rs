@@ -159,7 +159,12 @@ pub fn run_image_with(
     if verifier.is_some() {
         let verdict = image::verifier::runner_verdict(&report)?
             .ok_or_else(|| format!("{}: the runner reported no verifier verdict", scenario.name))?;
-        judged.checks.extend(image::verifier::run_checks(&verdict));
+        let boot = output.observations.boot.as_ref();
+        judged.checks.extend(image::verifier::run_checks(
+            &verdict,
+            boot.map_or(0, |boot| boot.status),
+            boot.is_some_and(|boot| boot.published),
+        ));
         judged.verifier = Some(verdict);
     }
     output.report = output.report.with_image(judged);
@@ -307,7 +312,6 @@ fn injected_run(output: &RunOutput) -> image::verifier::InjectedRun {
                 (boot.state_value(state::REGISTERED), boot.state_value(state::FAILED_STEP))
             })
         }),
-        pofx_services: 0,
         verdict: image.and_then(|image| image.verifier.clone()).unwrap_or_default(),
     }
 }

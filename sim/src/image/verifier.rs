@@ -136,6 +136,9 @@ pub struct RunnerVerdict {
     pub pool: PoolReport,
     /// KMDF registry keys and ETW registrations.
     pub handles: HandleReport,
+    /// Calls of the `PoFx` runtime services `PoFx` handed the image.
+    #[serde(default)]
+    pub pofx_calls: u64,
     /// The image's instructions per notification label (`ppm:10`).
     pub instructions: BTreeMap<String, Cost>,
 }
@@ -263,10 +266,28 @@ fn compact(values: &[Value]) -> Vec<String> {
     values.iter().map(Value::to_string).collect()
 }
 
-/// A run's checks: `image.irql` (every call within its IRQL, every import ruled) and
-/// `image.pool` (no bad free, overrun, access to freed pool, or handle misuse).
+/// An IRQL violation as the runner reports it, in words: `ROUTINE called at IRQL N from
+/// 0xSITE, allowed up to M (DOC)`.
+fn irql_violation(violation: &Value) -> String {
+    let field = |name: &str| violation.get(name).cloned().unwrap_or(Value::Null);
+    let number = |name: &str| field(name).as_u64().unwrap_or_default();
+    format!(
+        "{} called at IRQL {} from {:#x}, allowed up to IRQL {} ({})",
+        field("function").as_str().unwrap_or("?"),
+        number("irql"),
+        number("site"),
+        number("max_irql"),
+        field("doc").as_str().unwrap_or("?")
+    )
+}
+
+/// A run's checks: `image.irql` and `image.pool`.
+///
+/// `image.irql`: every call within its IRQL, every import ruled. `image.pool`: no bad free,
+/// overrun, access to freed pool, handle misuse, or [`leaks`] after `DriverEntry` returned
+/// `status` and a PEP was `published` or not.
 #[must_use]
-pub fn run_checks(verdict: &RunnerVerdict) -> Vec<CheckResult> {
+pub fn run_checks(verdict: &RunnerVerdict, status: NTSTATUS, published: bool) -> Vec<CheckResult> {
     let irql = &verdict.irql;
     let irql_check = if irql.violations.is_empty() && irql.unruled.is_empty() {
         CheckResult::new(
@@ -279,12 +300,13 @@ pub fn run_checks(verdict: &RunnerVerdict) -> Vec<CheckResult> {
             ),
         )
     } else {
-        let mut what = compact(&irql.violations);
+        let mut what: Vec<String> = irql.violations.iter().map(irql_violation).collect();
         what.extend(irql.unruled.iter().map(|name| format!("{name}: no IRQL rule")));
         CheckResult::new("image.irql", false, what.join("; "))
     };
     let mut pool = compact(&verdict.pool.violations);
     pool.extend(compact(&verdict.handles.violations));
+    pool.extend(leaks(verdict, status, published));
     let pool_check = if pool.is_empty() {
         CheckResult::new(
             "image.pool",
@@ -311,8 +333,6 @@ pub struct InjectedRun {
     pub published: bool,
     /// `Boot\Registered` and `Boot\FailedStep`, when the key was written.
     pub state: Option<(Option<String>, Option<String>)>,
-    /// The PoFx service calls made.
-    pub pofx_services: usize,
     /// The runner's verdict.
     pub verdict: RunnerVerdict,
 }
@@ -570,11 +590,11 @@ pub fn judge_injected(options: &VerifierOptions, run: &InjectedRun) -> Vec<Strin
         wrong.push(format!("{what}: the run never reached it"));
     }
     if let Some(bugcheck) = &run.bugcheck {
-        wrong.push(format!("{what}: bugcheck {bugcheck}"));
+        wrong.push(format!("{what}: {bugcheck}"));
         return wrong;
     }
     let verdict = &run.verdict;
-    let mut problems = compact(&verdict.irql.violations);
+    let mut problems: Vec<String> = verdict.irql.violations.iter().map(irql_violation).collect();
     problems.extend(compact(&verdict.pool.violations));
     problems.extend(compact(&verdict.handles.violations));
     for problem in problems {
@@ -586,25 +606,15 @@ pub fn judge_injected(options: &VerifierOptions, run: &InjectedRun) -> Vec<Strin
     };
     if let Some((function, _, _)) = &options.fail
         && function == "PoFxRegisterPluginEx"
-        && (run.published || run.pofx_services > 0)
+        && (run.published || verdict.pofx_calls > 0)
     {
         wrong.push(format!(
             "{what}: a PEP was published or PoFx called although registration failed"
         ));
     }
-    if !succeeded(status) || !run.published {
-        // Nothing may be left: DriverEntry failed (its unwinding frees everything), or the
-        // driver loaded without a PEP and was unloaded.
-        if !verdict.pool.outstanding.is_empty() {
-            wrong.push(format!("{what}: {} pool blocks leaked", verdict.pool.outstanding.len()));
-        }
-        if verdict.handles.etw_registered > 0 {
-            wrong.push(format!(
-                "{what}: {} ETW providers left registered",
-                verdict.handles.etw_registered
-            ));
-        }
-    }
+    wrong.extend(
+        leaks(verdict, status, run.published).into_iter().map(|leak| format!("{what}: {leak}")),
+    );
     // A value the failing call did not let the driver write is absent, not wrong.
     let state_write_failed = options.fail.as_ref().is_some_and(|(function, _, _)| {
         matches!(function.as_str(), "WdfRegistryAssignULong" | "WdfRegistryAssignValue")
@@ -640,6 +650,26 @@ pub fn judge_injected(options: &VerifierOptions, run: &InjectedRun) -> Vec<Strin
     wrong
 }
 
+/// What a run left behind that it must not have.
+///
+/// When `DriverEntry` failed (its unwinding frees everything) or the driver loaded without
+/// publishing a PEP (it was unloaded), no pool block and no ETW registration may be left
+/// (Verifier's pool tracking at unload).
+#[must_use]
+pub fn leaks(verdict: &RunnerVerdict, status: NTSTATUS, published: bool) -> Vec<String> {
+    let mut found = Vec::new();
+    if succeeded(status) && published {
+        return found;
+    }
+    if !verdict.pool.outstanding.is_empty() {
+        found.push(format!("{} pool blocks leaked", verdict.pool.outstanding.len()));
+    }
+    if verdict.handles.etw_registered > 0 {
+        found.push(format!("{} ETW providers left registered", verdict.handles.etw_registered));
+    }
+    found
+}
+
 /// One architecture's verdict from its base runs and its injected runs (with their options).
 #[must_use]
 pub fn verdict(
@@ -651,20 +681,14 @@ pub fn verdict(
     let mut imports = std::collections::BTreeSet::new();
     let mut kmdf = std::collections::BTreeSet::new();
     let mut unruled = std::collections::BTreeSet::new();
-    let mut cost: BTreeMap<u64, u64> = BTreeMap::new();
     for run in base {
         imports.extend(run.irql.imports.iter().cloned());
         kmdf.extend(run.irql.kmdf_functions.iter().cloned());
         unruled.extend(run.irql.unruled.iter().cloned());
-        result.irql.violations.extend(compact(&run.irql.violations));
+        result.irql.violations.extend(run.irql.violations.iter().map(irql_violation));
         result.pool.allocations += run.pool.allocations;
         result.pool.violations.extend(compact(&run.pool.violations));
         result.pool.violations.extend(compact(&run.handles.violations));
-        if let Some(reads) = run.instructions.get(&format!("ppm:{PEP_NOTIFY_PPM_FEEDBACK_READ}")) {
-            for (instructions, calls) in reads {
-                *cost.entry(*instructions).or_default() += calls;
-            }
-        }
     }
     result.irql.imports = imports.len();
     result.irql.kmdf_functions = kmdf.len();
@@ -691,13 +715,29 @@ pub fn verdict(
         .map(|((function, site), boots)| LowResourcesSite { function, site, boots })
         .collect();
     result.access_faults.sites = access.into_iter().collect();
+    result.instructions = cost_verdict(arch, base);
+    result
+}
+
+/// The image's `FEEDBACK_READ` cost over `base` (every read counted), held to `arch`'s
+/// [`FEEDBACK_READ_BUDGET`].
+#[must_use]
+pub fn cost_verdict(arch: &str, base: &[RunnerVerdict]) -> CostVerdict {
+    let mut cost: BTreeMap<u64, u64> = BTreeMap::new();
+    for run in base {
+        if let Some(reads) = run.instructions.get(&format!("ppm:{PEP_NOTIFY_PPM_FEEDBACK_READ}")) {
+            for (instructions, calls) in reads {
+                *cost.entry(*instructions).or_default() += calls;
+            }
+        }
+    }
     let (median_budget, max_budget) = FEEDBACK_READ_BUDGET
         .iter()
         .find(|(name, _)| *name == arch)
         .map_or((0, 0), |(_, budgets)| *budgets);
     let calls = cost.values().sum();
     let max = cost.keys().next_back().copied().unwrap_or(0);
-    result.instructions = CostVerdict {
+    let mut figures = CostVerdict {
         feedback_read_calls: calls,
         feedback_read_min: cost.keys().next().copied().unwrap_or(0),
         feedback_read_median: median(&cost),
@@ -706,7 +746,6 @@ pub fn verdict(
         max_budget,
         violations: Vec::new(),
     };
-    let figures = &mut result.instructions;
     if calls == 0 {
         figures.violations.push("no FEEDBACK_READ was counted".to_owned());
     }
@@ -721,7 +760,7 @@ pub fn verdict(
             "FEEDBACK_READ took up to {max} image instructions, over its budget of {max_budget}"
         ));
     }
-    result
+    figures
 }
 
 #[cfg(test)]
@@ -787,11 +826,14 @@ mod tests {
         assert!(wrong.iter().any(|line| line.contains("1 pool blocks leaked")), "{wrong:?}");
         assert!(wrong.iter().any(|line| line.contains("ETW providers left")), "{wrong:?}");
         let (options, mut run) = failed_boot();
-        run.bugcheck = Some("0xC4".to_owned());
+        run.bugcheck = Some("bugcheck 0xc4 at DriverEntry+0x10".to_owned());
         run.verdict.low_resources.injected = None;
         let wrong = judge_injected(&options, &run);
         assert!(wrong.iter().any(|line| line.contains("never reached")), "{wrong:?}");
-        assert!(wrong.iter().any(|line| line.contains("bugcheck 0xC4")), "{wrong:?}");
+        assert!(
+            wrong.iter().any(|line| line.contains(": bugcheck 0xc4 at DriverEntry")),
+            "{wrong:?}"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use ppm_engine::abi::{
 };
 
 use ppm_engine::abi::PVOID;
-use ppm_engine::notifications::{self, Callback, Notification};
+use ppm_engine::notification::{self, Callback, Notification};
 
 use super::Emulator;
 use super::engine::Engine;
@@ -96,7 +96,7 @@ impl Emulator<'_> {
     /// declines in its outputs or completes `NOTIFY_COMPONENT_IDLE_STATE`.
     fn table_probes(&mut self, engine: &Engine, first: Option<(u32, usize, usize)>) {
         let Some((index, handle_value, _)) = first else { return };
-        for row in notifications::DPM.iter().chain(&notifications::PPM).filter(|row| row.fixed()) {
+        for row in notification::DPM.iter().chain(notification::PPM).filter(|row| row.fixed()) {
             let mut buffer = [TABLE_FILL; TABLE_BUFFER_WORDS];
             buffer[0] = handle_value as u64;
             let before = buffer;
@@ -430,9 +430,10 @@ fn table_problem(
             row.answer.label()
         )),
         (true, Some(first), Some(last)) => Some(format!(
-            "bytes {first}..={last} are not what the table says ({}: {})",
+            "bytes {first}..={last} are not what the table says ({}: bytes {:?} written as {:?})",
             row.answer.label(),
-            row.detail
+            row.writes,
+            row.outputs
         )),
     }
 }

@@ -11,6 +11,18 @@ _SPEC = re.compile(rb"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|I64|I32|I|z|
 MAX_TEXT = 4096
 
 
+def unicode_conversions(fmt: bytes) -> list[str]:
+    """The Unicode conversions of `fmt` (%C, %S, %lc, %ls, %wc, %ws, %wZ): DbgPrintEx allows
+    them only at PASSIVE_LEVEL."""
+    found = []
+    for match in _SPEC.finditer(fmt):
+        length, conversion = match.group(4), match.group(5)
+        wide = length in (b"l", b"w") and conversion in (b"c", b"s", b"Z")
+        if wide or (length is None and conversion in (b"C", b"S")):
+            found.append(match.group(0).decode("latin-1"))
+    return found
+
+
 def format_message(
     fmt: bytes,
     next_arg: Callable[[], int],

@@ -1055,11 +1055,15 @@ class Runner(Services):
         the failure to return instead of serving the call."""
         if self.verifier is None:
             return None
-        site = self.return_address()
+        address = site = self.return_address()
         if IMAGE_BASE <= site < IMAGE_BASE + self.image.size:
             site -= IMAGE_BASE
         irql = effective_irql(self.irql, self.interrupts)
-        return self.verifier.check_call(name, site, irql, self.arg)
+        passive_only = ""
+        if name == "DbgPrintEx":
+            fmt = self.c_string(self.arg(2)).encode("latin-1")
+            passive_only = " ".join(printf.unicode_conversions(fmt))
+        return self.verifier.check_call(name, site, irql, self.arg, address, passive_only)
 
     def _stub(self, uc: Uc, address: int, size: int, _: Any) -> None:
         try:
@@ -1091,6 +1095,8 @@ class Runner(Services):
                         return
                 result = self._kmdf(index)
             else:
+                if self.verifier is not None:
+                    self.verifier.pofx_calls += 1
                 args = [self.arg(n) for n in range(4)]
                 answer = self.ask(
                     {"host": "pofx_service", "offset": address - POFX_STUBS, "args": args}

@@ -128,12 +128,23 @@ class Verifier:
         self.handle_violations: list[dict[str, Any]] = []
         self.costs: dict[str, dict[int, int]] = {}  # label -> instructions -> calls
         self.fault_watch: dict[str, Any] | None = None  # a faulted read and the next one
+        self.pofx_calls = 0  # calls of the PoFx runtime services PoFx handed the image
 
     # ---- IRQL and low resources ---------------------------------------------------------
 
-    def check_call(self, name: str, site: int, irql: int, argument: Any) -> int | None:
-        """A call of `name` from `site` (an RVA) at `irql`: raises the bug check of a rule it
-        breaks; returns the failure to inject, or None to serve the call."""
+    def check_call(
+        self,
+        name: str,
+        site: int,
+        irql: int,
+        argument: Any,
+        address: int = 0,
+        passive_only: str = "",
+    ) -> int | None:
+        """A call of `name` from `site` (an RVA; `address` where that is) at `irql`: raises
+        the bug check of a rule it breaks; returns the failure to inject, or None to serve
+        the call. `argument(n)` reads the call's arguments; `passive_only` names what in them
+        the documentation allows only at PASSIVE_LEVEL (DbgPrintEx's Unicode conversions)."""
         rule = self.rules.get(name)
         if rule is None:
             if name not in self.unruled:
@@ -144,6 +155,12 @@ class Verifier:
         if name == "ExAllocatePool2" and argument(0) & POOL_FLAG_PAGED:
             limit = min(limit, ddi_rules.APC_LEVEL)
             what = f"{name} of paged pool at {ddi_rules.irql_name(irql)}: allowed up to APC_LEVEL"
+        if passive_only:
+            limit = ddi_rules.PASSIVE_LEVEL
+            what = (
+                f"{name} with {passive_only} at {ddi_rules.irql_name(irql)}: "
+                "allowed at PASSIVE_LEVEL only"
+            )
         if irql > limit:
             self.irql_violations.append(
                 {"function": name, "site": site, "irql": irql, "max_irql": limit, "doc": rule.doc}
@@ -152,6 +169,7 @@ class Verifier:
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
                 [rule.rule_id, irql, limit, site],
                 f"Driver Verifier: {what} ({rule.doc})",
+                address,
             )
         if rule.failure is None:
             return None
@@ -371,6 +389,7 @@ class Verifier:
                 "etw_registered": len(self.etw),
                 "violations": self.handle_violations,
             },
+            "pofx_calls": self.pofx_calls,
             "instructions": {
                 label: [[instructions, calls] for instructions, calls in sorted(counts.items())]
                 for label, counts in sorted(self.costs.items())
