@@ -57,6 +57,7 @@ from .layout import (
     IMAGE_BASE,
     IMPORT_STUBS,
     IO_TYPE_DRIVER,
+    KMDF_HEADER,
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
     KMODE_EXCEPTION_NOT_HANDLED,
@@ -123,9 +124,7 @@ NONVOLATILE_REGS = {
     "r14": x86.UC_X86_REG_R14,
     "r15": x86.UC_X86_REG_R15,
 }
-ROOT = Path(__file__).resolve().parents[3]
 _NONZERO = re.compile(rb"[^\x00]+")
-KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
 
 
 _PAINT_CHUNK = bytes([PAINT]) * 512

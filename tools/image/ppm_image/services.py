@@ -19,6 +19,7 @@ from .layout import (
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
     KMDF_TABLE,
+    KMODE_EXCEPTION_NOT_HANDLED,
     MAX_COPY_BYTES,
     PAGE,
     PEP_INFORMATION_SIZE_FIELD,
@@ -44,7 +45,6 @@ from .protocol import ProtocolError, hex_bytes, integer
 from .verifier import SLACK
 
 EVENT_CONTROL_CODE_ENABLE_PROVIDER = 1
-KMODE_EXCEPTION_NOT_HANDLED = 0x1E
 MAX_COUNTERS = 64
 MAX_ETW_DESCRIPTORS = 128
 MAX_ETW_BYTES = 0x10000
