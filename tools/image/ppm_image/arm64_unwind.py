@@ -20,8 +20,8 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# The scope table, the dispatch verdict and their limits are the same on both architectures.
-from .seh import MAX_FRAMES, Dispatch, Scope, UnwindError, frame_verdict, scope_table, u32
+# The scope table and the dispatch's frame walk are the same on both architectures.
+from .seh import FrameWalk, Scope, UnwindError, scope_table, u32
 
 NONVOLATILE = tuple(f"x{n}" for n in range(19, 31))
 END, END_C = 0xE4, 0xE5
@@ -349,9 +349,12 @@ def _restore(regs: dict[str, int], u64, names: tuple[str, ...], address: int) ->
             regs[name] = u64(address + 8 * offset)
 
 
-class Unwinder:
+class Unwinder(FrameWalk):
     """Virtual unwinding and __C_specific_handler scope lookup over one mapped ARM64 image:
     the same interface as seh.Unwinder (x64), with frames of pc, sp and x19..x30."""
+
+    PC = "pc"
+    CALL_BYTES = 4
 
     def __init__(
         self,
@@ -415,33 +418,12 @@ class Unwinder:
             return function.handler, []
         return function.handler, scope_table(function.handler_data, self._read_rva)
 
-    def dispatch(self, regs: dict[str, int], stop: Callable[[int], bool]) -> Dispatch:
-        """Finds the __except that takes an exception raised at regs["pc"]: walks the frames
-        (the faulting frame's pc, callers' return address - 4, as __C_specific_handler matches
-        a frame whose ControlPc is unwound) until a scope covers it with
-        EXCEPTION_EXECUTE_HANDLER. `stop(pc)` ends the walk (the command's return sentinel)."""
-        regs = dict(regs)
-        first = True
-        for _ in range(MAX_FRAMES):
-            pc = regs["pc"]
-            if stop(pc):
-                return Dispatch(None, None, "no __except handler in any frame")
-            rva = pc - self.base - (0 if first else 4)
-            if not 0 <= rva < self.size:
-                return Dispatch(None, None, f"frame at {pc:#x} outside the image")
-            function = self.function(rva)
-            if function is None:  # a leaf without a frame: the return address is in LR
-                if not first:
-                    return Dispatch(None, None, f"frame at {pc:#x}: no unwind data")
-                regs["pc"] = regs["x30"]
-                first = False
-                continue
-            handler, scopes = self.scopes(function)
-            verdict = frame_verdict(
-                handler, scopes, self.c_specific_handler, rva, regs, self.base, "pc"
-            )
-            if verdict is not None:
-                return verdict
-            self.unwind(regs, function, first)
-            first = False
-        return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
+    def leaf(self, regs: dict[str, int], first: bool) -> str:
+        """A leaf without a frame (the faulting one only): the return address is in LR."""
+        if not first:
+            return "no unwind data"
+        regs["pc"] = regs["x30"]
+        return ""
+
+    def step(self, regs: dict[str, int], function: Function, first: bool) -> None:
+        self.unwind(regs, function, first)

@@ -135,8 +135,54 @@ class Dispatch:
     reason: str  # why unhandled (empty when handled)
 
 
-class Unwinder:
-    """Virtual unwinding and __C_specific_handler scope lookup over one mapped image."""
+class FrameWalk:
+    """The exception dispatch both architectures' unwinders share: the frame walk from the
+    faulting frame up, each frame's scopes judged by `frame_verdict`. A subclass names its
+    program counter (`PC`), how far before a return address its call lies (`CALL_BYTES`), and
+    provides over its own unwind data `function(rva)` (the frame's unwind entry, or None),
+    `scopes(function)` (its language handler and scope table), `leaf(regs, first)` (unwinds a
+    frame without unwind data, or says why it cannot: "" when done) and `step(regs, function,
+    first)` (unwinds a frame with it; `first`: the faulting frame)."""
+
+    PC = "rip"
+    CALL_BYTES = 1
+    base: int
+    size: int
+    c_specific_handler: set[int]
+
+    def dispatch(self, regs: dict[str, int], stop: Callable[[int], bool]) -> Dispatch:
+        """Finds the __except that takes an exception raised at regs[PC]: walks the frames (the
+        faulting frame's PC, callers' return address - CALL_BYTES, as __C_specific_handler
+        matches a frame whose ControlPc is unwound) until a scope covers it with
+        EXCEPTION_EXECUTE_HANDLER. `stop(pc)` ends the walk (the command's return sentinel)."""
+        regs = dict(regs)
+        first = True
+        for _ in range(MAX_FRAMES):
+            pc = regs[self.PC]
+            if stop(pc):
+                return Dispatch(None, None, "no __except handler in any frame")
+            rva = pc - self.base - (0 if first else self.CALL_BYTES)
+            if not 0 <= rva < self.size:
+                return Dispatch(None, None, f"frame at {pc:#x} outside the image")
+            function = self.function(rva)
+            if function is None:
+                refused = self.leaf(regs, first)
+                if refused:
+                    return Dispatch(None, None, f"frame at {pc:#x}: {refused}")
+            else:
+                handler, scopes = self.scopes(function)
+                verdict = frame_verdict(
+                    handler, scopes, self.c_specific_handler, rva, regs, self.base, self.PC
+                )
+                if verdict is not None:
+                    return verdict
+                self.step(regs, function, first)
+            first = False
+        return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
+
+
+class Unwinder(FrameWalk):
+    """Virtual unwinding and __C_specific_handler scope lookup over one mapped x64 image."""
 
     def __init__(
         self,
@@ -231,32 +277,14 @@ class Unwinder:
             return handler, []
         return handler, scope_table(info.tail + 4, self._read_rva)
 
-    def dispatch(self, regs: dict[str, int], stop: Callable[[int], bool]) -> Dispatch:
-        """Finds the __except that takes an exception raised at regs["rip"]: walks the frames
-        (the faulting frame's RIP, callers' RIP-1) until a scope covers the RIP with
-        EXCEPTION_EXECUTE_HANDLER. `stop(rip)` ends the walk (the command's return sentinel)."""
-        regs = dict(regs)
-        first = True
-        for _ in range(MAX_FRAMES):
-            rip = regs["rip"]
-            if stop(rip):
-                return Dispatch(None, None, "no __except handler in any frame")
-            rva = rip - self.base - (0 if first else 1)
-            if not 0 <= rva < self.size:
-                return Dispatch(None, None, f"frame at {rip:#x} outside the image")
-            function = self.function(rva)
-            if function is None:  # a leaf: the return address is at [RSP]
-                regs["rip"] = self.u64(regs["rsp"])
-                regs["rsp"] += 8
-                first = False
-                continue
-            handler, scopes = self.scopes(function)
-            verdict = frame_verdict(handler, scopes, self.c_specific_handler, rva, regs, self.base)
-            if verdict is not None:
-                return verdict
-            self.unwind(regs, function)
-            first = False
-        return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
+    def leaf(self, regs: dict[str, int], first: bool) -> str:
+        """A leaf: the return address is at [RSP]."""
+        regs["rip"] = self.u64(regs["rsp"])
+        regs["rsp"] += 8
+        return ""
+
+    def step(self, regs: dict[str, int], function: tuple[int, int, int], first: bool) -> None:
+        self.unwind(regs, function)
 
     def backtrace(
         self, regs: dict[str, int], stop: Callable[[int], bool]

@@ -11,6 +11,7 @@ from unicorn import arm64_const as arm64
 
 from ppm_image import arm64_unwind
 from ppm_image.layout import STATUS_ILLEGAL_INSTRUCTION
+from ppm_image.seh import Dispatch
 
 BASE = 0x10000
 SIZE = 0x3000
@@ -109,7 +110,7 @@ def image(scopes: list[tuple[int, int, int, int]]) -> bytes:
     return bytes(memory)
 
 
-def run(scopes: list[tuple[int, int, int, int]]) -> tuple[Uc, list[arm64_unwind.Dispatch]]:
+def run(scopes: list[tuple[int, int, int, int]]) -> tuple[Uc, list[Dispatch]]:
     """Calls the guard with LR at the sentinel; an undefined instruction is dispatched as the
     runner does (registers restored, x0 the code, pc the target) or stops the run."""
     memory = image(scopes)
