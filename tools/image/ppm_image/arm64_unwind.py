@@ -364,32 +364,19 @@ class Unwinder(FrameWalk):
         read: Callable[[int, int], bytes],
         c_specific_handler: set[int],
     ):
-        self.base = base
-        self.size = size
-        self.entries = pdata
-        self.begins = [entry[0] for entry in pdata]
-        self.read = read  # absolute address, size
-        self.c_specific_handler = c_specific_handler  # RVAs of the handler's import thunk(s)
+        super().__init__(base, size, pdata, read, c_specific_handler)
         self.decoded: dict[int, Function] = {}
-
-    def _read_rva(self, rva: int, size: int) -> bytes:
-        if not 0 <= rva <= self.size - size:
-            raise UnwindError(f"{size} bytes at rva {rva:#x} lie outside the image")
-        return self.read(self.base + rva, size)
 
     def function(self, rva: int) -> Function | None:
         index = bisect.bisect_right(self.begins, rva) - 1
         if index < 0:
             return None
-        begin, unwind = self.entries[index]
+        begin, unwind = self.pdata[index]
         function = self.decoded.get(begin)
         if function is None:
             function = decode_function(begin, unwind, self._read_rva)
             self.decoded[begin] = function
         return function if function.begin <= rva < function.end else None
-
-    def u64(self, address: int) -> int:
-        return int.from_bytes(self.read(address, 8), "little")
 
     def unwind(self, regs: dict[str, int], function: Function, first: bool) -> None:
         """One frame: restores `regs` (pc, sp, x19..x30) to the caller's. In the faulting

@@ -146,9 +146,29 @@ class FrameWalk:
 
     PC = "rip"
     CALL_BYTES = 1
-    base: int
-    size: int
-    c_specific_handler: set[int]
+
+    def __init__(
+        self,
+        base: int,
+        size: int,
+        pdata: list[tuple[int, ...]],
+        read: Callable[[int, int], bytes],
+        c_specific_handler: set[int],
+    ):
+        self.base = base
+        self.size = size
+        self.pdata = pdata  # the image's .pdata entries, sorted (image.pdata_of)
+        self.begins = [entry[0] for entry in pdata]
+        self.read = read  # absolute address, size
+        self.c_specific_handler = c_specific_handler  # RVAs of the handler's import thunk(s)
+
+    def _read_rva(self, rva: int, size: int) -> bytes:
+        if not 0 <= rva <= self.size - size:
+            raise UnwindError(f"{size} bytes at rva {rva:#x} lie outside the image")
+        return self.read(self.base + rva, size)
+
+    def u64(self, address: int) -> int:
+        return int.from_bytes(self.read(address, 8), "little")
 
     def dispatch(self, regs: dict[str, int], stop: Callable[[int], bool]) -> Dispatch:
         """Finds the __except that takes an exception raised at regs[PC]: walks the frames (the
@@ -184,32 +204,11 @@ class FrameWalk:
 class Unwinder(FrameWalk):
     """Virtual unwinding and __C_specific_handler scope lookup over one mapped x64 image."""
 
-    def __init__(
-        self,
-        base: int,
-        size: int,
-        pdata: list[tuple[int, int, int]],
-        read: Callable[[int, int], bytes],
-        c_specific_handler: set[int],
-    ):
-        self.base = base
-        self.size = size
-        self.pdata = pdata
-        self.begins = [p[0] for p in pdata]
-        self.read = read
-        self.c_specific_handler = c_specific_handler  # RVAs of the handler's import thunk(s)
-
     def function(self, rva: int) -> tuple[int, int, int] | None:
         index = bisect.bisect_right(self.begins, rva) - 1
         if index >= 0 and self.pdata[index][0] <= rva < self.pdata[index][1]:
             return self.pdata[index]
         return None
-
-    def u64(self, address: int) -> int:
-        return int.from_bytes(self.read(address, 8), "little")
-
-    def _read_rva(self, rva: int, size: int) -> bytes:
-        return self.read(self.base + rva, size)
 
     def unwind(self, regs: dict[str, int], function: tuple[int, int, int]) -> None:
         """One frame: restores `regs` (rip, rsp, non-volatiles) to the caller's."""
