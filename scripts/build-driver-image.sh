@@ -7,12 +7,12 @@
 # /SUBSYSTEM:NATIVE /KERNEL /ENTRY:FxDriverEntry /IGNORE:4257 /NXCOMPAT /DYNAMICBASE /MAP
 # /MAPINFO:EXPORTS /OPT:REF,ICF /INTEGRITYCHECK /MANIFEST:NO; rustc adds /DEBUG, hence the
 # PDB), against:
-#   - import libraries made here by llvm-dlltool from tools/driver-image/imports/*.def
+#   - import libraries made here by llvm-dlltool from tools/image/imports/*.def
 #     (ntoskrnl.exe, HAL.dll, WDFLDR.SYS: every name a documented export, its documentation
 #     named beside it) in place of the WDK's ntoskrnl.lib, hal.lib and WdfLdr.lib;
-#   - tools/driver-image/kmdf_stub.c, the project's stand-in for the WDK's WdfDriverEntry.lib
+#   - tools/image/stubs/kmdf_stub.c, the project's stand-in for the WDK's WdfDriverEntry.lib
 #     (FxDriverEntry and the KMDF 1.31 statics);
-#   - on x64, src/msr_probe.c's MSVC branch (tools/driver-image/msr_probe_msvc.c), compiled by
+#   - on x64, src/msr_probe.c's MSVC branch (tools/image/stubs/msr_probe_msvc.c), compiled by
 #     clang with -fasync-exceptions, in place of build.rs' MSVC compile.
 # The crate is compiled with the bindings and wdk-build stand-in of the Windows-target check
 # (scripts/lib/windows-target.sh). build.rs does nothing on a Linux host.
@@ -71,7 +71,7 @@ dlltool=$(command -v llvm-dlltool || ls /usr/lib/llvm-*/bin/llvm-dlltool | tail 
 
 # Import libraries, one per kernel module, from the project's .def files.
 libs=()
-for def in "$ROOT"/tools/driver-image/imports/*.def; do
+for def in "$ROOT"/tools/image/imports/*.def; do
     lib=$OUT/$(basename "$def" .def).lib
     module=$(awk '$1 == "LIBRARY" { print $2; exit }' "$def")
     [[ -n $module ]] || { echo "$LOG_NAME: $def has no LIBRARY line" >&2; exit 1; }
@@ -99,13 +99,13 @@ cflags=(--target="$TARGET" -fms-extensions -ffreestanding -fasynchronous-unwind-
     -fno-stack-protector -D_KERNEL_MODE -O2 -Wall -Wextra -Werror)
 objects=("$OUT/kmdf_stub.obj")
 clang "${cflags[@]}" -DPPM_WDF_FUNCTION_COUNT="$kmdf_count" \
-    -c "$ROOT/tools/driver-image/kmdf_stub.c" -o "$OUT/kmdf_stub.obj"
+    -c "$ROOT/tools/image/stubs/kmdf_stub.c" -o "$OUT/kmdf_stub.obj"
 if [[ $ARCH == x64 ]]; then
     # -fasync-exceptions: MSVC's /EHa semantics, hardware exceptions inside __try. clang's C
     # __try still covers calls only, hence the calls msr_probe_msvc.c routes RDMSR/WRMSR
     # through; the image check reads the scope table to prove the instructions are covered.
     clang "${cflags[@]}" -fasync-exceptions ${PPM_MSR_PROBE_CFLAGS:-} \
-        -c "$ROOT/tools/driver-image/msr_probe_msvc.c" -o "$OUT/msr_probe.obj"
+        -c "$ROOT/tools/image/stubs/msr_probe_msvc.c" -o "$OUT/msr_probe.obj"
     objects+=("$OUT/msr_probe.obj")
 fi
 

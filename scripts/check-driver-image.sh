@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the Linux-linked driver images (scripts/build-driver-image.sh, x64 and ARM64) and
-# checks them the way Windows' loader and a reviewer would (tools/driver-image/check_image.py,
-# with PyPI pefile in a venv under target/; see docs/driver-image.md for what each check
-# proves). Also lints (ruff) and unit-tests (pytest) the checker.
+# checks them the way Windows' loader and a reviewer would (ppm_image.check_image in
+# tools/image, with PyPI pefile in the image backend's venv, target/image/venv; see
+# docs/driver-image.md for what each check proves). Also lints (ruff) and unit-tests (pytest)
+# the checker.
 #
 # Usage: scripts/check-driver-image.sh [--self-test]
 #   --self-test  also requires each broken image to fail the check with its own message:
 #                an undocumented import, a user-mode import, a writable+executable section, a
 #                frame over budget (x64 and ARM64), ARM64 AMU guards without their __except
 #                scope, with a handler that is not __C_specific_handler, and making a call
-#                (patched copies of the images, tools/driver-image/broken_image.py) and an
+#                (patched copies of the images, ppm_image.broken_image) and an
 #                RDMSR outside the __try scope (the x64 SEH shim relinked with clang's inline
 #                RDMSR). Nothing is committed: all under target/.
 # Output: target/driver-image/<arch>/ppm_pep.sys (+ .pdb, .map), stack.txt (the stack
@@ -23,9 +24,10 @@ case "${1:-}" in
     --self-test) SELF_TEST=true ;;
     *) echo "usage: $0 [--self-test]" >&2; exit 2 ;;
 esac
-TOOL=$ROOT/tools/driver-image
-VENV=$ROOT/target/driver-image/venv
+TOOL=$ROOT/tools/image
+VENV=$ROOT/target/image/venv
 export PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH=$TOOL
 
 # The checker's virtualenv (scripts/lib/setup.sh).
 LOG_NAME=check-driver-image
@@ -36,12 +38,12 @@ PY=$VENV/bin/python
 
 echo "== the checker: ruff, pytest"
 (cd "$TOOL" && "$VENV/bin/ruff" check --no-cache -q . && "$VENV/bin/ruff" format --no-cache --check -q .)
-(cd "$TOOL" && "$PY" -m pytest -q -p no:cacheprovider tests | tail -n 1)
+(cd "$TOOL" && "$PY" -m pytest -q tests/test_checker.py | tail -n 1)
 
 objdump=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -n1)
 check() {
     local arch=$1 dir=$2 image=$3
-    "$PY" "$TOOL/check_image.py" "$image" --map "$dir/ppm_pep.map" --imports "$TOOL/imports" \
+    "$PY" -m ppm_image.check_image "$image" --map "$dir/ppm_pep.map" --imports "$TOOL/imports" \
         --arch "$arch" --objdump "$objdump" ${4:+--stack-report "$4"}
 }
 
@@ -80,7 +82,7 @@ if $SELF_TEST; then
         arch=x64
         if [[ $kind == arm64-* ]]; then
             arch=arm64 dir=$arm64 image=$broken/$kind.sys
-            "$PY" "$TOOL/broken_image.py" "$kind" "$arm64/ppm_pep.sys" "$arm64/ppm_pep.map" "$image"
+            "$PY" -m ppm_image.broken_image "$kind" "$arm64/ppm_pep.sys" "$image" | sed 's/^/   /'
         elif [[ $kind == rdmsr-outside-try ]]; then
             # The SEH shim with the RDMSR clang inlines (no out-of-line leaf): clang's scope
             # table then covers no instruction of the read probe.
@@ -88,11 +90,11 @@ if $SELF_TEST; then
             image=$(PPM_MSR_PROBE_CFLAGS=-DPPM_INLINE_READMSR bash scripts/build-driver-image.sh --arch x64 --out "$dir")
         elif [[ $kind == frame-over-budget-arm64 ]]; then
             arch=arm64 dir=$arm64 image=$broken/$kind.sys
-            "$PY" "$TOOL/broken_image.py" frame-over-budget "$arm64/ppm_pep.sys" "$arm64/ppm_pep.map" "$image"
+            "$PY" -m ppm_image.broken_image frame-over-budget "$arm64/ppm_pep.sys" "$image" | sed 's/^/   /'
         else
             dir=$x64
             image=$broken/$kind.sys
-            "$PY" "$TOOL/broken_image.py" "$kind" "$x64/ppm_pep.sys" "$x64/ppm_pep.map" "$image"
+            "$PY" -m ppm_image.broken_image "$kind" "$x64/ppm_pep.sys" "$image" | sed 's/^/   /'
         fi
         expect_refused "$kind" "${expected[$kind]}" "$broken/$kind.log" \
             check "$arch" "$dir" "$image" || status=1

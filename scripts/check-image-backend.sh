@@ -4,7 +4,7 @@
 # `ppm-sim validate --pep image --verifier`, after the runner's own lint and tests.
 #
 # Usage: scripts/check-image-backend.sh [--self-test]
-#   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image-runner), then
+#   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image), then
 #                `ppm-sim validate --pep image --verifier` over every built-in scenario (debug
 #                ppm-sim, the shared target/): each scenario under Driver Verifier's rules, then
 #                each architecture's systematic runs (docs/verifier.md), its output and wall
@@ -12,7 +12,7 @@
 #                sim/tests/scenarios/registry-issues.toml on both backends: the ignored registry
 #                values the image lists in its State key must be the engine's, line for line
 #   --self-test  also proves the checks can fail: three copies of the image broken on purpose
-#                (tools/image-runner/broken_image.py, written to target/image-runner/self-test/,
+#                (ppm_image.broken_image, written to target/image/self-test/,
 #                the real image never modified) must each fail `validate default` with a named
 #                check, and the unbroken image must pass it:
 #                  kmdf-index         WdfDriverCreate called through KMDF table index 117
@@ -100,9 +100,10 @@ if $SELF_TEST; then
     source "$ROOT/scripts/lib/self-test.sh"
     echo "== self-test: broken images must fail named checks"
     start=$SECONDS
-    broken=$ROOT/target/image-runner/self-test
+    broken=$ROOT/target/image/self-test
     mkdir -p "$broken"
-    PY=$ROOT/target/image-runner/venv/bin/python
+    PY=$ROOT/target/image/venv/bin/python
+    export PYTHONPATH=$ROOT/tools/image
     validate() {
         "$SIM" validate default --pep image --image "$1"
     }
@@ -129,7 +130,7 @@ if $SELF_TEST; then
         image=$broken/$kind.sys
         log=$broken/$kind.log
         rm -f "$image"
-        if ! "$PY" tools/image-runner/broken_image.py "$kind" "$IMAGE" "$image" | sed 's/^/   /'; then
+        if ! "$PY" -m ppm_image.broken_image "$kind" "$IMAGE" "$image" | sed 's/^/   /'; then
             echo "self-test $kind: the image could not be broken as intended" >&2
             status=1
             continue
@@ -143,8 +144,8 @@ if $SELF_TEST; then
             status=1
         fi
     done
-    # The ARM64 image with every AMU guard's scope table emptied (tools/driver-image/
-    # broken_image.py, the checker's patch, its map and stack.txt copied beside it): the arm64
+    # The ARM64 image with every AMU guard's scope table emptied (the image check's patch,
+    # its map and stack.txt copied beside it): the arm64
     # scenario's AMU fault is then an exception no frame handles.
     arm64=$ROOT/target/driver-image/arm64
     kind=arm64-scope-removed
@@ -152,8 +153,7 @@ if $SELF_TEST; then
     log=$broken/$kind.log
     mkdir -p "$(dirname "$image")"
     rm -f "$image"
-    if ! "$PY" tools/driver-image/broken_image.py "$kind" "$arm64/ppm_pep.sys" \
-        "$arm64/ppm_pep.map" "$image" --with-map; then
+    if ! "$PY" -m ppm_image.broken_image "$kind" "$arm64/ppm_pep.sys" "$image" | sed 's/^/   /'; then
         echo "self-test $kind: the image could not be broken as intended" >&2
         status=1
     elif ! expect_refused "$kind" \

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): Unicorn (GPL-2.0,
-# never in a shipped binary), capstone and pefile in a virtualenv under target/, pinned in
-# tools/image-runner/requirements.txt and reinstalled only when that file changes.
+# never in a shipped binary), capstone and pefile in the image backend's virtualenv
+# (target/image/venv, pinned in tools/image/requirements.txt, reinstalled only when that file
+# changes).
 #
 # Usage: scripts/image-runner.sh [--setup-only | --self-test]
-#   (no option)   prepares the venv and runs tools/image-runner/runner.py: commands on stdin,
+#   (no option)   prepares the venv and runs the runner (python -m ppm_image.runner, from
+#                 tools/image): commands on stdin,
 #                 answers and host requests on stdout (the line protocol), diagnostics on stderr
 #   --setup-only  prepares the venv and exits
-#   --self-test   ruff check, ruff format --check and pytest over tools/image-runner (the tests
+#   --self-test   ruff check, ruff format --check and pytest over tools/image (the tests
 #                 boot target/driver-image/x64/ppm_pep.sys and target/driver-image/arm64/ppm_pep.sys:
 #                 build them first with scripts/build-driver-image.sh --arch x64 / --arch arm64)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TOOL=$ROOT/tools/image-runner
-VENV=$ROOT/target/image-runner/venv
+TOOL=$ROOT/tools/image
+VENV=$ROOT/target/image/venv
 export PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH=$TOOL
 
 mode=run
 case "${1:-}" in
@@ -44,7 +47,7 @@ case $mode in
         cd "$TOOL"
         "$VENV/bin/ruff" check --no-cache -q .
         "$VENV/bin/ruff" format --no-cache --check -q .
-        exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests
+        exec "$VENV/bin/python" -m pytest -q
         ;;
-    run) exec "$VENV/bin/python" "$TOOL/runner.py" "$@" ;;
+    run) exec "$VENV/bin/python" -m ppm_image.runner "$@" ;;
 esac

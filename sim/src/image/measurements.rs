@@ -14,8 +14,37 @@ use super::runner::Crash;
 use super::symbols::readable;
 use crate::checks::CheckResult;
 
-/// The KMDF 1.31 function count (`WdfFunctionTableNumEntries`).
-pub const KMDF_FUNCTION_COUNT: u64 = 458;
+/// The KMDF 1.31 function count (`WdfFunctionTableNumEntries`), read at compile time from the
+/// KMDF declarations the driver is built against (`tools/windows-check/include/kmdf-1.31.h`),
+/// which `scripts/build-driver-image.sh` and the runner (`ppm_image.layout`) read too.
+pub const KMDF_FUNCTION_COUNT: u64 = enumerator(
+    include_bytes!("../../../tools/windows-check/include/kmdf-1.31.h"),
+    b"WdfFunctionTableNumEntries = ",
+);
+
+/// The decimal value that follows the first `prefix` (a C enumerator's `NAME = `) in `text`;
+/// a compile error when there is none.
+const fn enumerator(text: &[u8], prefix: &[u8]) -> u64 {
+    let mut start = 0;
+    while start + prefix.len() <= text.len() {
+        let mut matched = 0;
+        while matched < prefix.len() && text[start + matched] == prefix[matched] {
+            matched += 1;
+        }
+        if matched == prefix.len() {
+            let mut at = start + prefix.len();
+            let mut value = 0;
+            while at < text.len() && text[at].is_ascii_digit() {
+                value = value * 10 + (text[at] - b'0') as u64;
+                at += 1;
+            }
+            assert!(at > start + prefix.len(), "the enumerator has no decimal value");
+            return value;
+        }
+        start += 1;
+    }
+    panic!("kmdf-1.31.h declares no WdfFunctionTableNumEntries");
+}
 
 /// The KMDF functions `src/` calls: every other table entry called is a wrong index.
 pub const KMDF_FUNCTIONS_CALLED: [&str; 12] = [
@@ -326,7 +355,7 @@ pub fn judge(image: &Path, facts: &RunFacts<'_>) -> Result<ImageReport, String> 
     })
 }
 
-/// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/driver-image/stack.py`).
+/// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/image/ppm_image/stack.py`).
 pub const DRIVER_ENTRY_BUDGET: u64 = 12 * 1024;
 
 /// `image.kmdf_table`: the image's `WDF_BIND_INFO` declares KMDF 1.31's function count, and
@@ -542,7 +571,7 @@ mod tests {
     fn the_kmdf_detail_prints_plain_numbers() {
         assert_eq!(
             kmdf_check(&[], Some(0)).detail,
-            "WDF_BIND_INFO declares 0 functions, KMDF 1.31 has 458"
+            format!("WDF_BIND_INFO declares 0 functions, KMDF 1.31 has {KMDF_FUNCTION_COUNT}")
         );
         assert_eq!(
             kmdf_check(&[], None).detail,

@@ -25,7 +25,7 @@ unsigned __int64 ppm_image_readmsr(unsigned long msr);
 #define __readmsr ppm_image_readmsr
 #endif
 
-#include "../../src/msr_probe.c"
+#include "../../../src/msr_probe.c"
 
 #ifndef PPM_INLINE_READMSR
 __declspec(noinline) unsigned __int64 ppm_image_readmsr(unsigned long msr)

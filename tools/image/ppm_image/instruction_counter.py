@@ -17,7 +17,7 @@ from pathlib import Path
 from unicorn import UC_HOOK_CODE, Uc, UcError
 from unicorn.unicorn_py3.unicorn import uc_hook_h, uclib
 
-from layout import Fatal
+from .layout import Fatal
 
 SOURCE = Path(__file__).with_name("count_instructions.c")
 

@@ -5,18 +5,9 @@ from pathlib import Path
 
 import pytest
 
-import check_image
-import stack
-from pe_image import (
-    ImageError,
-    Instruction,
-    RuntimeFunction,
-    ScopeEntry,
-    arm64_unwind,
-    demangle,
-    frame_of_codes,
-    parse_map,
-)
+from ppm_image import arm64_unwind, check_image, seh, stack
+from ppm_image.image import ImageError, Instruction, RuntimeFunction, demangle, map_symbols
+from ppm_image.seh import Scope
 
 IMPORTS = Path(__file__).resolve().parent.parent / "imports"
 
@@ -51,21 +42,27 @@ def test_a_def_without_library_is_refused(tmp_path):
         check_image.load_def(path)
 
 
+def frame_of_codes(codes):
+    """The frame an UNWIND_INFO (version 1) with these unwind codes allocates."""
+    info = bytes([1, 0, len(codes) // 2, 0]) + codes
+    return seh.frame_of_codes(seh.unwind_info(0, lambda rva, size: info[rva : rva + size]))
+
+
 def test_unwind_codes_add_up_pushes_and_allocations():
     # push rbp; sub rsp, 0x28 (ALLOC_SMALL 4: 40 bytes); SET_FPREG takes no stack.
     codes = bytes([0x0A, 0x03, 0x05, 0x42, 0x01, 0x50])
-    assert frame_of_codes(codes, 3, 0) == 8 + 40
+    assert frame_of_codes(codes) == 8 + 40
     # ALLOC_LARGE with a 16-bit slot scaled by 8, then SAVE_NONVOL (two slots, no stack).
     codes = bytes([0x13, 0x01, 0xE5, 0x01, 0x0C, 0x04, 0x10, 0x00])
-    assert frame_of_codes(codes, 4, 0) == 485 * 8
+    assert frame_of_codes(codes) == 485 * 8
     # ALLOC_LARGE with a 32-bit size.
     codes = bytes([0x10, 0x11, 0x00, 0x00, 0x01, 0x00])
-    assert frame_of_codes(codes, 3, 0) == 0x10000
+    assert frame_of_codes(codes) == 0x10000
 
 
 def test_an_unknown_unwind_operation_is_an_error():
-    with pytest.raises(ImageError, match="unknown unwind operation 7"):
-        frame_of_codes(bytes([0x00, 0x07]), 1, 0x1234)
+    with pytest.raises(seh.UnwindError, match="unknown unwind operation 11"):
+        frame_of_codes(bytes([0x00, 0x0B]))
 
 
 def test_map_publics_are_read_relative_to_the_load_address(tmp_path):
@@ -75,13 +72,13 @@ def test_map_publics_are_read_relative_to_the_load_address(tmp_path):
         " 0001:00002420       DriverEntry                0000000180003420     a.o\n"
         " 0001:000084d0       FxDriverEntry              00000001800094d0 f   kmdf_stub.obj\n"
     )
-    symbols = parse_map(write(tmp_path, "a.map", text))
+    symbols = map_symbols(write(tmp_path, "a.map", text))
     assert symbols == {"DriverEntry": 0x3420, "FxDriverEntry": 0x94D0}
 
 
 def test_a_file_that_is_no_map_is_refused(tmp_path):
     with pytest.raises(ImageError, match="not an lld-link /MAP file"):
-        parse_map(write(tmp_path, "a.map", "hello\n"))
+        map_symbols(write(tmp_path, "a.map", "hello\n"))
 
 
 def test_rust_names_read_as_paths():
@@ -156,7 +153,7 @@ class FakeCode:
 
 def probe(instructions, scopes):
     function = RuntimeFunction(0x10, 0x30, 0)
-    excepts = [ScopeEntry(begin, end, 1, 0x2C) for begin, end in scopes]
+    excepts = [Scope(begin, end, 1, 0x2C) for begin, end in scopes]
     return check_image.check_guarded(FakeCode(instructions), "probe", function, excepts)
 
 

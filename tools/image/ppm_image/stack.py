@@ -27,7 +27,7 @@ Entry points and budgets (the x64 kernel stack is KERNEL_STACK_SIZE, 24 KiB):
 
 import re
 
-from pe_image import MACHINE_X64, demangle
+from .image import MACHINE_X64, demangle
 
 DRIVER_ENTRY_BUDGET = 12 * 1024
 CALLBACK_BUDGET = 2 * 1024

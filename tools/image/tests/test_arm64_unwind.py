@@ -5,23 +5,19 @@ against what the processor stored, not against the decoder's own idea of it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from unicorn import UC_ARCH_ARM64, UC_HOOK_INTR, UC_MODE_ARM, UC_PROT_ALL, Uc
 from unicorn import arm64_const as arm64
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import arm64_unwind  # noqa: E402
+from ppm_image import arm64_unwind
+from ppm_image.layout import STATUS_ILLEGAL_INSTRUCTION
+from ppm_image.seh import Dispatch
 
 BASE = 0x10000
 SIZE = 0x3000
 STACK = 0x80000
 SENTINEL = 0xDEAD0000
 C_SPECIFIC = 0x1F00  # the handler's RVA (an import thunk in a real image)
-STATUS_ILLEGAL_INSTRUCTION = 0xC000001D
 UDEF = 1  # Unicorn's exception number for an undefined instruction
 
 # A64 encodings (checked with capstone when written).
@@ -114,7 +110,7 @@ def image(scopes: list[tuple[int, int, int, int]]) -> bytes:
     return bytes(memory)
 
 
-def run(scopes: list[tuple[int, int, int, int]]) -> tuple[Uc, list[arm64_unwind.Dispatch]]:
+def run(scopes: list[tuple[int, int, int, int]]) -> tuple[Uc, list[Dispatch]]:
     """Calls the guard with LR at the sentinel; an undefined instruction is dispatched as the
     runner does (registers restored, x0 the code, pc the target) or stops the run."""
     memory = image(scopes)

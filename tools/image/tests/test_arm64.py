@@ -34,13 +34,11 @@ from test_runner import (
     symbol_address,
 )
 
-from layout import KMDF_TABLE
+from ppm_image.layout import KMDF_TABLE, STATUS_ILLEGAL_INSTRUCTION
 
 pytestmark = pytest.mark.skipif(
     not ARM64_IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh --arch arm64"
 )
-
-STATUS_ILLEGAL_INSTRUCTION = 0xC000001D
 
 
 def booted(host: FakeHost | None = None) -> Session:
@@ -152,7 +150,7 @@ def test_arm64_guard_without_its_scope_is_bugcheck_0x1e(tmp_path):
     handles, bugcheck 0x1E with STATUS_ILLEGAL_INSTRUCTION at the MRS, as on Windows."""
     import pefile
 
-    import arm64_unwind
+    from ppm_image import arm64_unwind
 
     session = booted()
     guard = guard_rva(session, "ppm_amu_read_amcgcr")
@@ -295,8 +293,8 @@ def test_arm64_hang_limit():
 
 
 def test_mismatched_arch_is_refused():
-    from protocol import Channel
-    from runner import Runner
+    from ppm_image.protocol import Channel
+    from ppm_image.runner import Runner
 
     for image, map_path, arch, found in (
         (ARM64_IMAGE, ARM64_MAP, "x64", "arm64"),

@@ -39,20 +39,25 @@ from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 from unicorn.unicorn_py3.unicorn import uclib
 
-import arm64_unwind
-import image as pe_image
-import printf
-import seh
-from arch import ARCHES, DAIF_I, DAIF_SHIFT, Arch
-from instruction_counter import InstructionCounter
-from layout import (
+from . import arm64_unwind, printf, seh
+from . import image as pe_image
+from .arch import ARCHES, DAIF_I, DAIF_SHIFT, Arch
+from .instruction_counter import InstructionCounter
+from .layout import (
     ATTEMPTED_WRITE_TO_READONLY_MEMORY,
     DATA,
     DATA_SIZE,
+    DRIVER_INIT,
     DRIVER_OBJECT,
+    DRIVER_OBJECT_SIZE,
+    DRIVER_SIZE,
+    DRIVER_START,
+    DRIVER_UNLOAD,
     HANG_SECONDS,
     IMAGE_BASE,
     IMPORT_STUBS,
+    IO_TYPE_DRIVER,
+    KMDF_HEADER,
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
     KMODE_EXCEPTION_NOT_HANDLED,
@@ -79,6 +84,7 @@ from layout import (
     STUBS,
     STUBS_SIZE,
     UNEXPECTED_KERNEL_MODE_TRAP,
+    UNICODE_STRING_BUFFER,
     UNLOAD_THUNK,
     USER_LIMIT,
     WDFDEVICE_INIT,
@@ -86,10 +92,10 @@ from layout import (
     Crash,
     Fatal,
 )
-from protocol import Channel, ProtocolError, hex_bytes, integer
-from services import Services
-from verifier import Verifier, effective_irql, is_activity_monitor
-from watchdog import Watchdog
+from .protocol import Channel, ProtocolError, hex_bytes, integer
+from .services import Services
+from .verifier import Verifier, effective_irql, is_activity_monitor
+from .watchdog import Watchdog
 
 # X0..X30 (Unicorn numbers X29 and X30 apart from the others); 31 is XZR in MRS/MSR.
 ARM64_X = tuple(getattr(arm64, f"UC_ARM64_REG_X{n}") for n in range(29)) + (
@@ -118,9 +124,7 @@ NONVOLATILE_REGS = {
     "r14": x86.UC_X86_REG_R14,
     "r15": x86.UC_X86_REG_R15,
 }
-ROOT = Path(__file__).resolve().parents[2]
 _NONZERO = re.compile(rb"[^\x00]+")
-KMDF_HEADER = ROOT / "tools" / "windows-check" / "include" / "kmdf-1.31.h"
 
 
 _PAINT_CHUNK = bytes([PAINT]) * 512
@@ -316,7 +320,7 @@ class Runner(Services):
         if not address:
             return ""
         length = self.u16(address)
-        buffer = self.u64(address + 8)
+        buffer = self.u64(address + UNICODE_STRING_BUFFER)
         return self.read(buffer, length & ~1).decode("utf-16-le", "replace")
 
     def c_string(self, address: int) -> str:
@@ -1174,12 +1178,13 @@ class Runner(Services):
                 "characters"
             )
         uc = self.uc
-        driver = bytearray(0x150)
-        driver[0:2] = (4).to_bytes(2, "little")
-        driver[2:4] = (0x150).to_bytes(2, "little")
-        driver[0x18:0x20] = IMAGE_BASE.to_bytes(8, "little")  # DriverStart
-        driver[0x20:0x24] = self.image.size.to_bytes(4, "little")  # DriverSize
-        driver[0x58:0x60] = (IMAGE_BASE + self.image.entry_rva).to_bytes(8, "little")  # DriverInit
+        driver = bytearray(DRIVER_OBJECT_SIZE)
+        driver[0:2] = IO_TYPE_DRIVER.to_bytes(2, "little")  # Type
+        driver[2:4] = DRIVER_OBJECT_SIZE.to_bytes(2, "little")  # Size
+        driver[DRIVER_START : DRIVER_START + 8] = IMAGE_BASE.to_bytes(8, "little")
+        driver[DRIVER_SIZE : DRIVER_SIZE + 4] = self.image.size.to_bytes(4, "little")
+        entry = IMAGE_BASE + self.image.entry_rva
+        driver[DRIVER_INIT : DRIVER_INIT + 8] = entry.to_bytes(8, "little")
         uc.mem_write(DRIVER_OBJECT, bytes(driver))
         string = len(encoded).to_bytes(2, "little") + (len(encoded) + 2).to_bytes(2, "little")
         uc.mem_write(REGISTRY_PATH, string + b"\0" * 4 + REGISTRY_PATH_BUFFER.to_bytes(8, "little"))
@@ -1206,7 +1211,7 @@ class Runner(Services):
         self._need_image()
         if self.verifier is not None:
             self.verifier.phase = "boot"
-        unload = self.u64(DRIVER_OBJECT + 0x68)
+        unload = self.u64(DRIVER_OBJECT + DRIVER_UNLOAD)
         if not unload:
             return {"called": False}
         result = self._run(unload, [DRIVER_OBJECT], True, False)

@@ -12,7 +12,7 @@ from unicorn import UC_ARCH_ARM64, UC_ARCH_X86, UC_MODE_64, UC_MODE_ARM
 from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 
-from layout import RFLAGS_IF
+from .layout import RFLAGS_IF
 
 MASK64 = (1 << 64) - 1
 

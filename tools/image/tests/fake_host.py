@@ -3,19 +3,16 @@ an MSR table, one processor) and drives the Runner in-process through a Channel 
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from ppm_image.protocol import Channel
+from ppm_image.runner import Runner
 
-from protocol import Channel  # noqa: E402
-from runner import Runner  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 ROOT = HERE.parents[2]
-STATUS_SUCCESS = 0
 STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
 
 # An Intel processor with the leaves the engine probes: vendor, family 6, HWP, the APERF/MPERF

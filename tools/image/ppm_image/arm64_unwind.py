@@ -5,9 +5,9 @@ exception handler RVA and its data), and the scope table __C_specific_handler re
 then {BeginAddress, EndAddress, HandlerAddress, JumpTarget} RVAs, as on x64).
 
 The one ARM64 decoder of the project: the runner dispatches exceptions with it
-(`Unwinder`, the counterpart of seh.py's x64 one) and the image checker
-(tools/driver-image/pe_image.py) reads function ranges, frame sizes, handlers and scopes with
-it. Pure Python over a `read(rva, size)` callable: no PE library here.
+(`Unwinder`, the counterpart of seh.py's x64 one) and the image checker (image.ImageFile)
+reads function ranges, frame sizes, handlers and scopes with it. Pure Python over a
+`read(rva, size)` callable: no PE library here.
 
 Packed unwind data is expanded into the unwind codes the documentation says it is equivalent
 to, so one interpreter unwinds both forms. A frame is a dict of "pc", "sp" and the
@@ -20,8 +20,8 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# The scope table, the dispatch verdict and their limits are the same on both architectures.
-from seh import MAX_FRAMES, MAX_SCOPES, Dispatch, Scope, UnwindError, frame_verdict
+# The scope table and the dispatch's frame walk are the same on both architectures.
+from .seh import FrameWalk, Scope, UnwindError, scope_table, u32
 
 NONVOLATILE = tuple(f"x{n}" for n in range(19, 31))
 END, END_C = 0xE4, 0xE5
@@ -51,10 +51,6 @@ class Function:
         frames = [frame_of_codes(self.codes, 0, self.unwind)]
         frames += [frame_of_codes(self.codes, index, self.unwind) for _, index in self.epilogues]
         return max(frames)
-
-
-def u32(data: bytes, offset: int) -> int:
-    return int.from_bytes(data[offset : offset + 4], "little")
 
 
 def decode_pdata(data: bytes) -> list[tuple[int, int]]:
@@ -104,15 +100,6 @@ def decode_function(begin: int, unwind: int, read: Callable[[int, int], bytes]) 
         function.handler = u32(read(cursor, 4), 0)
         function.handler_data = cursor + 4
     return function
-
-
-def scope_table(rva: int, read: Callable[[int, int], bytes]) -> list[Scope]:
-    """The __C_specific_handler SCOPE_TABLE at `rva` (Count, then Count entries)."""
-    count = u32(read(rva, 4), 0)
-    if count > MAX_SCOPES:
-        raise UnwindError(f"scope table at {rva:#x}: {count} entries")
-    raw = read(rva + 4, 16 * count) if count else b""
-    return [Scope(*(u32(raw, 16 * n + 4 * w) for w in range(4))) for n in range(count)]
 
 
 def packed_codes(unwind: int) -> tuple[bytes, tuple[int, int] | None]:
@@ -362,9 +349,12 @@ def _restore(regs: dict[str, int], u64, names: tuple[str, ...], address: int) ->
             regs[name] = u64(address + 8 * offset)
 
 
-class Unwinder:
+class Unwinder(FrameWalk):
     """Virtual unwinding and __C_specific_handler scope lookup over one mapped ARM64 image:
     the same interface as seh.Unwinder (x64), with frames of pc, sp and x19..x30."""
+
+    PC = "pc"
+    CALL_BYTES = 4
 
     def __init__(
         self,
@@ -374,32 +364,19 @@ class Unwinder:
         read: Callable[[int, int], bytes],
         c_specific_handler: set[int],
     ):
-        self.base = base
-        self.size = size
-        self.entries = pdata
-        self.begins = [entry[0] for entry in pdata]
-        self.read = read  # absolute address, size
-        self.c_specific_handler = c_specific_handler  # RVAs of the handler's import thunk(s)
+        super().__init__(base, size, pdata, read, c_specific_handler)
         self.decoded: dict[int, Function] = {}
-
-    def _read_rva(self, rva: int, size: int) -> bytes:
-        if not 0 <= rva <= self.size - size:
-            raise UnwindError(f"{size} bytes at rva {rva:#x} lie outside the image")
-        return self.read(self.base + rva, size)
 
     def function(self, rva: int) -> Function | None:
         index = bisect.bisect_right(self.begins, rva) - 1
         if index < 0:
             return None
-        begin, unwind = self.entries[index]
+        begin, unwind = self.pdata[index]
         function = self.decoded.get(begin)
         if function is None:
             function = decode_function(begin, unwind, self._read_rva)
             self.decoded[begin] = function
         return function if function.begin <= rva < function.end else None
-
-    def u64(self, address: int) -> int:
-        return int.from_bytes(self.read(address, 8), "little")
 
     def unwind(self, regs: dict[str, int], function: Function, first: bool) -> None:
         """One frame: restores `regs` (pc, sp, x19..x30) to the caller's. In the faulting
@@ -428,33 +405,12 @@ class Unwinder:
             return function.handler, []
         return function.handler, scope_table(function.handler_data, self._read_rva)
 
-    def dispatch(self, regs: dict[str, int], stop: Callable[[int], bool]) -> Dispatch:
-        """Finds the __except that takes an exception raised at regs["pc"]: walks the frames
-        (the faulting frame's pc, callers' return address - 4, as __C_specific_handler matches
-        a frame whose ControlPc is unwound) until a scope covers it with
-        EXCEPTION_EXECUTE_HANDLER. `stop(pc)` ends the walk (the command's return sentinel)."""
-        regs = dict(regs)
-        first = True
-        for _ in range(MAX_FRAMES):
-            pc = regs["pc"]
-            if stop(pc):
-                return Dispatch(None, None, "no __except handler in any frame")
-            rva = pc - self.base - (0 if first else 4)
-            if not 0 <= rva < self.size:
-                return Dispatch(None, None, f"frame at {pc:#x} outside the image")
-            function = self.function(rva)
-            if function is None:  # a leaf without a frame: the return address is in LR
-                if not first:
-                    return Dispatch(None, None, f"frame at {pc:#x}: no unwind data")
-                regs["pc"] = regs["x30"]
-                first = False
-                continue
-            handler, scopes = self.scopes(function)
-            verdict = frame_verdict(
-                handler, scopes, self.c_specific_handler, rva, regs, self.base, "pc"
-            )
-            if verdict is not None:
-                return verdict
-            self.unwind(regs, function, first)
-            first = False
-        return Dispatch(None, None, f"more than {MAX_FRAMES} frames")
+    def leaf(self, regs: dict[str, int], first: bool) -> str:
+        """A leaf without a frame (the faulting one only): the return address is in LR."""
+        if not first:
+            return "no unwind data"
+        regs["pc"] = regs["x30"]
+        return ""
+
+    def step(self, regs: dict[str, int], function: Function, first: bool) -> None:
+        self.unwind(regs, function, first)

@@ -1,7 +1,7 @@
 """Checks a linked ppm_pep.sys the way Windows' loader and a reviewer would.
 
-Usage: check_image.py IMAGE --map MAP --imports DIR [--arch x64|arm64] [--objdump PATH]
-                      [--stack-report FILE]
+Usage: python -m ppm_image.check_image IMAGE --map MAP --imports DIR [--arch x64|arm64]
+                                       [--objdump PATH] [--stack-report FILE]
 Exit status: 0 when every check passes, 1 when one fails (each failure printed on one line
 naming what is wrong), 2 on bad arguments or an unreadable image.
 
@@ -37,8 +37,19 @@ from pathlib import Path
 
 import pefile
 
-import stack
-from pe_image import MACHINE_ARM64, MACHINE_X64, Image, ImageError, demangle, stack_identity, u32
+from . import stack
+from .image import (
+    MACHINE_ARM64,
+    MACHINE_X64,
+    MRS,
+    MRS_MASK,
+    ImageError,
+    ImageFile,
+    demangle,
+    stack_identity,
+    system_register,
+)
+from .seh import u32
 
 ALLOWED_MODULES = ("ntoskrnl.exe", "HAL.dll", "WDFLDR.SYS")
 USER_MODE_DLLS = (
@@ -357,7 +368,6 @@ def calls_through(image, rva, slot):
 
 # ARM64: MRS Xt, (op0 op1 CRn CRm op2); the Activity Monitors are op0 3, op1 3, CRn 13, CRm 2
 # and up (CRm 0 is TPIDR_EL0/TPIDRRO_EL0). The registers the driver reads, by (CRm, op2).
-MRS_MASK, MRS = 0xFFF00000, 0xD5300000
 AMU_REGISTERS = {
     (2, 2): "AMCGCR_EL0",
     (2, 5): "AMCNTENSET0_EL0",
@@ -373,8 +383,7 @@ def amu_register(word):
     """The name of the Activity Monitors register an MRS word reads, or None."""
     if word & MRS_MASK != MRS:
         return None
-    op0, op1 = 2 + (word >> 19 & 1), word >> 16 & 7
-    crn, crm, op2 = word >> 12 & 0xF, word >> 8 & 0xF, word >> 5 & 7
+    op0, op1, crn, crm, op2 = system_register(word)
     if (op0, op1, crn) != (3, 3, 13) or crm < 2:
         return None
     return AMU_REGISTERS.get((crm, op2), f"S3_3_C13_C{crm}_{op2}")
@@ -482,7 +491,7 @@ def main(argv=None):
     arguments = parser.parse_args(argv)
     try:
         documented = load_documented(arguments.imports)
-        image = Image(arguments.image, arguments.map, arguments.objdump)
+        image = ImageFile(arguments.image, arguments.map, arguments.objdump)
     except (DefError, ImageError, OSError, UnicodeDecodeError) as error:
         print(f"check-image: {error}", file=sys.stderr)
         return 2

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from ppm_image import ddi_rules, verifier
+from ppm_image.layout import PAGE, POOL, Crash
+from ppm_image.protocol import ProtocolError
 
-import ddi_rules  # noqa: E402
-import verifier  # noqa: E402
-from layout import PAGE, POOL, Crash  # noqa: E402
-from protocol import ProtocolError  # noqa: E402
-
-IMPORTS = HERE.parents[1] / "driver-image" / "imports"
+IMPORTS = Path(__file__).resolve().parents[1] / "imports"
 
 
 def make(options: dict | None = None, imports: list[str] | None = None) -> verifier.Verifier:
@@ -169,7 +164,7 @@ def test_a_malformed_request_is_refused():
 
 
 def test_dbgprintex_unicode_conversions_are_passive_only():
-    import printf
+    from ppm_image import printf
 
     assert printf.unicode_conversions(b"%s %d %ws %wZ %S %lc %hs %C") == [
         "%ws",

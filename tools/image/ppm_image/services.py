@@ -9,31 +9,42 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import printf
-from layout import (
+from . import printf
+from .layout import (
     DRIVER_OBJECT,
+    DRIVER_UNLOAD,
+    EVENT_DATA_DESCRIPTOR_BYTES,
+    EVENT_DATA_DESCRIPTOR_SIZE,
+    GROUP_AFFINITY_GROUP,
     KMDF_MAX_FUNCTIONS,
     KMDF_STUBS,
     KMDF_TABLE,
+    KMODE_EXCEPTION_NOT_HANDLED,
     MAX_COPY_BYTES,
     PAGE,
+    PEP_INFORMATION_SIZE_FIELD,
+    PEP_KERNEL_INFORMATION_SIZE_FIELD,
     POFX_STUBS,
     POOL,
     POOL_LIMIT,
     STATUS_INVALID_PARAMETER,
     STATUS_SUCCESS,
     UNLOAD_THUNK,
+    WDF_BIND_INFO_FUNC_COUNT,
+    WDF_BIND_INFO_FUNC_TABLE,
+    WDF_DEVICE_STATE_FIELDS,
+    WDF_DRIVER_CONFIG_DEVICE_ADD,
+    WDF_DRIVER_CONFIG_UNLOAD,
     WDF_GLOBALS,
     WDFDEVICE,
     WDFDRIVER,
     Crash,
     Fatal,
 )
-from protocol import ProtocolError, hex_bytes, integer
-from verifier import SLACK
+from .protocol import ProtocolError, hex_bytes, integer
+from .verifier import SLACK
 
 EVENT_CONTROL_CODE_ENABLE_PROVIDER = 1
-KMODE_EXCEPTION_NOT_HANDLED = 0x1E
 MAX_COUNTERS = 64
 MAX_ETW_DESCRIPTORS = 128
 MAX_ETW_BYTES = 0x10000
@@ -200,7 +211,7 @@ class Services:
         return self._count("active")
 
     def _affinity(self, address: int) -> tuple[int, int]:
-        return self.u16(address + 8), self.u64(address)
+        return self.u16(address + GROUP_AFFINITY_GROUP), self.u64(address)
 
     def imp_KeSetSystemGroupAffinityThread(self) -> None:
         group, mask = self._affinity(self.arg(0))
@@ -220,8 +231,16 @@ class Services:
 
     def imp_PoFxRegisterPluginEx(self) -> int:
         information, flags, kernel = self.arg(0), self.arg(1), self.arg(2)
-        info_size = min(self.u16(information + 2), MAX_INFORMATION_BYTES) if information else 0
-        kernel_size = min(self.u16(kernel + 2), MAX_INFORMATION_BYTES) if kernel else 0
+        info_size = (
+            min(self.u16(information + PEP_INFORMATION_SIZE_FIELD), MAX_INFORMATION_BYTES)
+            if information
+            else 0
+        )
+        kernel_size = (
+            min(self.u16(kernel + PEP_KERNEL_INFORMATION_SIZE_FIELD), MAX_INFORMATION_BYTES)
+            if kernel
+            else 0
+        )
         answer = self.ask(
             {
                 "host": "register_plugin",
@@ -317,7 +336,9 @@ class Services:
             return STATUS_INVALID_PARAMETER
         pieces = []
         for n in range(count):
-            pointer, size = self.u64(data + 16 * n), self.u32(data + 16 * n + 8)
+            descriptor_at = data + EVENT_DATA_DESCRIPTOR_BYTES * n
+            pointer = self.u64(descriptor_at)
+            size = self.u32(descriptor_at + EVENT_DATA_DESCRIPTOR_SIZE)
             if size > MAX_ETW_BYTES:
                 return STATUS_INVALID_PARAMETER
             pieces.append(self.read(pointer, size).hex())
@@ -356,8 +377,8 @@ class Services:
 
     def imp_WdfVersionBind(self) -> int:
         bind_info, globals_out = self.arg(2), self.arg(3)
-        count = self.u32(bind_info + 28)
-        table = self.u64(bind_info + 32)
+        count = self.u32(bind_info + WDF_BIND_INFO_FUNC_COUNT)
+        table = self.u64(bind_info + WDF_BIND_INFO_FUNC_TABLE)
         if count > KMDF_MAX_FUNCTIONS:
             print(
                 f"image-runner: WdfVersionBind: FuncCount {count} exceeds KMDF 1.31's "
@@ -398,8 +419,8 @@ class Services:
 
     def wdf_WdfDriverCreate(self) -> int:
         config, driver_out = self.arg(4), self.arg(5)
-        device_add = self.u64(config + 8) if config else 0
-        unload = self.u64(config + 16) if config else 0
+        device_add = self.u64(config + WDF_DRIVER_CONFIG_DEVICE_ADD) if config else 0
+        unload = self.u64(config + WDF_DRIVER_CONFIG_UNLOAD) if config else 0
         answer = self._wdf("WdfDriverCreate", device_add=bool(device_add), unload=bool(unload))
         status = _status(answer)
         if status == STATUS_SUCCESS:
@@ -409,7 +430,7 @@ class Services:
             if unload:
                 # The framework's DriverUnload: EvtDriverUnload(WDFDRIVER), as a tail call.
                 self.uc.mem_write(UNLOAD_THUNK, self.arch.unload_thunk(WDFDRIVER, unload))
-                self.put(DRIVER_OBJECT + 0x68, UNLOAD_THUNK, 8)
+                self.put(DRIVER_OBJECT + DRIVER_UNLOAD, UNLOAD_THUNK, 8)
         return status
 
     def _open(self, function: str, key_out: int, **fields: Any) -> int:
@@ -530,7 +551,5 @@ class Services:
 
     def wdf_WdfDeviceSetDeviceState(self) -> None:
         state = self.arg(2)
-        names = ("Size", "Disabled", "DontDisplayInUI", "Failed", "NotDisableable", "Removed")
-        values = {name: self.u32(state + 4 * n) for n, name in enumerate(names)}
-        values["ResourcesChanged"] = self.u32(state + 24)
+        values = {name: self.u32(state + at) for name, at in WDF_DEVICE_STATE_FIELDS.items()}
         self._wdf("WdfDeviceSetDeviceState", state=values)

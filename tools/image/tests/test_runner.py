@@ -8,15 +8,14 @@ import time
 import pytest
 from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Session
 
-import printf
-from layout import KMDF_TABLE
-from protocol import ProtocolError
+from ppm_image import printf
+from ppm_image.layout import KMDF_MAX_FUNCTIONS, KMDF_TABLE, STATUS_PRIVILEGED_INSTRUCTION
+from ppm_image.protocol import ProtocolError
 
 pytestmark = pytest.mark.skipif(
     not IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh"
 )
 
-STATUS_PRIVILEGED_INSTRUCTION = 0xC0000096
 PEP_DPM_PREPARE_DEVICE = 1
 PAYLOAD = 0x10000  # where the fake host pretends its notification payload lives
 
@@ -138,7 +137,7 @@ def test_stack_low_water_mark_and_overflow():
 def test_kmdf_report_names_the_indices():
     session = booted()
     report = session.command({"op": "report"})
-    assert report["kmdf_function_count"] == 458
+    assert report["kmdf_function_count"] == KMDF_MAX_FUNCTIONS
     assert {"index": 116, "name": "WdfDriverCreate", "calls": 1} in report["kmdf"]
     functions = report["functions"]
     assert 0 < len(functions["executed"]) < functions["total"]
@@ -283,7 +282,7 @@ def test_virtual_unwind_walks_every_frame_back_to_the_entry_point():
     """The unwind codes replayed on the real image: from inside KeStallExecutionProcessor
     (deep in calibration), frame by frame back to FxDriverEntry's caller, restoring the
     non-volatile registers each function saved."""
-    from runner import NONVOLATILE_REGS, SENTINEL, x86
+    from ppm_image.runner import NONVOLATILE_REGS, SENTINEL, x86
 
     host = FakeHost()
     session = Session(host)
@@ -318,8 +317,8 @@ def test_virtual_unwind_walks_every_frame_back_to_the_entry_point():
 def test_bad_input_is_a_one_line_error():
     import io
 
-    from protocol import Channel
-    from runner import Runner
+    from ppm_image.protocol import Channel
+    from ppm_image.runner import Runner
 
     for line, expected in (
         ("not json\n", "not JSON"),
@@ -491,8 +490,8 @@ def test_a_function_table_larger_than_kmdf_1_31_is_refused():
     bind_info = int(re.search(r"\sbind_info\s+([0-9a-f]{16})", text).group(1), 16) - preferred
     runner = session.runner
     field = session.loaded["image_base"] + bind_info + 28  # WDF_BIND_INFO.FuncCount
-    assert runner.u32(field) == 458
-    runner.uc.mem_write(field, (459).to_bytes(4, "little"))
+    assert runner.u32(field) == KMDF_MAX_FUNCTIONS
+    runner.uc.mem_write(field, (KMDF_MAX_FUNCTIONS + 1).to_bytes(4, "little"))
     assert session.boot() == {"status": 0xC000000D}  # STATUS_INVALID_PARAMETER, from the bind
     assert session.host.registered is None
     assert session.command({"op": "report"})["kmdf"] == []
@@ -501,7 +500,7 @@ def test_a_function_table_larger_than_kmdf_1_31_is_refused():
 def test_pofx_services_are_host_requests():
     """register_plugin's `functions` offsets become stubs in the image's
     PEP_KERNEL_INFORMATION; a call through one is a pofx_service request."""
-    from layout import POFX_STUBS
+    from ppm_image.layout import POFX_STUBS
 
     session = booted()
     runner = session.runner
@@ -546,7 +545,7 @@ def test_divide_error_without_a_handler_is_bugcheck_0x1e():
 
 
 def test_changed_runs_span_slices_and_coalesce():
-    from runner import _changed_runs
+    from ppm_image.runner import _changed_runs
 
     before = bytes(4096)
     after = bytearray(before)

@@ -11,8 +11,7 @@ import pefile
 import pytest
 from fake_host import IMAGE, MAP
 
-import broken_image
-import image
+from ppm_image import broken_image, image
 
 pytestmark = pytest.mark.skipif(
     not IMAGE.exists() or not IMAGE.with_name("stack.txt").exists(),

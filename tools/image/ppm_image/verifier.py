@@ -21,10 +21,10 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-import ddi_rules
-from ddi_rules import HIGH_LEVEL, POOL_FLAG_PAGED, RULES, STATUS_INSUFFICIENT_RESOURCES
-from layout import PAGE, POOL, POOL_LIMIT, Crash
-from protocol import ProtocolError, integer
+from . import ddi_rules
+from .ddi_rules import HIGH_LEVEL, POOL_FLAG_PAGED, RULES, STATUS_INSUFFICIENT_RESOURCES
+from .layout import PAGE, POOL, POOL_LIMIT, Crash
+from .protocol import ProtocolError, integer
 
 DRIVER_VERIFIER_DETECTED_VIOLATION = 0xC4
 IRQL_NOT_LESS_OR_EQUAL = 0x0A

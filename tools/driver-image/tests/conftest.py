@@ -1,6 +1,0 @@
-"""Makes the checker's modules importable from the tests."""
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
