@@ -5,10 +5,11 @@
 //! notification) and reports what it saw: every fallible call site and every counter access
 //! site the run reached. This module asks for that ([`VerifierOptions`]), tells the runner at
 //! which IRQL each notification is made ([`notification_context`]), turns a run's report into
-//! its checks ([`run_checks`]), and for an architecture runs the systematic part
-//! ([`verify`]): one run per fallible call site and occurrence with that call failing (low
-//! resources simulation), one run per access site and phase with that access faulting, each
-//! judged by what the documentation says that failure must end in.
+//! its checks ([`run_checks`]), and plans and judges the systematic part, which
+//! `crate::verify_image` runs: one run per fallible call site and occurrence with that call
+//! failing ([`injections`]: low resources simulation), one run per access site and phase with
+//! that access faulting, each judged by what the documentation says that failure must end in
+//! ([`judge_injected`], [`verdict`]).
 
 use std::collections::BTreeMap;
 
