@@ -20,42 +20,17 @@ pub struct CounterPair {
     pub mperf: u64,
 }
 
-/// MSR numbers the model implements.
+/// MSR numbers the model implements: the engine's (one definition,
+/// [`ppm_engine::x86::msr`]) and the PMU registers only the model needs.
 pub mod msr {
-    /// `IA32_MPERF`.
-    pub const IA32_MPERF: u32 = 0xE7;
-    /// `IA32_APERF`.
-    pub const IA32_APERF: u32 = 0xE8;
-    /// AMD read-only MPERF copy.
-    pub const AMD_MPERF_READ_ONLY: u32 = 0xC000_00E7;
-    /// AMD read-only APERF copy.
-    pub const AMD_APERF_READ_ONLY: u32 = 0xC000_00E8;
-    /// Intel `MSR_PLATFORM_INFO`.
-    pub const MSR_PLATFORM_INFO: u32 = 0xCE;
-    /// Intel `MSR_TURBO_RATIO_LIMIT`.
-    pub const MSR_TURBO_RATIO_LIMIT: u32 = 0x1AD;
-    /// `IA32_PM_ENABLE`.
-    pub const IA32_PM_ENABLE: u32 = 0x770;
-    /// `IA32_HWP_CAPABILITIES`.
-    pub const IA32_HWP_CAPABILITIES: u32 = 0x771;
-    /// `IA32_HWP_REQUEST`.
-    pub const IA32_HWP_REQUEST: u32 = 0x774;
-    /// AMD `CPPC_CAP1`.
-    pub const AMD_CPPC_CAP1: u32 = 0xC001_02B0;
-    /// AMD `CPPC_REQ`.
-    pub const AMD_CPPC_REQ: u32 = 0xC001_02B3;
-    /// AMD HWCR.
-    pub const AMD_HWCR: u32 = 0xC001_0015;
+    pub use ppm_engine::x86::msr::*;
+
     /// `IA32_PMC0`: the first general-purpose performance counter (`IA32_PMC0..7` follow).
     pub const IA32_PMC0: u32 = 0xC1;
     /// `IA32_PERFEVTSEL0`: the first event select (`IA32_PERFEVTSEL0..7` follow).
     pub const IA32_PERFEVTSEL0: u32 = 0x186;
-    /// `IA32_FIXED_CTR0`: instructions retired.
-    pub const IA32_FIXED_CTR0: u32 = 0x309;
-    /// `IA32_FIXED_CTR1`: unhalted core cycles.
-    pub const IA32_FIXED_CTR1: u32 = 0x30A;
-    /// `IA32_FIXED_CTR2`: unhalted reference cycles.
-    pub const IA32_FIXED_CTR2: u32 = 0x30B;
+    /// `IA32_PERF_GLOBAL_STATUS` (read-only).
+    pub const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
 
     /// Whether `msr` is the actual-count half of a counter pair (read first).
     #[must_use]
@@ -65,12 +40,6 @@ pub mod msr {
             IA32_APERF | AMD_APERF_READ_ONLY | IA32_FIXED_CTR1 | super::sysreg::AMEVCNTR00
         )
     }
-    /// `IA32_FIXED_CTR_CTRL`.
-    pub const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
-    /// `IA32_PERF_GLOBAL_STATUS` (read-only).
-    pub const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
-    /// `IA32_PERF_GLOBAL_CTRL`.
-    pub const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
 }
 
 /// The architectural PMU a `fixed-pmc` CPU announces in `CPUID.0AH`.
