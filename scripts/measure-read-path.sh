@@ -225,7 +225,7 @@ IMAGE_ARCH=$ARCH
 if [ -f "$ROOT/target/driver-image/$IMAGE_ARCH/ppm_pep.sys" ]; then
     echo "The linked image, $IMAGE_ARCH (every instruction the image executes per FEEDBACK_READ):"
     "$BIN" bench --pep image --arch "$IMAGE_ARCH" || failed=1
-    [ "$failed" = 1 ] && VERDICT="${VERDICT:-the image's FEEDBACK_READ is over its budget}"
+    [ "$failed" = 1 ] && VERDICT="${VERDICT:-the FEEDBACK_READ of the image is over its budget}"
     echo
 else
     echo "(no image at target/driver-image/$IMAGE_ARCH: scripts/check-driver-image.sh builds it;" \
