@@ -12,6 +12,14 @@ PASSIVE_LEVEL = 0
 APC_LEVEL = 1
 DISPATCH_LEVEL = 2
 HIGH_LEVEL = 15
+# The highest device IRQL (DIRQL) on x64: device interrupts lie below CLOCK_LEVEL (13).
+DIRQL_MAX = 12
+# Bug check 0xC4's Parameter 1 for an IRQL violation (the debugger's 0xC4 page): a kernel API
+# called at the wrong IRQL; a nonpaged or paged allocation, or a free, above its IRQL.
+VERIFIER_WRONG_IRQL = 0xE5
+VERIFIER_NONPAGED_ALLOCATION_IRQL = 0x02
+VERIFIER_PAGED_ALLOCATION_IRQL = 0x01
+VERIFIER_FREE_IRQL = 0x11
 IRQL_NAMES = {
     PASSIVE_LEVEL: "PASSIVE_LEVEL",
     APC_LEVEL: "APC_LEVEL",
@@ -32,24 +40,29 @@ def irql_name(irql: int) -> str:
 class Rule:
     """`max_irql`: the highest IRQL a call is allowed at; `failure`: what a failed call
     returns ("status": STATUS_INSUFFICIENT_RESOURCES, "null": a NULL pointer; None: the
-    routine cannot fail); `doc`: where both are documented; `rule_id`: Driver Verifier's DDI
-    compliance rule id (bug check 0xC4's Parameter 1) where the documentation names one."""
+    routine cannot fail); `doc`: where both are documented; `verifier_code`: bug check 0xC4's
+    Parameter 1 for a call above `max_irql`."""
 
     max_irql: int
     doc: str
     failure: str | None = None
-    rule_id: int = 0
+    verifier_code: int = VERIFIER_WRONG_IRQL
 
 
 # Imports (ntoskrnl.exe, HAL.dll, WDFLDR.SYS) and KMDF functions (called through the KMDF
 # function table), by name.
 RULES: dict[str, Rule] = {
     # ntoskrnl.exe
-    "DbgPrintEx": Rule(HIGH_LEVEL, DDI + "wdm/nf-wdm-dbgprintex"),
+    "DbgPrintEx": Rule(DIRQL_MAX, DDI + "wdm/nf-wdm-dbgprintex"),
     "ExAllocatePool2": Rule(
-        DISPATCH_LEVEL, DDI + "wdm/nf-wdm-exallocatepool2", "null", rule_id=0x20004
+        DISPATCH_LEVEL,
+        DDI + "wdm/nf-wdm-exallocatepool2",
+        "null",
+        verifier_code=VERIFIER_NONPAGED_ALLOCATION_IRQL,
     ),
-    "ExFreePool": Rule(DISPATCH_LEVEL, DDI + "wdm/nf-wdm-exfreepool"),
+    "ExFreePool": Rule(
+        DISPATCH_LEVEL, DDI + "wdm/nf-wdm-exfreepool", verifier_code=VERIFIER_FREE_IRQL
+    ),
     "KeBugCheckEx": Rule(HIGH_LEVEL, DDI + "wdm/nf-wdm-kebugcheckex"),
     "KeGetCurrentProcessorNumberEx": Rule(
         HIGH_LEVEL, DDI + "wdm/nf-wdm-kegetcurrentprocessornumberex"
@@ -64,10 +77,10 @@ RULES: dict[str, Rule] = {
         HIGH_LEVEL, DDI + "wdm/nf-wdm-kequerymaximumprocessorcountex"
     ),
     "KeRevertToUserGroupAffinityThread": Rule(
-        APC_LEVEL, DDI + "wdm/nf-wdm-kereverttousergroupaffinitythread"
+        DISPATCH_LEVEL, DDI + "wdm/nf-wdm-kereverttousergroupaffinitythread"
     ),
     "KeSetSystemGroupAffinityThread": Rule(
-        APC_LEVEL, DDI + "wdm/nf-wdm-kesetsystemgroupaffinitythread"
+        DISPATCH_LEVEL, DDI + "wdm/nf-wdm-kesetsystemgroupaffinitythread"
     ),
     "PoFxRegisterPluginEx": Rule(
         PASSIVE_LEVEL, DDI + "pepfx/nf-pepfx-pofxregisterpluginex", "status"
@@ -80,9 +93,10 @@ RULES: dict[str, Rule] = {
     "memset": Rule(HIGH_LEVEL, DDI + "wdm/nf-wdm-rtlfillmemory"),
     "memmove": Rule(HIGH_LEVEL, DDI + "wdm/nf-wdm-rtlmovememory"),
     "memcmp": Rule(HIGH_LEVEL, DDI + "wdm/nf-wdm-rtlequalmemory"),
+    # Not documented with an IRQL: the exception dispatcher calls it at the IRQL of the
+    # exception; the image never calls it itself.
     "__C_specific_handler": Rule(
-        HIGH_LEVEL,
-        "https://learn.microsoft.com/en-us/cpp/build/exception-handling-x64#language-specific-handler",
+        HIGH_LEVEL, "https://learn.microsoft.com/windows/win32/devnotes/--c-specific-handler2"
     ),
     # HAL.dll
     "HalAllocateHardwareCounters": Rule(
@@ -91,7 +105,9 @@ RULES: dict[str, Rule] = {
     "HalFreeHardwareCounters": Rule(PASSIVE_LEVEL, DDI + "ntddk/nf-ntddk-halfreehardwarecounters"),
     "KeQueryPerformanceCounter": Rule(HIGH_LEVEL, DDI + "wdm/nf-wdm-kequeryperformancecounter"),
     "KeStallExecutionProcessor": Rule(HIGH_LEVEL, DDI + "wdm/nf-wdm-kestallexecutionprocessor"),
-    # WDFLDR.SYS (called by the KMDF stub's FxDriverEntry, before DriverEntry)
+    # WDFLDR.SYS (called by the KMDF stub's FxDriverEntry, before DriverEntry). Undocumented:
+    # fxldr.h places both in a pageable section (so at most APC_LEVEL) and the loader writes
+    # the registry, so PASSIVE_LEVEL.
     "WdfVersionBind": Rule(
         PASSIVE_LEVEL,
         "https://github.com/microsoft/Windows-Driver-Frameworks"

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from . import printf
+from .ddi_rules import POOL_FLAG_PAGED
 from .layout import (
     DRIVER_OBJECT,
     DRIVER_UNLOAD,
@@ -177,6 +178,7 @@ class Services:
             return 0
         self.uc.mem_map(block.first_page, block.pages * PAGE)
         self.uc.mem_write(block.first_page, SLACK_BYTE * (block.address - block.first_page))
+        block.paged = bool(flags & POOL_FLAG_PAGED)
         self.pool_next = block.first_page + (block.pages + 1) * PAGE
         self.verifier.allocated(block)
         return block.address

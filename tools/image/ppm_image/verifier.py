@@ -28,13 +28,17 @@ from .protocol import ProtocolError, integer
 
 DRIVER_VERIFIER_DETECTED_VIOLATION = 0xC4
 IRQL_NOT_LESS_OR_EQUAL = 0x0A
-BAD_POOL_CALLER = 0xC2
 SPECIAL_POOL_DETECTED_MEMORY_CORRUPTION = 0xC1
 DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL = 0xCC
 DRIVER_PAGE_FAULT_BEYOND_END_OF_ALLOCATION = 0xD6
 INVALID_KERNEL_HANDLE = 0x93
 WDF_VIOLATION = 0x10D
-BAD_POOL_CALLER_FREE_OF_UNALLOCATED = 0x07  # "an attempt to free pool which was already freed"
+# Bug check 0xC4's Parameter 1 (the debugger's 0xC4 page): a free of an address no allocation
+# returned, a double free, an invalid ETW registration handle passed to EtwUnregister.
+VERIFIER_FREE_OF_UNALLOCATED = 0x10
+VERIFIER_DOUBLE_FREE = 0x13
+VERIFIER_INVALID_ETW_HANDLE = 0xDC
+WDF_INVALID_HANDLE = 0x5  # WDF_VIOLATION's Parameter 1
 SLACK = 0xB5  # the byte the special pool fills a block's leading slack with
 ALIGNMENT = 16
 MAX_OCCURRENCE = 1 << 20
@@ -70,6 +74,7 @@ class Block:
     size: int
     first_page: int
     pages: int
+    paged: bool = False
 
 
 def _spec(options: dict[str, Any], key: str, fields: tuple[str, ...]) -> dict[str, Any] | None:
@@ -152,7 +157,15 @@ class Verifier:
             return None
         limit = rule.max_irql
         what = f"{name} at {ddi_rules.irql_name(irql)}: allowed up to {ddi_rules.irql_name(limit)}"
-        if name == "ExAllocatePool2" and argument(0) & POOL_FLAG_PAGED:
+        code = rule.verifier_code
+        paged = False
+        if name == "ExAllocatePool2":
+            paged = bool(argument(0) & POOL_FLAG_PAGED)
+            code = ddi_rules.VERIFIER_PAGED_ALLOCATION_IRQL if paged else code
+        elif name == "ExFreePool":
+            block = self.blocks.get(argument(0))
+            paged = block is not None and block.paged
+        if paged:
             limit = min(limit, ddi_rules.APC_LEVEL)
             what = f"{name} of paged pool at {ddi_rules.irql_name(irql)}: allowed up to APC_LEVEL"
         if passive_only:
@@ -167,7 +180,7 @@ class Verifier:
             )
             raise Crash(
                 DRIVER_VERIFIER_DETECTED_VIOLATION,
-                [rule.rule_id, irql, limit, site],
+                [code, irql, limit, site],
                 f"Driver Verifier: {what} ({rule.doc})",
                 address,
             )
@@ -247,8 +260,8 @@ class Verifier:
             what = "already freed" if freed else "never allocated"
             self.pool_violations.append({"violation": f"free of {what} pool", "address": address})
             raise Crash(
-                BAD_POOL_CALLER,
-                [BAD_POOL_CALLER_FREE_OF_UNALLOCATED, address, 0, 0],
+                DRIVER_VERIFIER_DETECTED_VIOLATION,
+                [VERIFIER_DOUBLE_FREE if freed else VERIFIER_FREE_OF_UNALLOCATED, address, 0, 0],
                 f"Driver Verifier: ExFreePool({address:#x}) of pool {what} (from {site:#x})",
             )
         if slack.strip(bytes([SLACK])):
@@ -302,7 +315,7 @@ class Verifier:
         self.handle_violations.append({"function": function, "handle": key, "violation": what})
         raise Crash(
             WDF_VIOLATION,
-            [0x4, key, 0, 0],
+            [WDF_INVALID_HANDLE, key, 0, 0],
             f"Driver Verifier: {function} of the WDFKEY {key:#x}, {what}",
         )
 
@@ -320,9 +333,15 @@ class Verifier:
         self.handle_violations.append(
             {"function": function, "handle": handle, "violation": "not registered"}
         )
+        code, parameters = INVALID_KERNEL_HANDLE, [handle, 1, 0, 0]
+        if function == "EtwUnregister":
+            code, parameters = (
+                DRIVER_VERIFIER_DETECTED_VIOLATION,
+                [VERIFIER_INVALID_ETW_HANDLE, handle, 0, 0],
+            )
         raise Crash(
-            INVALID_KERNEL_HANDLE,
-            [handle, 0, 0, 0],
+            code,
+            parameters,
             f"Driver Verifier: {function} of the ETW registration handle {handle:#x}, "
             "not registered",
         )

@@ -44,7 +44,7 @@ def test_a_call_above_its_irql_is_bug_check_0xc4_and_recorded():
     with pytest.raises(Crash) as raised:
         rules.check_call("ExAllocatePool2", 0x40, ddi_rules.HIGH_LEVEL, no_arguments, 0x1040)
     assert raised.value.code == 0xC4
-    assert raised.value.parameters[0] == 0x20004  # IrqlExAllocatePool
+    assert raised.value.parameters[0] == 0x02  # a nonpaged allocation above DISPATCH_LEVEL
     assert raised.value.address == 0x1040
     assert rules.irql_violations[0]["function"] == "ExAllocatePool2"
 
@@ -53,8 +53,16 @@ def test_paged_pool_is_allowed_up_to_apc_level_only():
     rules = make()
     paged = lambda index: ddi_rules.POOL_FLAG_PAGED if index == 0 else 0  # noqa: E731
     assert rules.check_call("ExAllocatePool2", 0, ddi_rules.APC_LEVEL, paged) is None
-    with pytest.raises(Crash):
+    with pytest.raises(Crash) as raised:
         rules.check_call("ExAllocatePool2", 0, ddi_rules.DISPATCH_LEVEL, paged)
+    assert raised.value.parameters[0] == 0x01  # a paged allocation above APC_LEVEL
+    block = rules.place(8, POOL)
+    block.paged = True
+    rules.allocated(block)
+    freeing = lambda index: block.address if index == 0 else 0  # noqa: E731
+    assert rules.check_call("ExFreePool", 0, ddi_rules.APC_LEVEL, freeing) is None
+    with pytest.raises(Crash):
+        rules.check_call("ExFreePool", 0, ddi_rules.DISPATCH_LEVEL, freeing)
 
 
 def test_an_import_without_a_rule_is_unruled():
@@ -100,7 +108,7 @@ def test_special_pool_ends_a_block_at_its_page_end_and_classifies_faults():
     assert freed is not None and freed.code == 0xCC
     with pytest.raises(Crash) as raised:
         rules.free(block.address, 0, b"")
-    assert raised.value.code == 0xC2 and raised.value.parameters[0] == 0x07
+    assert raised.value.code == 0xC4 and raised.value.parameters[0] == 0x13  # double free
 
 
 def test_an_overwritten_slack_is_found_at_free():
@@ -120,7 +128,7 @@ def test_a_key_used_after_close_or_never_issued_is_a_wdf_violation():
     rules.key_closed(7)
     with pytest.raises(Crash) as raised:
         rules.key_used("WdfRegistryQueryValue", 7)
-    assert raised.value.code == 0x10D
+    assert raised.value.code == 0x10D and raised.value.parameters[0] == 0x5
     with pytest.raises(Crash):
         rules.key_closed(9)
     assert [entry["violation"] for entry in rules.handle_violations] == ["closed", "never issued"]
@@ -174,7 +182,9 @@ def test_dbgprintex_unicode_conversions_are_passive_only():
         "%C",
     ]
     rules = make(imports=["DbgPrintEx"])
-    assert rules.check_call("DbgPrintEx", 0, ddi_rules.DISPATCH_LEVEL, no_arguments) is None
+    assert rules.check_call("DbgPrintEx", 0, ddi_rules.DIRQL_MAX, no_arguments) is None
+    with pytest.raises(Crash):  # above DIRQL: interrupts disabled
+        rules.check_call("DbgPrintEx", 0, ddi_rules.HIGH_LEVEL, no_arguments)
     with pytest.raises(Crash):
         rules.check_call("DbgPrintEx", 0, ddi_rules.APC_LEVEL, no_arguments, 0, "%ws")
     assert (
