@@ -120,7 +120,7 @@ impl ImageCallbacks {
                 masked = true;
             }
         }
-        let done = self.runner.command_with_pages(command, &[data], &host);
+        let done = self.runner.command_with_pages(&command, &[data], &host);
         if masked {
             self.platform.unmask_interrupts();
         }
