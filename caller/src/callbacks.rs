@@ -6,8 +6,12 @@
 //! a caller can observe a broken PEP as well as a correct one. The asserting senders
 //! (`ppm_caller::read::<P>` ...) are built on these; the emulator records them.
 //!
-//! This is the one place the crate calls a PEP's C callbacks ([`Callbacks::dpm_raw`],
-//! [`Callbacks::ppm_raw`]).
+//! This is the one place the crate calls a PEP's callbacks ([`Callbacks::dpm_raw`],
+//! [`Callbacks::ppm_raw`]): C function pointers (the engine's, or any `PEP_INFORMATION`'s), or
+//! a Rust [`Dispatch`] for a PEP that is not host code (a driver image executed elsewhere).
+
+use std::fmt;
+use std::sync::Arc;
 
 use ppm_engine::PepHost;
 use ppm_engine::abi::{
@@ -36,11 +40,52 @@ pub type DpmCallback = unsafe extern "C" fn(ULONG, PVOID) -> BOOLEAN;
 /// `PEPCALLBACKNOTIFYPPM`, as a function pointer.
 pub type PpmCallback = unsafe extern "C" fn(PEPHANDLE, ULONG, PVOID) -> BOOLEAN;
 
+/// A PEP's two notification callbacks reached from Rust: what [`Callbacks`] calls for a PEP
+/// whose callbacks are not host functions (a driver image executed by another process).
+///
+/// It receives exactly what a C callback would: the id, the handle and a pointer to the C
+/// structure [`Callbacks`] built (sentinels filled), and returns the `BOOLEAN` as the PEP
+/// returned it; [`Callbacks`] reads the structure back after the call.
+pub trait Dispatch: Send + Sync {
+    /// `AcceptDeviceNotification`.
+    ///
+    /// # Safety
+    /// As [`Callbacks::dpm_raw`]: `data` is NULL or points to the structure PoFx documents
+    /// for `notification` (for an id no header defines, to at least 128 bytes), valid for the
+    /// call.
+    unsafe fn dpm(&self, notification: ULONG, data: PVOID) -> BOOLEAN;
+
+    /// `AcceptProcessorNotification`.
+    ///
+    /// # Safety
+    /// As [`Self::dpm`]; the handle may be anything (a PEP validates it).
+    unsafe fn ppm(&self, handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN;
+}
+
 /// The DPM and PPM callbacks a PEP registered: what PoFx keeps of its `PEP_INFORMATION`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub struct Callbacks {
-    dpm: DpmCallback,
-    ppm: PpmCallback,
+    target: Target,
+}
+
+/// What [`Callbacks`] calls.
+#[derive(Clone)]
+enum Target {
+    /// The C function pointers of a `PEP_INFORMATION`.
+    C { dpm: DpmCallback, ppm: PpmCallback },
+    /// A Rust dispatcher.
+    Rust(Arc<dyn Dispatch>),
+}
+
+impl fmt::Debug for Callbacks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.target {
+            Target::C { dpm, ppm } => {
+                f.debug_struct("Callbacks").field("dpm", dpm).field("ppm", ppm).finish()
+            }
+            Target::Rust(_) => f.write_str("Callbacks(Dispatch)"),
+        }
+    }
 }
 
 /// What a send with a sentinel-filled buffer saw.
@@ -75,10 +120,16 @@ pub struct Registration {
 }
 
 impl Callbacks {
-    /// The callbacks `dpm` and `ppm`.
+    /// The C callbacks `dpm` and `ppm`.
     #[must_use]
     pub const fn new(dpm: DpmCallback, ppm: PpmCallback) -> Self {
-        Self { dpm, ppm }
+        Self { target: Target::C { dpm, ppm } }
+    }
+
+    /// The callbacks `pep` dispatches in Rust.
+    #[must_use]
+    pub fn dispatch(pep: Arc<dyn Dispatch>) -> Self {
+        Self { target: Target::Rust(pep) }
     }
 
     /// The callbacks of `information`, or `None` when either is NULL.
@@ -96,18 +147,6 @@ impl Callbacks {
         Self::new(accept_device_notification::<H>, accept_processor_notification::<H>)
     }
 
-    /// The DPM callback.
-    #[must_use]
-    pub const fn dpm_callback(&self) -> DpmCallback {
-        self.dpm
-    }
-
-    /// The PPM callback.
-    #[must_use]
-    pub const fn ppm_callback(&self) -> PpmCallback {
-        self.ppm
-    }
-
     /// Calls the DPM callback with `data` as it is.
     ///
     /// # Safety
@@ -115,8 +154,12 @@ impl Callbacks {
     /// no header defines, to at least 128 bytes), valid for the call.
     #[inline]
     pub unsafe fn dpm_raw(&self, notification: ULONG, data: PVOID) -> BOOLEAN {
-        // SAFETY: the caller's contract for `data` is the callback's.
-        unsafe { (self.dpm)(notification, data) }
+        match &self.target {
+            // SAFETY: the caller's contract for `data` is the callback's.
+            Target::C { dpm, .. } => unsafe { dpm(notification, data) },
+            // SAFETY: the caller's contract for `data` is the dispatcher's.
+            Target::Rust(pep) => unsafe { pep.dpm(notification, data) },
+        }
     }
 
     /// Calls the PPM callback with `handle` and `data` as they are.
@@ -125,8 +168,12 @@ impl Callbacks {
     /// As [`Self::dpm_raw`]; the handle may be anything (a PEP validates it).
     #[inline]
     pub unsafe fn ppm_raw(&self, handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
-        // SAFETY: the caller's contract for `data` is the callback's.
-        unsafe { (self.ppm)(handle, notification, data) }
+        match &self.target {
+            // SAFETY: the caller's contract for `data` is the callback's.
+            Target::C { ppm, .. } => unsafe { ppm(handle, notification, data) },
+            // SAFETY: the caller's contract for `data` is the dispatcher's.
+            Target::Rust(pep) => unsafe { pep.ppm(handle, notification, data) },
+        }
     }
 
     /// DPM notification `notification` with `payload` (`None`: NULL data).

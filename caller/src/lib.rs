@@ -1,4 +1,4 @@
-//! One typed PoFx caller for `ppm-engine`: calls the PEP's C callbacks the way the kernel does.
+//! One typed PoFx caller for `ppm-engine`: calls the PEP's callbacks the way the kernel does.
 //!
 //! Dev-only (std, never shipped). It holds what every tool that drives the engine needs, once:
 //! - [`ThreadHost`]: the [`PepHost`](ppm_engine::PepHost) of every emulated caller. The engine
@@ -6,11 +6,12 @@
 //!   `Platform` carries instance boilerplate;
 //! - [`names`]: the notifications' names, from the engine's table, and the undefined ids;
 //! - [`Callbacks`]: the two callbacks of any `PEP_INFORMATION` (the engine's, or a deliberately
-//!   broken PEP's), and every notification sent through them as PoFx sends it, with the
-//!   documented C structure (the [`payload`]s, sentinel-filled where a refusal must leave them
-//!   untouched). Its sends judge nothing: they return what they saw ([`Sent`]: the `BOOLEAN` as
-//!   returned, whether the buffer came back untouched, what was written) — what the emulator
-//!   records. It is the one place that calls a PEP's C callbacks;
+//!   broken PEP's) or of a Rust [`Dispatch`] (a driver image executed elsewhere), and every
+//!   notification sent through them as PoFx sends it, with the documented C structure (the
+//!   [`payload`]s, sentinel-filled where a refusal must leave them untouched). Its sends judge
+//!   nothing: they return what they saw ([`Sent`]: the `BOOLEAN` as returned, whether the
+//!   buffer came back untouched, what was written) — what the emulator records. It is the one
+//!   place that calls a PEP's callbacks;
 //! - the asserting senders ([`prepare`], [`register`], [`read`], ...), thin layers over
 //!   [`Callbacks`] for the engine entered for `P`: each checks the `BOOLEAN` is 0 or 1 and,
 //!   where a refusal is possible, that a refused notification left its buffer untouched;
@@ -30,7 +31,7 @@ pub mod names;
 pub mod payload;
 mod send;
 
-pub use callbacks::{Callbacks, DpmCallback, PpmCallback, Registration, Sent};
+pub use callbacks::{Callbacks, Dispatch, DpmCallback, PpmCallback, Registration, Sent};
 pub use caller::{boot, boot_with, table};
 pub use host::{Entered, ThreadHost, enter, install, is_entered, leave};
 pub use send::{

@@ -418,7 +418,10 @@ pub fn run(
     // only for this call.
     let passive = unsafe { Passive::assume() };
     let pep = Box::new(Pep::new(&passive, platform, &Config::new(), slots));
-    let Some(engine) = Callbacks::of(&pep_information::<ThreadHost<BenchPlatform>>()) else {
+    let information = pep_information::<ThreadHost<BenchPlatform>>();
+    let (Some(dpm), Some(ppm)) =
+        (information.AcceptDeviceNotification, information.AcceptProcessorNotification)
+    else {
         return Err("the engine's PEP_INFORMATION lacks a callback".to_owned());
     };
     let _entered = ppm_caller::enter(&pep);
@@ -436,11 +439,9 @@ pub fn run(
         .collect();
     BASELINE_MSRS[0].store(black_box(msr::IA32_APERF), Ordering::Relaxed);
     BASELINE_MSRS[1].store(black_box(msr::IA32_MPERF), Ordering::Relaxed);
-    let callbacks = if notification == Notification::PlatformCounterRead {
-        Callbacks::new(engine.dpm_callback(), platform_counter_read)
-    } else {
-        engine
-    };
+    let ppm =
+        if notification == Notification::PlatformCounterRead { platform_counter_read } else { ppm };
+    let callbacks = Callbacks::new(dpm, ppm);
     // Opaque to the optimiser, as for the kernel: an indirect call with a run-time ID.
     let callbacks = black_box(callbacks);
     let id = black_box(notification.id());

@@ -74,11 +74,41 @@ impl fmt::Display for StateData {
     }
 }
 
+/// What `PoFx` checks and records of a `PEP_INFORMATION`: its version and size, and which
+/// notification callbacks are non-NULL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PluginInformation {
+    /// `Version`.
+    pub version: u16,
+    /// `Size`.
+    pub size: u16,
+    /// Whether `AcceptDeviceNotification` is non-NULL.
+    pub device_callback: bool,
+    /// Whether `AcceptProcessorNotification` is non-NULL.
+    pub processor_callback: bool,
+}
+
+impl PluginInformation {
+    /// What `PoFx` checks of `information`.
+    #[must_use]
+    pub const fn of(information: &PEP_INFORMATION) -> Self {
+        Self {
+            version: information.Version,
+            size: information.Size,
+            device_callback: information.AcceptDeviceNotification.is_some(),
+            processor_callback: information.AcceptProcessorNotification.is_some(),
+        }
+    }
+}
+
 /// `PoFxRegisterPluginEx` as the emulated `PoFx` saw it.
 #[derive(Clone, Copy, Debug)]
 pub struct PluginRegistration {
-    /// The `PEP_INFORMATION` passed.
-    pub information: PEP_INFORMATION,
+    /// What `PoFx` checks of the `PEP_INFORMATION` passed.
+    pub information: PluginInformation,
+    /// The `PEP_INFORMATION` passed, when its callbacks are host functions (the engine's);
+    /// `None` for the image's, which are addresses in the image its runner calls.
+    pub host: Option<PEP_INFORMATION>,
     /// What `PoFx`'s own checks of the structures returned.
     pub checked: NTSTATUS,
     /// What the call returned (an injected fault's status when one was set).
@@ -262,13 +292,41 @@ impl<'a> SimKernel<'a> {
         (record, pep.filter(|_| registered))
     }
 
-    /// The `PEP_INFORMATION` `PoFx` accepted, if the registration succeeded.
+    /// The registration `PoFx` accepted, if it succeeded.
+    fn accepted(&self) -> Option<PluginRegistration> {
+        self.registration.get().filter(|registration| registration.status == STATUS_SUCCESS)
+    }
+
+    /// The `PEP_INFORMATION` of host functions `PoFx` accepted, if the registration succeeded.
     #[must_use]
     pub fn registered_information(&self) -> Option<PEP_INFORMATION> {
-        self.registration
-            .get()
-            .filter(|registration| registration.status == STATUS_SUCCESS)
-            .map(|registration| registration.information)
+        self.accepted().and_then(|registration| registration.host)
+    }
+
+    /// `PoFxRegisterPluginEx` of a `PEP_INFORMATION` whose callbacks are not host functions
+    /// (the image's): `PoFx`'s checks of `information`, recorded; the status returned.
+    pub fn register_foreign_plugin(&self, information: PluginInformation) -> NTSTATUS {
+        self.record_registration(information, None)
+    }
+
+    /// Checks and records a registration of `information` (`host`: the structure, when its
+    /// callbacks are host functions): the status `PoFxRegisterPluginEx` returns, an injected
+    /// `register-plugin` fault's when one is set.
+    fn record_registration(
+        &self,
+        information: PluginInformation,
+        host: Option<PEP_INFORMATION>,
+    ) -> NTSTATUS {
+        let mut kernel = PEP_KERNEL_INFORMATION_STRUCT_V3::zeroed();
+        kernel.Version = PEP_KERNEL_INFORMATION_V3;
+        kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
+        let checked = register_plugin(&information, &mut kernel);
+        let status = match self.fault("register-plugin") {
+            Some(BootFault::RegisterPlugin { status }) if checked == STATUS_SUCCESS => *status,
+            _ => checked,
+        };
+        self.registration.set(Some(PluginRegistration { information, host, checked, status }));
+        status
     }
 
     fn fault(&self, step: &str) -> Option<&BootFault> {
@@ -317,7 +375,9 @@ impl<'a> SimKernel<'a> {
     pub fn kernel_information(&self, kernel: &mut PEP_KERNEL_INFORMATION_STRUCT_V3) -> Vec<usize> {
         kernel.Version = PEP_KERNEL_INFORMATION_V3;
         kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
-        let _ = register_plugin(&self.registered_information().unwrap_or_default(), kernel);
+        let information =
+            self.accepted().map(|registration| registration.information).unwrap_or_default();
+        let _ = register_plugin(&information, kernel);
         let mut functions = Vec::new();
         if kernel.RequestWorker.is_some() {
             functions.push(std::mem::offset_of!(PEP_KERNEL_INFORMATION_STRUCT_V3, RequestWorker));
@@ -668,16 +728,7 @@ impl KernelServices for SimKernel<'_> {
 
     unsafe fn register_plugin(&self, information: &PEP_INFORMATION) -> NTSTATUS {
         let information = self.information_override.unwrap_or(*information);
-        let mut kernel = PEP_KERNEL_INFORMATION_STRUCT_V3::zeroed();
-        kernel.Version = PEP_KERNEL_INFORMATION_V3;
-        kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
-        let checked = register_plugin(&information, &mut kernel);
-        let status = match self.fault("register-plugin") {
-            Some(BootFault::RegisterPlugin { status }) if checked == STATUS_SUCCESS => *status,
-            _ => checked,
-        };
-        self.registration.set(Some(PluginRegistration { information, checked, status }));
-        status
+        self.record_registration(PluginInformation::of(&information), Some(information))
     }
 
     fn log(&self, level: LogLevel, message: fmt::Arguments<'_>) {
@@ -695,13 +746,13 @@ const fn shorten<'k>(kernel: &'k SimKernel<'_>) -> &'k SimKernel<'k> {
 /// fills in its services.
 #[must_use]
 pub fn register_plugin(
-    info: &PEP_INFORMATION,
+    info: &PluginInformation,
     kernel: &mut PEP_KERNEL_INFORMATION_STRUCT_V3,
 ) -> NTSTATUS {
-    if info.Version != PEP_INFORMATION_V3 || info.Size != PEP_INFORMATION::SIZE {
+    if info.version != PEP_INFORMATION_V3 || info.size != PEP_INFORMATION::SIZE {
         return STATUS_INVALID_PEP_INFO_VERSION;
     }
-    if info.AcceptDeviceNotification.is_none() || info.AcceptProcessorNotification.is_none() {
+    if !info.device_callback || !info.processor_callback {
         return STATUS_INVALID_PARAMETER;
     }
     if kernel.Version != PEP_KERNEL_INFORMATION_V3

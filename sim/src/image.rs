@@ -8,10 +8,11 @@
 //! the runner makes for the image (a Windows or KMDF call, an `RDMSR`, a touch of a notification's payload) from
 //! the same emulated kernel services and simulated processors the engine runs on. The PoFx
 //! emulator calls the image through the two callbacks it registered, which here are
-//! `callbacks`' trampolines ([`ImageCallbacks`]): each forwards the call to the runner.
+//! `callbacks`' [`ImageCallbacks`], a [`ppm_caller::Dispatch`]: each sends the call to the
+//! runner.
 //!
 //! The submodules: `runner` (the process and the line protocol), `host` (the requests),
-//! `callbacks` (the trampolines and the calling thread's link), `measurements` (what the
+//! `callbacks` (the image's callbacks as the emulator calls them), `measurements` (what the
 //! runner measured, judged against the image's static figures), `pe` (the image and the files
 //! beside it, checked before the runner starts), `symbols` (Rust symbols made readable for
 //! messages), `verifier` (Driver Verifier's rules: what the runner is asked to hold the
@@ -27,7 +28,7 @@ mod runner;
 mod symbols;
 pub mod verifier;
 
-pub use callbacks::{Entered, ImageCallbacks, enter, image_dpm, image_ppm};
+pub use callbacks::ImageCallbacks;
 pub use host::{ImageHost, KernelKeys, KernelLedger};
 pub use measurements::{
     Coverage, EntryNames, ImageReport, NOT_EXECUTED, RunFacts, StackFigure, coverage_check, judge,
@@ -198,7 +199,7 @@ pub fn boot(
         ImageObservation { image_base: runner.image_base, ..ImageObservation::default() };
     observation.entries.entry = runner.entry;
     let before = kernel.pmu_control();
-    let host = ImageHost::boot(shorten(kernel), ImageCallbacks::callbacks());
+    let host = ImageHost::boot(shorten(kernel));
     let entered = {
         let _setup = crate::platform::DriverSetup::enter();
         let _on = crate::platform::OnProcessor::enter(None, 0);
@@ -255,9 +256,8 @@ pub fn boot(
         && let Some(image) = &callbacks
     {
         let _on = crate::platform::OnProcessor::enter(None, 0);
-        let _entered = enter(image);
         let answered =
-            ImageCallbacks::callbacks().query_count(PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES).handled();
+            image.callbacks().query_count(PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES).handled();
         record.published = answered;
         if let Some(crash) = image.crash() {
             observation.crash.get_or_insert(crash);

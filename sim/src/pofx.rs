@@ -4,16 +4,17 @@
 //! processor's feedback counters every sample interval, the events, conformance probes) and
 //! records everything it observed for the checks.
 //!
-//! The engine is reached only through the `PEP_INFORMATION` callbacks, with raw pointers to the
-//! C structures of [`ppm_engine::abi`], each call made "as" a processor (see
+//! The PEP under test (the engine, or the image) is reached only through the callbacks `PoFx`
+//! holds for it, with raw pointers to the C structures of [`ppm_engine::abi`], each call made
+//! "as" a processor (see
 //! [`crate::platform::OnProcessor`]). The runtime runs on one thread or on one thread per
 //! processor with a device thread beside them (`[pofx] threads`; see the `runtime` submodule),
 //! optionally with nested notifications interrupting every read (`[pofx]
 //! nested_notifications`; see [`NestedCall`]).
 //!
 //! The submodules are layers, each using only those before it: `records` (plain per-call
-//! records), `engine` (the engine's callbacks, sent through [`ppm_caller::Callbacks`] as a
-//! processor and traced), `analysis`
+//! records), `pep` (the PEP under test — the engine's instance or the image — called through
+//! [`ppm_caller::Callbacks`] as a processor and traced), `analysis`
 //! (how a call's platform trace read the counters), `digest` (the runtime's reads, digested as
 //! they are made), `observations` (the per-processor records and the run's [`Observations`]),
 //! `probes`, `nested`, `sample`, `boot`, `schedule` and `runtime` (what the emulated OS does,
@@ -28,7 +29,7 @@ use ppm_engine::Pep;
 use ppm_engine::abi::PEP_INFORMATION;
 
 use crate::boot::{BootRecord, BootSabotage, SimKernel};
-use crate::image::{self, ImageCallbacks, Runner};
+use crate::image::{self, Runner};
 use crate::machine::Machine;
 use crate::platform::{self, PlatformFaults, SimPlatform};
 use crate::scenario::Scenario;
@@ -36,9 +37,9 @@ use crate::scenario::Scenario;
 mod analysis;
 mod boot;
 mod digest;
-mod engine;
 mod nested;
 mod observations;
+mod pep;
 mod probes;
 mod records;
 mod runtime;
@@ -50,9 +51,9 @@ pub use digest::{
     ACCURACY_TOLERANCE, CounterMetrics, Findings, NestedDigest, ReadDigest, ReadObserver,
     SPIKE_TOLERANCE, SleepDigest, TracedInterval, TracedRead,
 };
-use engine::Engine;
 pub use nested::{NestingSetup, PLATFORM_CALL_NS};
 pub use observations::{Observations, ProcessorRecord};
+use pep::PepUnderTest;
 pub use ppm_caller::names::{
     UNDEFINED_DPM as UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM as UNDEFINED_PPM_NOTIFICATIONS,
 };
@@ -103,8 +104,9 @@ enum Action {
 pub struct Emulator<'a> {
     scenario: &'a Scenario,
     machine: Arc<Machine>,
-    // Dropped before `kernel`: the PEP refers to the processor table in the kernel's pool.
-    engine: Option<Engine>,
+    /// The PEP under test, once `PoFx` accepted it. Dropped before `kernel`: the engine refers
+    /// to the processor table in the kernel's pool.
+    pep: Option<PepUnderTest>,
     observations: Observations,
     /// Called with every runtime read as it is digested.
     read_observer: Option<ReadObserver>,
@@ -170,29 +172,24 @@ impl<'a> Emulator<'a> {
         if let Some(registration) = boot.registration {
             let info = registration.information;
             observations.registration = RegistrationRecord {
-                version: info.Version,
-                size: info.Size,
-                device_callback: info.AcceptDeviceNotification.is_some(),
-                processor_callback: info.AcceptProcessorNotification.is_some(),
+                version: info.version,
+                size: info.size,
+                device_callback: info.device_callback,
+                processor_callback: info.processor_callback,
                 status: registration.checked,
                 injected: (registration.status != registration.checked)
                     .then_some(registration.status),
             };
         }
-        let engine = match (pep, image, kernel.registered_information()) {
-            (Some(pep), None, Some(info)) => {
-                observations.engine = summarise(&pep);
-                Callbacks::of(&info).map(|callbacks| Engine {
-                    pep: Some(pep),
-                    image: None,
-                    callbacks,
-                })
+        let pep = match (pep, image) {
+            (Some(instance), None) => {
+                observations.engine = summarise(&instance);
+                kernel
+                    .registered_information()
+                    .and_then(|info| Callbacks::of(&info))
+                    .map(|callbacks| PepUnderTest::Engine { instance, callbacks })
             }
-            (None, Some(Some(image)), Some(_)) => Some(Engine {
-                pep: None,
-                image: Some(image),
-                callbacks: ImageCallbacks::callbacks(),
-            }),
+            (None, Some(Some(image))) => Some(PepUnderTest::image(image)),
             _ => None,
         };
         if observations.image.is_some() {
@@ -202,7 +199,7 @@ impl<'a> Emulator<'a> {
         Self {
             scenario,
             machine,
-            engine,
+            pep,
             observations,
             read_observer: options.read_observer.clone(),
             runner: options.image.clone(),
@@ -215,9 +212,9 @@ impl<'a> Emulator<'a> {
     /// detected at initialisation).
     #[must_use]
     pub fn run(mut self) -> (Observations, Arc<Machine>) {
-        if let Some(engine) = self.engine.take() {
-            self.offer_devices(&engine);
-            if engine.image.is_some() {
+        if let Some(pep) = self.pep.take() {
+            self.offer_devices(&pep);
+            if matches!(pep, PepUnderTest::Image { .. }) {
                 // The image's device log is its own memory: what PoFx saw it decide.
                 self.observations.engine.device_ids_seen = self
                     .observations
@@ -226,19 +223,19 @@ impl<'a> Emulator<'a> {
                     .map(|device| (device.id.clone(), device.prepare_returned && device.accepted))
                     .collect();
             }
-            self.initialise_processors(&engine);
-            self.boot_queries(&engine);
-            self.start_devices(&engine);
-            self.runtime(&engine);
-            self.unregister_last(&engine);
-            if let Some(pep) = &engine.pep {
-                self.observations.engine = summarise(pep);
+            self.initialise_processors(&pep);
+            self.boot_queries(&pep);
+            self.start_devices(&pep);
+            self.runtime(&pep);
+            self.unregister_last(&pep);
+            if let Some(instance) = pep.instance() {
+                self.observations.engine = summarise(instance);
             }
-            if let Some(image) = &engine.image
+            if let Some((ledger, crash)) = pep.image_outcome()
                 && let Some(observation) = self.observations.image.as_mut()
             {
-                observation.ledger.absorb(image.ledger());
-                if let Some(crash) = image.crash() {
+                observation.ledger.absorb(ledger);
+                if let Some(crash) = crash {
                     observation.crash.get_or_insert(crash);
                 }
             }
@@ -266,7 +263,7 @@ impl<'a> Emulator<'a> {
 
     /// The runtime: samples every `sample_interval_ms` from 0 to `duration_ms`, the probes
     /// after the first sample, the events at their times.
-    fn runtime(&mut self, engine: &Engine) {
+    fn runtime(&mut self, pep: &PepUnderTest) {
         self.machine.start_runtime();
         let origin = self.machine.now_ns();
         let mut schedule = self.schedule();
@@ -280,7 +277,7 @@ impl<'a> Emulator<'a> {
         self.observations.runtime_ns = (origin, origin + last_sample);
         self.observations.processor_threads =
             self.scenario.pofx.threads.processor_threads(self.processor_count());
-        self.run_items(engine, origin, &schedule);
+        self.run_items(pep, origin, &schedule);
     }
 }
 

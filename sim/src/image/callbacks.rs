@@ -1,14 +1,12 @@
-//! The callbacks `PoFx` holds for the image: `extern "C"` trampolines that forward each
-//! notification to the image's own callback, executed by the runner.
+//! The callbacks `PoFx` holds for the image: a [`Dispatch`] that sends each notification to
+//! the image's own callback, executed by the runner.
 //!
-//! The emulator calls them as it calls the engine's ([`ppm_caller::Callbacks`]), as a
-//! processor, from any of its threads; the thread's image is the one [`enter`] installed (the
-//! emulator enters it around every call, as it enters the engine's instance).
+//! The emulator calls them as it calls the engine's ([`ppm_caller::Callbacks`], which builds
+//! the C structure, calls and reads it back), as a processor, from any of its threads.
 
-use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ppm_caller::Callbacks;
+use ppm_caller::{Callbacks, Dispatch};
 use ppm_engine::Platform as _;
 use ppm_engine::abi::{BOOLEAN, FALSE, PEPHANDLE, PVOID, ULONG};
 use serde_json::json;
@@ -47,8 +45,8 @@ impl ImageCallbacks {
 
     /// The callbacks as the emulator holds them.
     #[must_use]
-    pub fn callbacks() -> Callbacks {
-        Callbacks::new(image_dpm, image_ppm)
+    pub fn callbacks(self: &Arc<Self>) -> Callbacks {
+        Callbacks::dispatch(Arc::<Self>::clone(self))
     }
 
     /// The bugcheck the image caused, if any.
@@ -61,6 +59,20 @@ impl ImageCallbacks {
     #[must_use]
     pub fn ledger(&self) -> super::host::KernelLedger {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The notification `notification` (PPM or DPM, its id) to the callback at `address`
+    /// with `args`: the `BOOLEAN` it returned, the low byte of RAX as the C caller reads it;
+    /// FALSE after a bugcheck or a runner failure.
+    fn notify(
+        &self,
+        address: u64,
+        args: &[u64],
+        data: PVOID,
+        notification: (bool, u32),
+    ) -> BOOLEAN {
+        self.call(address, args, data as u64, notification)
+            .map_or(FALSE, |rax| (rax & 0xFF) as BOOLEAN)
     }
 
     /// Calls the image's function at `address` with `args`, `data` the notification's
@@ -108,7 +120,7 @@ impl ImageCallbacks {
                 masked = true;
             }
         }
-        let done = self.runner.command_with_pages(command, &[data], &host);
+        let done = self.runner.command_with_pages(&command, &[data], &host);
         if masked {
             self.platform.unmask_interrupts();
         }
@@ -125,52 +137,23 @@ impl ImageCallbacks {
     }
 }
 
-thread_local! {
-    static CURRENT: RefCell<Option<Arc<ImageCallbacks>>> = const { RefCell::new(None) };
-}
-
-/// While alive, the calling thread's callbacks reach `image`.
-#[must_use = "the image is reachable only while the guard lives"]
-pub struct Entered {
-    previous: Option<Arc<ImageCallbacks>>,
-}
-
-/// Makes `image` the calling thread's (see [`Entered`]).
-pub fn enter(image: &Arc<ImageCallbacks>) -> Entered {
-    let previous = CURRENT.with(|current| current.replace(Some(Arc::clone(image))));
-    Entered { previous }
-}
-
-impl Drop for Entered {
-    fn drop(&mut self) {
-        let previous = self.previous.take();
-        CURRENT.with(|current| *current.borrow_mut() = previous);
+impl Dispatch for ImageCallbacks {
+    /// `AcceptDeviceNotification`, executed by the runner.
+    ///
+    /// # Safety
+    /// As the callback's: `data` is what `PoFx` documents for `notification` (the runner reads
+    /// and writes it through `ppm-sim`, which refuses addresses it cannot read).
+    unsafe fn dpm(&self, notification: ULONG, data: PVOID) -> BOOLEAN {
+        let args = [u64::from(notification), data as u64];
+        self.notify(self.dpm, &args, data, (false, notification))
     }
-}
 
-fn forward(ppm: bool, notification: ULONG, args: &[u64], data: PVOID) -> BOOLEAN {
-    let image = CURRENT.with(|current| current.borrow().clone());
-    let Some(image) = image else { return FALSE };
-    let address = if ppm { image.ppm } else { image.dpm };
-    // The BOOLEAN is the low byte of RAX, as the C caller reads it.
-    image
-        .call(address, args, data as u64, (ppm, notification))
-        .map_or(FALSE, |rax| (rax & 0xFF) as BOOLEAN)
-}
-
-/// `AcceptDeviceNotification`, forwarded to the image.
-///
-/// # Safety
-/// As the callback's: `data` is what `PoFx` documents for `notification` (the runner reads and
-/// writes it through `ppm-sim`, which refuses addresses it cannot read).
-pub unsafe extern "C" fn image_dpm(notification: ULONG, data: PVOID) -> BOOLEAN {
-    forward(false, notification, &[u64::from(notification), data as u64], data)
-}
-
-/// `AcceptProcessorNotification`, forwarded to the image.
-///
-/// # Safety
-/// As [`image_dpm`]; the handle is passed as it is.
-pub unsafe extern "C" fn image_ppm(handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
-    forward(true, notification, &[handle as u64, u64::from(notification), data as u64], data)
+    /// `AcceptProcessorNotification`, executed by the runner.
+    ///
+    /// # Safety
+    /// As [`Self::dpm`]; the handle is passed as it is.
+    unsafe fn ppm(&self, handle: PEPHANDLE, notification: ULONG, data: PVOID) -> BOOLEAN {
+        let args = [handle as u64, u64::from(notification), data as u64];
+        self.notify(self.ppm, &args, data, (true, notification))
+    }
 }

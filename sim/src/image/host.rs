@@ -18,10 +18,9 @@ use ppm_engine::platform::Passive;
 use serde_json::{Value, json};
 
 use super::runner::{Host, hex, unhex};
-use crate::boot::{SimKernel, SimParameters, SimState};
+use crate::boot::{PluginInformation, SimKernel, SimParameters, SimState};
 use crate::cpu::sysreg;
 use crate::platform::{OnProcessor, SimPlatform};
-use ppm_caller::Callbacks;
 
 /// `STATUS_OBJECT_NAME_NOT_FOUND`.
 const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32.cast_signed();
@@ -107,8 +106,6 @@ impl KernelLedger {
 pub struct ImageHost<'k> {
     platform: Option<SimPlatform>,
     kernel: Option<&'k SimKernel<'k>>,
-    /// The callbacks `PoFx` keeps for the image's (the trampolines to the runner).
-    trampolines: Option<Callbacks>,
     keys: RefCell<KernelKeys<'k>>,
     /// The processors `KeSetSystemGroupAffinityThread` moved the thread to, innermost last,
     /// each with the processor whose injected PMU fault it switched on.
@@ -128,32 +125,26 @@ impl<'k> ImageHost<'k> {
     /// neither.
     #[must_use]
     pub fn without_machine() -> Self {
-        Self::with(None, None, None)
+        Self::with(None, None)
     }
 
     /// The host of the runtime: the machine, no kernel services (a notification path has
     /// none to call).
     #[must_use]
     pub fn runtime(platform: SimPlatform) -> Self {
-        Self::with(Some(platform), None, None)
+        Self::with(Some(platform), None)
     }
 
-    /// The host of `DriverEntry`: the machine and `kernel`'s services; `PoFx` keeps
-    /// `trampolines` as the callbacks of a registration.
+    /// The host of `DriverEntry`: the machine and `kernel`'s services.
     #[must_use]
-    pub fn boot(kernel: &'k SimKernel<'k>, trampolines: Callbacks) -> Self {
-        Self::with(Some(kernel.platform()), Some(kernel), Some(trampolines))
+    pub fn boot(kernel: &'k SimKernel<'k>) -> Self {
+        Self::with(Some(kernel.platform()), Some(kernel))
     }
 
-    fn with(
-        platform: Option<SimPlatform>,
-        kernel: Option<&'k SimKernel<'k>>,
-        trampolines: Option<Callbacks>,
-    ) -> Self {
+    fn with(platform: Option<SimPlatform>, kernel: Option<&'k SimKernel<'k>>) -> Self {
         Self {
             platform,
             kernel,
-            trampolines,
             keys: RefCell::new(KernelKeys::default()),
             affinity: RefCell::new(Vec::new()),
             registered: Cell::new(None),
@@ -441,20 +432,18 @@ impl<'k> ImageHost<'k> {
         let dpm = field(offset_of!(PEP_INFORMATION, AcceptDeviceNotification), 8);
         let ppm = field(offset_of!(PEP_INFORMATION, AcceptProcessorNotification), 8);
         let acpi = field(offset_of!(PEP_INFORMATION, AcceptAcpiNotification), 8);
-        let mut information = PEP_INFORMATION::zeroed();
-        information.Version =
-            u16::try_from(field(offset_of!(PEP_INFORMATION, Version), 2)).unwrap_or(0);
-        information.Size = u16::try_from(field(offset_of!(PEP_INFORMATION, Size), 2)).unwrap_or(0);
-        // PoFx keeps the callbacks; here they are the trampolines to the image's.
-        let trampolines = self.trampolines.ok_or("PoFxRegisterPluginEx outside DriverEntry")?;
-        information.AcceptDeviceNotification = (dpm != 0).then_some(trampolines.dpm_callback());
-        information.AcceptProcessorNotification = (ppm != 0).then_some(trampolines.ppm_callback());
         if acpi != 0 {
             return Err("the image registered an ACPI notification callback, which the emulated PoFx does not call".to_owned());
         }
-        // SAFETY: `information` is a PEP_INFORMATION whose callbacks are the trampolines, which
-        // forward to the runner; the kernel checks and records it.
-        let status = unsafe { kernel.register_plugin(&information) };
+        // PoFx keeps the callbacks: here, their addresses in the image (`attempted`), which
+        // the emulator calls through the runner.
+        let information = PluginInformation {
+            version: u16::try_from(field(offset_of!(PEP_INFORMATION, Version), 2)).unwrap_or(0),
+            size: u16::try_from(field(offset_of!(PEP_INFORMATION, Size), 2)).unwrap_or(0),
+            device_callback: dpm != 0,
+            processor_callback: ppm != 0,
+        };
+        let status = kernel.register_foreign_plugin(information);
         if dpm != 0 && ppm != 0 {
             self.attempted.set(Some((dpm, ppm)));
             if status == STATUS_SUCCESS {

@@ -203,7 +203,7 @@ impl Runner {
         command: &Value,
         host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
-        self.command_with_pages(command.clone(), &[], host)
+        self.command_with_pages(command, &[], host)
     }
 
     /// As [`Self::command`], with the pages of this process that hold `addresses` sent along
@@ -215,7 +215,7 @@ impl Runner {
     /// As [`Self::command`].
     pub fn command_with_pages(
         &self,
-        mut command: Value,
+        command: &Value,
         addresses: &[u64],
         host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
@@ -223,26 +223,24 @@ impl Runner {
             return Err(error);
         }
         let mut served = Vec::new();
-        if !addresses.is_empty() {
-            let mut pages = Vec::new();
-            for &address in addresses {
-                let page = address / PAGE;
-                if address == 0 || page >= USER_PAGES || served.contains(&page) {
-                    continue;
-                }
-                let mut bytes = [0u8; PAGE_BYTES];
-                if self.memory.read_exact_at(&mut bytes, page * PAGE).is_ok() {
-                    served.push(page);
-                    pages.push(json!([page * PAGE, hex(&bytes)]));
-                }
+        let mut pages = Vec::new();
+        for &address in addresses {
+            let page = address / PAGE;
+            if address == 0 || page >= USER_PAGES || served.contains(&page) {
+                continue;
             }
-            command["pages"] = Value::Array(pages);
+            let mut bytes = [0u8; PAGE_BYTES];
+            if self.memory.read_exact_at(&mut bytes, page * PAGE).is_ok() {
+                served.push(page);
+                pages.push((page * PAGE, bytes));
+            }
         }
+        let line = line(command, &pages)?;
         let nested = DEPTH.with(Cell::get) > 0;
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
         DEPTH.with(|depth| depth.set(depth.get() + 1));
-        let result = self.exchange(&command, served, host);
+        let result = self.exchange(&line, served, host);
         DEPTH.with(|depth| depth.set(depth.get() - 1));
         result.map_err(|error| self.fail(error))
     }
@@ -253,16 +251,16 @@ impl Runner {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `command` to its `done`. `served`: the pages of this process the runner has for
+    /// Runs `command` (its protocol line) to its `done`. `served`: the pages of this process the runner has for
     /// this command (those sent with it, then those it fetches): its writes may land only
     /// there.
     fn exchange(
         &self,
-        command: &Value,
+        command: &[u8],
         mut served: Vec<u64>,
         host: &dyn Host,
     ) -> Result<Map<String, Value>, RunnerError> {
-        self.send(command)?;
+        self.send_line(command)?;
         loop {
             let message = self.receive()?;
             serve_deferred(&message, host)?;
@@ -350,12 +348,14 @@ impl Runner {
     }
 
     fn send(&self, message: &Value) -> Result<(), RunnerError> {
-        let mut line = message.to_string();
-        line.push('\n');
+        self.send_line(&line(message, &[])?)
+    }
+
+    fn send_line(&self, line: &[u8]) -> Result<(), RunnerError> {
         let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
         pipes
             .input
-            .write_all(line.as_bytes())
+            .write_all(line)
             .and_then(|()| pipes.input.flush())
             .map_err(|error| RunnerError(format!("the image runner stopped reading: {error}")))
     }
@@ -407,13 +407,52 @@ impl Drop for Runner {
 /// `bytes` as lowercase hex (a page per `read` request: kept cheap, also in debug builds).
 #[must_use]
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = Vec::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        text.push(DIGITS[usize::from(byte >> 4)]);
-        text.push(DIGITS[usize::from(byte & 0x0F)]);
-    }
+    push_hex(&mut text, bytes);
     String::from_utf8(text).unwrap_or_default()
+}
+
+/// Appends `bytes` to `text` as lowercase hex.
+fn push_hex(text: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    text.extend(
+        bytes
+            .iter()
+            .flat_map(|byte| [DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 0x0F)]]),
+    );
+}
+
+/// `message`, a JSON object, as one protocol line, with `pages` (address, bytes) as its
+/// `pages` member, `[[address, hex], ...]`.
+///
+/// The pages are written here, not through a [`Value`]: a page is 8 KiB of hex in every
+/// `call`, which `serde_json` would build as a `String` and scan for characters to escape
+/// (hex has none).
+fn line(message: &Value, pages: &[(u64, [u8; PAGE_BYTES])]) -> Result<Vec<u8>, RunnerError> {
+    let mut line = serde_json::to_vec(message)
+        .map_err(|error| RunnerError(format!("cannot encode a message for the runner: {error}")))?;
+    if !pages.is_empty() {
+        if line.pop() != Some(b'}') {
+            return Err(RunnerError(format!(
+                "pages sent with a message that is not an object: {message}"
+            )));
+        }
+        if line.len() > 1 {
+            line.push(b',');
+        }
+        line.extend_from_slice(b"\"pages\":[");
+        for (index, (address, bytes)) in pages.iter().enumerate() {
+            if index > 0 {
+                line.push(b',');
+            }
+            line.extend_from_slice(format!("[{address},\"").as_bytes());
+            push_hex(&mut line, bytes);
+            line.extend_from_slice(b"\"]");
+        }
+        line.extend_from_slice(b"]}");
+    }
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Hex text as bytes (`None` when it is not hex of whole bytes).
@@ -510,6 +549,27 @@ mod tests {
         assert_eq!(unhex("0001abff").as_deref(), Some(&bytes[..]));
         assert_eq!(unhex("0g"), None);
         assert_eq!(unhex("abc"), None);
+    }
+
+    #[test]
+    fn a_line_carries_its_pages_as_the_runner_reads_them() {
+        let mut page = [0u8; PAGE_BYTES];
+        page[0] = 0xab;
+        page[PAGE_BYTES - 1] = 0x01;
+        let command = json!({"op": "call", "address": 7, "args": [1, 2]});
+        let sent = line(&command, &[(PAGE, page), (3 * PAGE, [0xff; PAGE_BYTES])]).expect("a line");
+        assert_eq!(sent.last(), Some(&b'\n'));
+        assert_eq!(sent.iter().position(|&byte| byte == b'\n'), Some(sent.len() - 1), "one line");
+        let mut expected = command.clone();
+        expected["pages"] = json!([[PAGE, hex(&page)], [3 * PAGE, hex(&[0xff; PAGE_BYTES])]]);
+        assert_eq!(serde_json::from_slice::<Value>(&sent).expect("JSON"), expected);
+        assert_eq!(line(&command, &[]).expect("a line"), format!("{command}\n").into_bytes());
+        let empty = line(&json!({}), &[(0, page)]).expect("a line");
+        assert_eq!(
+            serde_json::from_slice::<Value>(&empty).expect("JSON"),
+            json!({"pages": [[0, hex(&page)]]})
+        );
+        assert!(line(&json!([1]), &[(0, page)]).is_err(), "pages need an object");
     }
 
     #[test]

@@ -12,8 +12,8 @@ use ppm_engine::abi::{
 
 use super::Emulator;
 use super::digest::ReadDigest;
-use super::engine::Engine;
 use super::observations::{ProcessorRecord, Tally, absorb_into};
+use super::pep::PepUnderTest;
 use super::records::{BootQuery, DeviceRecord};
 use crate::scenario::CpuKind;
 
@@ -79,7 +79,7 @@ pub const fn default_other_devices(cpu: CpuKind) -> &'static [&'static str] {
 impl Emulator<'_> {
     /// PREPARE every device, processors interleaved with the others, then REGISTER the ones
     /// accepted.
-    pub(super) fn offer_devices(&mut self, engine: &Engine) {
+    pub(super) fn offer_devices(&mut self, pep: &PepUnderTest) {
         let processors = self.processor_count();
         let others: Vec<String> =
             self.scenario.platform.other_devices.clone().unwrap_or_else(|| {
@@ -118,7 +118,7 @@ impl Emulator<'_> {
             })
             .collect();
         for (id, processor) in order {
-            let (returned, accepted, trace) = engine.prepare(Some(&id));
+            let (returned, accepted, trace) = pep.prepare(Some(&id));
             self.observations.absorb(&trace);
             self.observations.devices.push(DeviceRecord {
                 id,
@@ -134,7 +134,7 @@ impl Emulator<'_> {
                 continue;
             }
             let kernel_handle = 0xFFFF_C000_0000_0000 + (number + 1) * 0x100;
-            let (record, trace) = engine.register(&device.id, kernel_handle);
+            let (record, trace) = pep.register(&device.id, kernel_handle);
             device.registered = Some(record);
             if let (Some(index), Some(live)) = (device.processor, record.live_handle())
                 && let Some(processor) = self.observations.processors.get_mut(index as usize)
@@ -153,11 +153,11 @@ impl Emulator<'_> {
 
     /// Per registered processor, as that processor: `QUERY_CAPABILITIES`, `QUERY_FEEDBACK_COUNTERS`
     /// (when counters are announced), `QUERY_PERF_CAPABILITIES`, `QUERY_DOMAIN_INFO`.
-    pub(super) fn initialise_processors(&mut self, engine: &Engine) {
+    pub(super) fn initialise_processors(&mut self, pep: &PepUnderTest) {
         let mut tally = Tally::default();
         for record in &mut self.observations.processors {
             if record.handle.is_some() {
-                initialise_processor(engine, record, &mut tally);
+                initialise_processor(pep, record, &mut tally);
             }
         }
         tally.merge_into(&mut self.observations);
@@ -168,9 +168,9 @@ impl Emulator<'_> {
     /// `QUERY_VETO_REASONS` (at processor initialisation) and `ENUMERATE_BOOT_VETOES` (no
     /// payload; before the first idle entry). Count buffers start at a sentinel, so an
     /// untouched one shows.
-    pub(super) fn boot_queries(&mut self, engine: &Engine) {
+    pub(super) fn boot_queries(&mut self, pep: &PepUnderTest) {
         let mut count = |notification| {
-            let (sent, trace) = engine.on(0, |callbacks| callbacks.query_count(notification));
+            let (sent, trace) = pep.on(0, |callbacks| callbacks.query_count(notification));
             self.observations.absorb(&trace);
             self.observations.boot_queries.push(BootQuery {
                 notification,
@@ -183,7 +183,7 @@ impl Emulator<'_> {
         count(PEP_NOTIFY_PPM_QUERY_VETO_REASONS);
         let vetoes = PEP_NOTIFY_PPM_ENUMERATE_BOOT_VETOES;
         let (returned, trace) =
-            engine.returned(0, |callbacks| callbacks.ppm::<CountPayload>(handle(0), vetoes, None));
+            pep.returned(0, |callbacks| callbacks.ppm::<CountPayload>(handle(0), vetoes, None));
         self.observations.absorb(&trace);
         self.observations.boot_queries.push(BootQuery {
             notification: vetoes,
@@ -194,7 +194,7 @@ impl Emulator<'_> {
     }
 
     /// `DEVICE_STARTED` for every registered device.
-    pub(super) fn start_devices(&mut self, engine: &Engine) {
+    pub(super) fn start_devices(&mut self, pep: &PepUnderTest) {
         for number in 0..self.observations.devices.len() {
             let Some(handle_value) = self.observations.devices[number]
                 .registered
@@ -203,7 +203,7 @@ impl Emulator<'_> {
                 continue;
             };
             let (returned, trace) =
-                engine.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
+                pep.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
             self.observations.absorb(&trace);
             self.observations.devices[number].started = Some(returned);
         }
@@ -214,34 +214,34 @@ impl Emulator<'_> {
 /// `QUERY_FEEDBACK_COUNTERS` (when counters are announced), `QUERY_PERF_CAPABILITIES`,
 /// `QUERY_DOMAIN_INFO` — at boot and when the processor is hot-added.
 pub(super) fn initialise_processor(
-    engine: &Engine,
+    pep: &PepUnderTest,
     record: &mut ProcessorRecord,
     tally: &mut Tally,
 ) {
     let Some(handle_value) = record.handle else { return };
     let (index, pep_handle) = (record.index, handle(handle_value));
     let mut capabilities = PEP_PPM_QUERY_CAPABILITIES::zeroed();
-    let (returned, trace) = engine.returned(index, |callbacks| {
+    let (returned, trace) = pep.returned(index, |callbacks| {
         callbacks.ppm(pep_handle, PEP_NOTIFY_PPM_QUERY_CAPABILITIES, Some(&mut capabilities))
     });
     tally.absorb(&trace);
     let count = capabilities.FeedbackCounterCount;
     let counters = if returned && (1..=MAX_QUERIED_COUNTERS).contains(&(count as usize)) {
         let (sent, trace) =
-            engine.on(index, |callbacks| callbacks.query_feedback_counters(pep_handle, count));
+            pep.on(index, |callbacks| callbacks.query_feedback_counters(pep_handle, count));
         tally.absorb(&trace);
         sent.map(|sent| (sent.handled(), sent.payload.counters[..count as usize].to_vec()))
     } else {
         None
     };
     let mut perf = PEP_PPM_QUERY_PERF_CAPABILITIES::zeroed();
-    let (perf_returned, trace) = engine.returned(index, |callbacks| {
+    let (perf_returned, trace) = pep.returned(index, |callbacks| {
         callbacks.ppm(pep_handle, PEP_NOTIFY_PPM_QUERY_PERF_CAPABILITIES, Some(&mut perf))
     });
     tally.absorb(&trace);
     let mut domain = PEP_PPM_QUERY_DOMAIN_INFO::zeroed();
     domain.DomainId = if perf_returned { perf.DomainId } else { index };
-    let (domain_returned, trace) = engine.returned(index, |callbacks| {
+    let (domain_returned, trace) = pep.returned(index, |callbacks| {
         callbacks.ppm(pep_handle, PEP_NOTIFY_PPM_QUERY_DOMAIN_INFO, Some(&mut domain))
     });
     tally.absorb(&trace);

@@ -14,8 +14,8 @@ use ppm_engine::abi::PVOID;
 use ppm_engine::notification::{self, Callback, Notification};
 
 use super::Emulator;
-use super::engine::Engine;
 use super::observations::ProcessorRecord;
+use super::pep::PepUnderTest;
 use super::records::{Probe, ProbeKind};
 use crate::platform::PlatformOp;
 
@@ -40,15 +40,14 @@ impl Emulator<'_> {
     /// A `FEEDBACK_READ` that must be refused (and, where the kind requires, leave its buffer alone).
     fn refused_read(
         &mut self,
-        engine: &Engine,
+        pep: &PepUnderTest,
         kind: ProbeKind,
         on: u32,
         handle_value: usize,
         counter_index: ULONG,
         what: String,
     ) {
-        let (probe, trace) =
-            refused_read_probe(engine, kind, on, handle_value, counter_index, what);
+        let (probe, trace) = refused_read_probe(pep, kind, on, handle_value, counter_index, what);
         self.record(probe, &trace);
     }
 
@@ -80,12 +79,12 @@ impl Emulator<'_> {
     }
 
     /// The conformance probes, run once after the first sample (every handle bound).
-    pub(super) fn run_probes(&mut self, engine: &Engine, inputs: &ProbeInputs) {
-        self.dpm_probes(engine);
-        self.ppm_probes(engine, inputs.live.first().copied(), inputs.first_described);
-        self.table_probes(engine, inputs.live.first().copied());
-        self.forged_handle_probes(engine, &inputs.issued);
-        self.counter_probes(engine, &inputs.live);
+    pub(super) fn run_probes(&mut self, pep: &PepUnderTest, inputs: &ProbeInputs) {
+        self.dpm_probes(pep);
+        self.ppm_probes(pep, inputs.live.first().copied(), inputs.first_described);
+        self.table_probes(pep, inputs.live.first().copied());
+        self.forged_handle_probes(pep, &inputs.issued);
+        self.counter_probes(pep, &inputs.live);
     }
 
     /// Every notification of the engine's table whose answer is fixed
@@ -94,14 +93,14 @@ impl Emulator<'_> {
     /// buffer: the PEP must return what the table says and write exactly the bytes of its
     /// `outputs` — nothing when it refuses or acknowledges, the documented fields when it
     /// declines in its outputs or completes `NOTIFY_COMPONENT_IDLE_STATE`.
-    fn table_probes(&mut self, engine: &Engine, first: Option<(u32, usize, usize)>) {
+    fn table_probes(&mut self, pep: &PepUnderTest, first: Option<(u32, usize, usize)>) {
         let Some((index, handle_value, _)) = first else { return };
         for row in notification::DPM.iter().chain(notification::PPM).filter(|row| row.fixed()) {
             let mut buffer = [TABLE_FILL; TABLE_BUFFER_WORDS];
             buffer[0] = handle_value as u64;
             let before = buffer;
             let data: PVOID = buffer.as_mut_ptr().cast();
-            let (returned, trace) = engine.returned(index, |callbacks| match row.callback {
+            let (returned, trace) = pep.returned(index, |callbacks| match row.callback {
                 // SAFETY: a 256-byte, 8-aligned buffer, larger than the structure of any
                 // notification sent here, valid for the call.
                 Callback::Dpm => unsafe { callbacks.dpm_raw(row.id, data) },
@@ -116,9 +115,9 @@ impl Emulator<'_> {
     }
 
     /// Undefined DPM notifications and NULL DPM data.
-    fn dpm_probes(&mut self, engine: &Engine) {
+    fn dpm_probes(&mut self, pep: &PepUnderTest) {
         for notification in UNDEFINED_DPM {
-            let (sent, trace) = engine.on(0, |callbacks| callbacks.dpm_undefined(notification));
+            let (sent, trace) = pep.on(0, |callbacks| callbacks.dpm_undefined(notification));
             self.probe(
                 ProbeKind::DpmUnknown,
                 format!("DPM notification {notification:#x}"),
@@ -134,7 +133,7 @@ impl Emulator<'_> {
             PEP_DPM_DEVICE_STARTED,
         ] {
             let (returned, trace) =
-                engine.returned(0, |callbacks| callbacks.dpm::<Sentinel>(notification, None));
+                pep.returned(0, |callbacks| callbacks.dpm::<Sentinel>(notification, None));
             self.probe(
                 ProbeKind::DpmUnknown,
                 format!("DPM notification {notification:#x} with NULL data"),
@@ -143,7 +142,7 @@ impl Emulator<'_> {
                 &trace,
             );
         }
-        let (returned, accepted, trace) = engine.prepare(None);
+        let (returned, accepted, trace) = pep.prepare(None);
         self.probe(
             ProbeKind::DpmUnknown,
             "PREPARE_DEVICE with a NULL DeviceId".to_owned(),
@@ -157,7 +156,7 @@ impl Emulator<'_> {
     /// processor (index, handle, counters) and its `FeedbackCounterCount` (`described`).
     fn ppm_probes(
         &mut self,
-        engine: &Engine,
+        pep: &PepUnderTest,
         first: Option<(u32, usize, usize)>,
         described: ULONG,
     ) {
@@ -165,7 +164,7 @@ impl Emulator<'_> {
             let handles = [Some(0), first.map(|(_, handle, _)| handle)];
             for handle_value in handles.into_iter().flatten() {
                 let on = first.map_or(0, |(index, _, _)| index);
-                let (sent, trace) = engine.on(on, |callbacks| {
+                let (sent, trace) = pep.on(on, |callbacks| {
                     callbacks.ppm_undefined(handle(handle_value), notification)
                 });
                 let which = if handle_value == 0 { "NULL" } else { "a live" };
@@ -190,7 +189,7 @@ impl Emulator<'_> {
                 PEP_NOTIFY_PPM_PERF_CHECK_COMPLETE,
             ] {
                 let name = names::ppm(notification).unwrap_or("?");
-                let (returned, trace) = engine.returned(index, |callbacks| {
+                let (returned, trace) = pep.returned(index, |callbacks| {
                     callbacks.ppm::<Sentinel>(handle(handle_value), notification, None)
                 });
                 self.probe(
@@ -208,7 +207,7 @@ impl Emulator<'_> {
                 .into_iter()
                 .filter(|wrong| (*wrong as usize) <= MAX_QUERIED_COUNTERS + 1)
             {
-                let (sent, trace) = engine.on(index, |callbacks| {
+                let (sent, trace) = pep.on(index, |callbacks| {
                     callbacks.query_feedback_counters(handle(handle_value), wrong)
                 });
                 let Some(sent) = sent else { continue };
@@ -221,7 +220,7 @@ impl Emulator<'_> {
     }
 
     /// Handles the PEP never issued: near-misses of issued ones and values never issued.
-    fn forged_handle_probes(&mut self, engine: &Engine, issued: &[usize]) {
+    fn forged_handle_probes(&mut self, pep: &PepUnderTest, issued: &[usize]) {
         let mut forged: Vec<usize> = vec![
             1,
             0xDEAD_BEEF,
@@ -245,7 +244,7 @@ impl Emulator<'_> {
         for (number, forged_handle) in forged.into_iter().enumerate() {
             let on = u32::try_from(number).unwrap_or(0) % processor_count;
             self.refused_read(
-                engine,
+                pep,
                 ProbeKind::ForgedHandle,
                 on,
                 forged_handle,
@@ -253,7 +252,7 @@ impl Emulator<'_> {
                 format!("FEEDBACK_READ with forged handle {forged_handle:#x}"),
             );
             let (sent, trace) =
-                engine.on(on, |callbacks| callbacks.query_capabilities(handle(forged_handle)));
+                pep.on(on, |callbacks| callbacks.query_capabilities(handle(forged_handle)));
             self.probe(
                 ProbeKind::ForgedHandle,
                 format!("QUERY_CAPABILITIES with forged handle {forged_handle:#x}"),
@@ -262,7 +261,7 @@ impl Emulator<'_> {
                 &trace,
             );
             let (sent, trace) =
-                engine.on(on, |callbacks| callbacks.query_perf_capabilities(handle(forged_handle)));
+                pep.on(on, |callbacks| callbacks.query_perf_capabilities(handle(forged_handle)));
             self.probe(
                 ProbeKind::ForgedHandle,
                 format!("QUERY_PERF_CAPABILITIES with forged handle {forged_handle:#x}"),
@@ -275,14 +274,14 @@ impl Emulator<'_> {
 
     /// Per live processor: out-of-range indexes (or any index without counters) and a read on
     /// the wrong processor.
-    fn counter_probes(&mut self, engine: &Engine, live: &[(u32, usize, usize)]) {
+    fn counter_probes(&mut self, pep: &PepUnderTest, live: &[(u32, usize, usize)]) {
         let processor_count = self.processor_count();
         for (index, handle_value, count) in live {
             let (index, handle_value, count) =
                 (*index, *handle_value, u32::try_from(*count).unwrap_or(u32::MAX));
             if count == 0 {
                 self.refused_read(
-                    engine,
+                    pep,
                     ProbeKind::NoCounters,
                     index,
                     handle_value,
@@ -294,12 +293,12 @@ impl Emulator<'_> {
                 continue;
             }
             for counter_index in [count, count.saturating_add(7), u32::MAX] {
-                self.refused_read(engine, ProbeKind::IndexOutOfRange, index, handle_value, counter_index, format!("FEEDBACK_READ of counter {counter_index} of processor {index} ({count} described)"));
+                self.refused_read(pep, ProbeKind::IndexOutOfRange, index, handle_value, counter_index, format!("FEEDBACK_READ of counter {counter_index} of processor {index} ({count} described)"));
             }
             if processor_count > 1 {
                 let on = (index + 1) % processor_count;
                 self.refused_read(
-                    engine,
+                    pep,
                     ProbeKind::WrongProcessor,
                     on,
                     handle_value,
@@ -311,7 +310,7 @@ impl Emulator<'_> {
     }
 
     /// Unregisters the last processor, then checks that its handle is stale.
-    pub(super) fn unregister_last(&mut self, engine: &Engine) {
+    pub(super) fn unregister_last(&mut self, pep: &PepUnderTest) {
         let Some((index, handle_value)) = self
             .observations
             .processors
@@ -322,10 +321,10 @@ impl Emulator<'_> {
             return;
         };
         let (returned, trace) =
-            engine.returned(0, |callbacks| callbacks.unregister(handle(handle_value)));
+            pep.returned(0, |callbacks| callbacks.unregister(handle(handle_value)));
         self.observations.absorb(&trace);
         self.observations.unregistered = Some((index, returned));
-        for (probe, trace) in stale_handle_probes(engine, index, handle_value) {
+        for (probe, trace) in stale_handle_probes(pep, index, handle_value) {
             self.record(probe, &trace);
         }
     }
@@ -342,15 +341,14 @@ pub(super) struct ProbeInputs {
 /// A `FEEDBACK_READ` on processor `on` that must be refused (and, where the kind requires,
 /// leave its buffer alone).
 pub(super) fn refused_read_probe(
-    engine: &Engine,
+    pep: &PepUnderTest,
     kind: ProbeKind,
     on: u32,
     handle_value: usize,
     counter_index: ULONG,
     what: String,
 ) -> (Probe, Vec<PlatformOp>) {
-    let (sent, trace) =
-        engine.on(on, |callbacks| callbacks.read(handle(handle_value), counter_index));
+    let (sent, trace) = pep.on(on, |callbacks| callbacks.read(handle(handle_value), counter_index));
     let untouched = sent.untouched || !kind.requires_untouched_data();
     (Probe { kind, what, returned: sent.handled(), untouched }, trace)
 }
@@ -359,12 +357,12 @@ pub(super) fn refused_read_probe(
 /// `QUERY_CAPABILITIES` with it as the processor, and a `DEVICE_STARTED` with it, each of which
 /// must be refused.
 pub(super) fn stale_handle_probes(
-    engine: &Engine,
+    pep: &PepUnderTest,
     index: u32,
     handle_value: usize,
 ) -> Vec<(Probe, Vec<PlatformOp>)> {
     let mut probes = vec![refused_read_probe(
-        engine,
+        pep,
         ProbeKind::StaleHandle,
         index,
         handle_value,
@@ -372,7 +370,7 @@ pub(super) fn stale_handle_probes(
         format!("FEEDBACK_READ with processor {index}'s handle after UNREGISTER"),
     )];
     let (sent, trace) =
-        engine.on(index, |callbacks| callbacks.query_capabilities(handle(handle_value)));
+        pep.on(index, |callbacks| callbacks.query_capabilities(handle(handle_value)));
     probes.push((
         Probe {
             kind: ProbeKind::StaleHandle,
@@ -383,7 +381,7 @@ pub(super) fn stale_handle_probes(
         trace,
     ));
     let (returned, trace) =
-        engine.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
+        pep.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
     probes.push((
         Probe {
             kind: ProbeKind::StaleHandle,

@@ -31,9 +31,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use ppm_caller::payload::handle;
 
 use super::boot::initialise_processor;
-use super::engine::Engine;
 use super::nested::NestingSetup;
 use super::observations::{ProcessorRecord, Tally};
+use super::pep::PepUnderTest;
 use super::probes::{ProbeInputs, refused_read_probe, stale_handle_probes};
 use super::records::{DeviceRecord, HotplugChange, HotplugRecord, Probe, ProbeKind, SleepRecord};
 use super::sample::sample_processor;
@@ -105,7 +105,7 @@ impl Drop for FailOnPanic<'_> {
 
 /// What every processor worker reads.
 struct Run<'r> {
-    engine: &'r Engine,
+    pep: &'r PepUnderTest,
     machine: &'r Machine,
     scenario: &'r Scenario,
     /// Clock time of runtime time 0.
@@ -171,7 +171,7 @@ impl Worker<'_> {
                 if let Some(record) = self.record(index) {
                     // The previous sample's reads are settled now (see `ReadDigest`).
                     record.fold_reads(run.machine);
-                    let (reads, trace) = sample_processor(run.engine, run.machine, record, nesting);
+                    let (reads, trace) = sample_processor(run.pep, run.machine, record, nesting);
                     record.digest.add(reads);
                     self.tally.absorb(&trace);
                 }
@@ -203,7 +203,7 @@ impl Worker<'_> {
                 {
                     let at = run.scenario.events[event].at_ms;
                     let (probe, trace) = refused_read_probe(
-                        run.engine,
+                        run.pep,
                         ProbeKind::WrongProcessor,
                         index,
                         handle_value,
@@ -228,7 +228,7 @@ impl Worker<'_> {
                 record.handle = Some(handle_value);
                 record.issued_handles.push(handle_value);
                 record.removed = false;
-                initialise_processor(run.engine, record, &mut tally);
+                initialise_processor(run.pep, record, &mut tally);
                 let counters = record.described_counters().len();
                 self.tally.merge(tally);
                 run.coordinator.publish(|progress| {
@@ -259,10 +259,10 @@ impl Worker<'_> {
             let pep_handle = handle(handle_value);
             let (returned, trace) = if resume {
                 crate::platform::while_resuming(|| {
-                    run.engine.returned(index, |callbacks| callbacks.resume(pep_handle, target))
+                    run.pep.returned(index, |callbacks| callbacks.resume(pep_handle, target))
                 })
             } else {
-                run.engine
+                run.pep
                     .returned(index, |callbacks| callbacks.enter_system_state(pep_handle, target))
             };
             self.tally.absorb(&trace);
@@ -320,7 +320,12 @@ struct DeviceSide {
 impl Emulator<'_> {
     /// Runs the items, on this thread or on processor threads with this thread as the device
     /// side, and merges what every thread observed into the observations.
-    pub(super) fn run_items(&mut self, engine: &Engine, origin: u64, schedule: &[(u64, Action)]) {
+    pub(super) fn run_items(
+        &mut self,
+        pep: &PepUnderTest,
+        origin: u64,
+        schedule: &[(u64, Action)],
+    ) {
         let scenario = self.scenario;
         let machine = Arc::clone(&self.machine);
         let processors = self.processor_count();
@@ -358,7 +363,7 @@ impl Emulator<'_> {
             blocking: threads > 0,
         };
         let run = Run {
-            engine,
+            pep,
             machine: &machine,
             scenario,
             origin,
@@ -422,7 +427,7 @@ impl Emulator<'_> {
 
     /// One device-side item, on the calling thread.
     fn device_item(&mut self, run: &Run<'_>, device: &mut DeviceSide, item: Item) {
-        let engine = run.engine;
+        let pep = run.pep;
         let index = item.key.processor;
         let slot = index as usize;
         let key = item.key;
@@ -435,11 +440,11 @@ impl Emulator<'_> {
                     }),
                 );
                 let inputs = device.probe_inputs.clone();
-                self.run_probes(engine, &inputs);
+                self.run_probes(pep, &inputs);
             }
             Work::Register(number) => {
                 let id = self.scenario.platform.device_ids.device_id(index);
-                let (returned, accepted, trace) = engine.prepare(Some(&id));
+                let (returned, accepted, trace) = pep.prepare(Some(&id));
                 device.tally.absorb(&trace);
                 let device_number = self.observations.devices.len();
                 let mut record = DeviceRecord {
@@ -452,7 +457,7 @@ impl Emulator<'_> {
                 };
                 let live = if returned && accepted {
                     let kernel_handle = 0xFFFF_C000_0000_0000 + (device_number + 1) * 0x100;
-                    let (register, trace) = engine.register(&record.id, kernel_handle);
+                    let (register, trace) = pep.register(&record.id, kernel_handle);
                     device.tally.absorb(&trace);
                     record.registered = Some(register);
                     register.live_handle()
@@ -478,7 +483,7 @@ impl Emulator<'_> {
                     return;
                 };
                 let (returned, trace) =
-                    engine.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
+                    pep.returned(0, |callbacks| callbacks.device_started(handle(handle_value)));
                 device.tally.absorb(&trace);
                 if let Some(record) = self.observations.devices.get_mut(device_number) {
                     record.started = Some(returned);
@@ -489,9 +494,9 @@ impl Emulator<'_> {
                 let handle_value = device.handles[slot].take();
                 let (returned, stale_probes) = handle_value.map_or((false, Vec::new()), |live| {
                     let (returned, trace) =
-                        engine.returned(0, |callbacks| callbacks.unregister(handle(live)));
+                        pep.returned(0, |callbacks| callbacks.unregister(handle(live)));
                     device.tally.absorb(&trace);
-                    let probes = stale_handle_probes(engine, index, live)
+                    let probes = stale_handle_probes(pep, index, live)
                         .into_iter()
                         .map(|(probe, trace)| {
                             device.tally.absorb(&trace);

@@ -5,9 +5,9 @@ use std::rc::Rc;
 use ppm_caller::payload::{handle, read_counts};
 
 use super::analysis::{analyse_read, raw_read};
-use super::engine::Engine;
 use super::nested::{self, NestingSetup, PLATFORM_CALL_NS};
 use super::observations::ProcessorRecord;
+use super::pep::PepUnderTest;
 use super::records::ReadRecord;
 use crate::machine::Machine;
 use crate::platform::{self, PlatformOp};
@@ -16,10 +16,10 @@ use crate::platform::{self, PlatformOp};
 /// described — with `nesting`, each interrupted by nested notifications (see [`NestedCall`](super::NestedCall)).
 /// Reads only that processor's record and returns its new reads with the platform operations
 /// they made (the nested ones included), so that a runtime with one thread per processor runs
-/// it concurrently (the engine and the machine are shared by reference; "running as" is per
-/// thread).
+/// it concurrently (the PEP under test and the machine are shared by reference; "running as"
+/// is per thread).
 pub(super) fn sample_processor(
-    engine: &Engine,
+    pep: &PepUnderTest,
     machine: &Machine,
     record: &ProcessorRecord,
     nesting: Option<NestingSetup>,
@@ -30,13 +30,13 @@ pub(super) fn sample_processor(
     let mut operations = Vec::new();
     for counter_index in 0..count {
         let deliveries: Option<Rc<nested::Nesting>> = nesting.map(|setup| {
-            nested::Nesting::new(engine.callbacks, handle_value, counter_index, setup)
+            nested::Nesting::new(pep.callbacks().clone(), handle_value, counter_index, setup)
         });
         let guard = deliveries
             .as_ref()
             .map(|deliveries| platform::nest(deliveries.hook(), PLATFORM_CALL_NS));
-        let (sent, trace) = engine
-            .on(record.index, |callbacks| callbacks.read(handle(handle_value), counter_index));
+        let (sent, trace) =
+            pep.on(record.index, |callbacks| callbacks.read(handle(handle_value), counter_index));
         drop(guard);
         let (nested, nested_operations) =
             deliveries.map(|deliveries| deliveries.finish()).unwrap_or_default();

@@ -1,7 +1,7 @@
 //! Unit tests of the parent module.
 
 use super::analysis::analyse_read;
-use super::engine::Engine;
+use super::pep::PepUnderTest;
 use super::records::PairAccess;
 use crate::cpu::msr;
 use crate::machine::Machine;
@@ -23,7 +23,7 @@ fn read(msr: u32, masked: bool, epoch: u64) -> PlatformOp {
 #[test]
 fn the_engine_instance_can_be_shared_by_processor_threads() {
     const fn shareable<T: Sync>() {}
-    shareable::<Engine>();
+    shareable::<PepUnderTest>();
     shareable::<Machine>();
 }
 
