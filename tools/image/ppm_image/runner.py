@@ -1083,16 +1083,7 @@ class Runner(Services):
                     )
                 result = handler()
             elif address < POFX_STUBS:
-                index = (address - KMDF_STUBS) // len(self.arch.stub_bytes)
-                if self.verifier is not None:
-                    name = self.kmdf_name(index)
-                    self.verifier.kmdf_called.add(name)
-                    failure = self._verify_call(name)
-                    if failure is not None:
-                        self.kmdf_calls[index] = self.kmdf_calls.get(index, 0) + 1
-                        self.regs.write(self.arch.result, failure)
-                        return
-                result = self._kmdf(index)
+                result = self._kmdf((address - KMDF_STUBS) // len(self.arch.stub_bytes))
             else:
                 if self.verifier is not None:
                     self.verifier.pofx_calls += 1
@@ -1239,7 +1230,11 @@ class Runner(Services):
             "kmdf_function_count": self.kmdf_count,
             "seh": self.seh_log,
             "functions": {"total": len(self.symbols.rvas), "executed": executed},
-            "verifier": self.verifier.report() if self.verifier is not None else None,
+            "verifier": (
+                self.verifier.report([self.kmdf_name(index) for index in self.kmdf_calls])
+                if self.verifier is not None
+                else None
+            ),
         }
 
     def kmdf_name(self, index: int) -> str:

@@ -406,6 +406,9 @@ class Services:
     def _kmdf(self, index: int) -> int | None:
         self.kmdf_calls[index] = self.kmdf_calls.get(index, 0) + 1
         name = self.kmdf_name(index)
+        failure = self._verify_call(name)
+        if failure is not None:
+            return failure
         handler = getattr(self, f"wdf_{name}", None)
         if handler is None or index >= self.kmdf_count:
             raise Crash(

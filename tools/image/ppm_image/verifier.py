@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -115,7 +116,6 @@ class Verifier:
         }
         self.imports = sorted({name for _, name, _ in imports})
         self.unruled = sorted(name for name in self.imports if name not in self.rules)
-        self.kmdf_called: set[str] = set()
         self.irql_violations: list[dict[str, Any]] = []
         self.fallible: dict[tuple[str, int], int] = {}
         self.accesses: dict[tuple[str, int, int, str], int] = {}
@@ -354,11 +354,12 @@ class Verifier:
 
     # ---- report -------------------------------------------------------------------------
 
-    def report(self) -> dict[str, Any]:
+    def report(self, kmdf_functions: Iterable[str] = ()) -> dict[str, Any]:
+        """What the rules saw; `kmdf_functions`: the KMDF functions the image called."""
         return {
             "irql": {
                 "imports": self.imports,
-                "kmdf_functions": sorted(self.kmdf_called),
+                "kmdf_functions": sorted(kmdf_functions),
                 "unruled": sorted(self.unruled),
                 "violations": self.irql_violations,
             },
