@@ -434,24 +434,19 @@ fn verifier_needs_image(verifier: bool, pep: &PepBackend) -> Result<(), String> 
     Ok(())
 }
 
-/// One scenario on the image; with `verifier`, under Driver Verifier's rules and followed by
-/// the systematic runs (`crate::verify_image`), whose verdict comes back beside the report.
-fn run_image_verified(
+/// One scenario's report on the image; with `verifier`, under Driver Verifier's rules and
+/// followed by the systematic runs (`crate::verify_image`), whose verdict joins the report.
+fn run_on_image(
     scenario: &Scenario,
     options: &RunOptions,
     image_path: &std::path::Path,
     verifier: bool,
     progress: &Progress,
-) -> Result<(crate::report::Report, Option<image::verifier::Verdicts>), String> {
+) -> Result<crate::report::Report, String> {
     if !verifier {
-        return Ok((crate::run_image(scenario, options, image_path)?.report, None));
+        return Ok(crate::run_image(scenario, options, image_path)?.report);
     }
-    let base = image::verifier::VerifierOptions::default();
-    let output = crate::run_image_with(scenario, options, image_path, Some(&base))?;
-    let found = output.report.image.as_ref().and_then(|image| image.verifier.clone());
-    let Some(found) = found else {
-        return Err(format!("{}: the runner reported no verifier verdict", scenario.name));
-    };
+    let (output, found) = crate::run_image_verified(scenario, options, image_path)?;
     let verdicts = crate::verify_image(
         &[(scenario, image_path.to_path_buf(), found)],
         &|label: &str, scenario: &Scenario| RunOptions {
@@ -459,7 +454,7 @@ fn run_image_verified(
             ..RunOptions::default()
         },
     )?;
-    Ok((output.report, Some(verdicts)))
+    Ok(output.report.with_verifier(verdicts))
 }
 
 fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, String> {
@@ -500,12 +495,7 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
         PepBackend::Engine => crate::run_with(&scenario, &options),
         PepBackend::Image(image) => {
             let image = image::image_for(&scenario, image.as_deref());
-            let (report, verdicts) =
-                run_image_verified(&scenario, &options, &image, request.verifier, &progress)?;
-            match verdicts {
-                Some(verdicts) => report.with_verifier(verdicts),
-                None => report,
-            }
+            run_on_image(&scenario, &options, &image, request.verifier, &progress)?
         }
     };
     drop(progress);
@@ -651,12 +641,9 @@ fn validate(
             PepBackend::Engine => SuiteReport::new(vec![crate::run_with(&scenario, &options)]),
             PepBackend::Image(image) => {
                 let image = image::image_for(&scenario, image.as_deref());
-                let (report, verdicts) =
-                    run_image_verified(&scenario, &options, &image, verifier, &progress)?;
-                SuiteReport::new(vec![match verdicts {
-                    Some(verdicts) => report.with_verifier(verdicts),
-                    None => report,
-                }])
+                SuiteReport::new(vec![run_on_image(
+                    &scenario, &options, &image, verifier, &progress,
+                )?])
             }
         }
     } else {
@@ -702,16 +689,7 @@ fn bench_image(
             ..RunOptions::default()
         };
         let image_path = image::image_for(&scenario, None);
-        let output = crate::run_image_with(
-            &scenario,
-            &options,
-            &image_path,
-            Some(&image::verifier::VerifierOptions::default()),
-        )?;
-        let found = output.report.image.as_ref().and_then(|image| image.verifier.clone());
-        let Some(found) = found else {
-            return Err(format!("bench: {name}: the runner counted nothing"));
-        };
+        let (_, found) = crate::run_image_verified(&scenario, &options, &image_path)?;
         let cost = image::verifier::cost_verdict(arch, &[found]);
         let _ = writeln!(
             out,

@@ -172,6 +172,28 @@ pub fn run_image_with(
     Ok(output)
 }
 
+/// [`run_image_with`] under Driver Verifier's rules with nothing injected: the run, and what
+/// the runner's rules saw in it.
+///
+/// # Errors
+/// As [`run_image`].
+pub fn run_image_verified(
+    scenario: &Scenario,
+    options: &RunOptions,
+    image_path: &std::path::Path,
+) -> Result<(RunOutput, image::verifier::RunnerVerdict), String> {
+    let output = run_image_with(
+        scenario,
+        options,
+        image_path,
+        Some(&image::verifier::VerifierOptions::default()),
+    )?;
+    let verdict = output.report.image.as_ref().and_then(|image| image.verifier.clone());
+    let verdict = verdict
+        .ok_or_else(|| format!("{}: the runner reported no verifier verdict", scenario.name))?;
+    Ok((output, verdict))
+}
+
 /// Every built-in scenario against the image (`ppm-sim validate --pep image`).
 ///
 /// Each runs on the image of its architecture (`explicit` for every scenario of that image's
@@ -191,20 +213,16 @@ pub fn validate_image(
     let x64_image = explicit.map_or_else(image::default_image, std::path::Path::to_path_buf);
     let suite = builtin::all();
     let mut base_runs = Vec::new();
-    let base_options = image::verifier::VerifierOptions::default();
     for (number, (name, scenario)) in suite.iter().enumerate() {
         let image_path = &image::image_for(scenario, explicit);
-        let label = suite_label(number, suite.len(), name);
-        let output = run_image_with(
-            scenario,
-            &options(&label, scenario),
-            image_path,
-            verifier.then_some(&base_options),
-        )?;
-        if let Some(verdict) = output.report.image.as_ref().and_then(|image| image.verifier.clone())
-        {
+        let options = options(&suite_label(number, suite.len(), name), scenario);
+        let output = if verifier {
+            let (output, verdict) = run_image_verified(scenario, &options, image_path)?;
             base_runs.push((scenario, image_path.clone(), verdict));
-        }
+            output
+        } else {
+            run_image(scenario, &options, image_path)?
+        };
         if scenario.platform.cpu.is_arm64() {
             reports.push(output.report);
             continue;
@@ -272,24 +290,20 @@ pub fn verify_image(
                             injections.len(),
                             scenario.name
                         );
-                        // First on the scenario's first reads; an injection not reached
-                        // there runs again on the whole scenario.
-                        let short = image::verifier::shortened(scenario);
-                        let mut outcome = run_image_with(
-                            &short,
-                            &options(&label, &short),
-                            image_path,
-                            Some(&injection.options),
-                        )
-                        .map(|output| injected_run(&output));
-                        if matches!(&outcome, Ok(run) if !run.reached(&injection.options)) {
-                            outcome = run_image_with(
+                        let run = |scenario: &Scenario| {
+                            run_image_with(
                                 scenario,
                                 &options(&label, scenario),
                                 image_path,
                                 Some(&injection.options),
                             )
-                            .map(|output| injected_run(&output));
+                            .map(|output| injected_run(&output))
+                        };
+                        // First on the scenario's first reads; an injection not reached
+                        // there runs again on the whole scenario.
+                        let mut outcome = run(&image::verifier::shortened(scenario));
+                        if matches!(&outcome, Ok(run) if !run.reached(&injection.options)) {
+                            outcome = run(scenario);
                         }
                         results
                             .lock()

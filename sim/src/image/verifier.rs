@@ -256,8 +256,16 @@ pub fn runner_verdict(
     }
 }
 
-fn compact(values: &[Value]) -> Vec<String> {
-    values.iter().map(Value::to_string).collect()
+impl RunnerVerdict {
+    /// Its IRQL violations, in words ([`irql_violation`]).
+    fn irql_violations(&self) -> impl Iterator<Item = String> + '_ {
+        self.irql.violations.iter().map(irql_violation)
+    }
+
+    /// Its special-pool and handle violations, as the runner reported them.
+    fn pool_violations(&self) -> impl Iterator<Item = String> + '_ {
+        self.pool.violations.iter().chain(&self.handles.violations).map(Value::to_string)
+    }
 }
 
 /// An IRQL violation as the runner reports it, in words: `ROUTINE called at IRQL N from
@@ -294,12 +302,11 @@ pub fn run_checks(verdict: &RunnerVerdict, status: NTSTATUS, published: bool) ->
             ),
         )
     } else {
-        let mut what: Vec<String> = irql.violations.iter().map(irql_violation).collect();
+        let mut what: Vec<String> = verdict.irql_violations().collect();
         what.extend(irql.unruled.iter().map(|name| format!("{name}: no IRQL rule")));
         CheckResult::new("image.irql", false, what.join("; "))
     };
-    let mut pool = compact(&verdict.pool.violations);
-    pool.extend(compact(&verdict.handles.violations));
+    let mut pool: Vec<String> = verdict.pool_violations().collect();
     pool.extend(leaks(verdict, status, published));
     let pool_check = if pool.is_empty() {
         CheckResult::new(
@@ -380,10 +387,11 @@ impl InjectedRun {
 pub struct ArchVerdict {
     /// The IRQL rule.
     pub irql: IrqlVerdict,
-    /// The low resources simulation.
-    pub low_resources: LowResourcesVerdict,
-    /// The access faults.
-    pub access_faults: AccessVerdict,
+    /// The low resources simulation: every fallible call site, with the runs made with it
+    /// failing.
+    pub low_resources: SitesVerdict<LowResourcesSite>,
+    /// The access faults: every access site and phase, each faulted in its own run.
+    pub access_faults: SitesVerdict<AccessSite>,
     /// The special pool and handles.
     pub pool: PoolVerdict,
     /// The image's `FEEDBACK_READ` cost.
@@ -403,13 +411,20 @@ pub struct IrqlVerdict {
     pub violations: Vec<String>,
 }
 
-/// The low resources simulation.
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct LowResourcesVerdict {
-    /// Every fallible call site, with the runs made with it failing.
-    pub sites: Vec<LowResourcesSite>,
+/// The systematic runs of one rule: every site, each tried in its own runs, and the runs that
+/// did not end as the documentation says.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct SitesVerdict<T> {
+    /// Every site.
+    pub sites: Vec<T>,
     /// Runs that did not end as the documentation says.
     pub violations: Vec<String>,
+}
+
+impl<T> Default for SitesVerdict<T> {
+    fn default() -> Self {
+        Self { sites: Vec::new(), violations: Vec::new() }
+    }
 }
 
 /// One fallible call site.
@@ -421,15 +436,6 @@ pub struct LowResourcesSite {
     pub site: u64,
     /// The runs made with it failing (one per occurrence, up to [`LOOP_OCCURRENCES`]).
     pub boots: u64,
-}
-
-/// The access faults.
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct AccessVerdict {
-    /// Every access site and phase, each faulted in its own run.
-    pub sites: Vec<AccessSite>,
-    /// Runs that did not end as the documentation says.
-    pub violations: Vec<String>,
 }
 
 /// The special pool and handles over every run.
@@ -601,10 +607,7 @@ pub fn judge_injected(options: &VerifierOptions, run: &InjectedRun) -> Vec<Strin
         return wrong;
     }
     let verdict = &run.verdict;
-    let mut problems: Vec<String> = verdict.irql.violations.iter().map(irql_violation).collect();
-    problems.extend(compact(&verdict.pool.violations));
-    problems.extend(compact(&verdict.handles.violations));
-    for problem in problems {
+    for problem in verdict.irql_violations().chain(verdict.pool_violations()) {
         wrong.push(format!("{what}: {problem}"));
     }
     let Some(status) = run.status else {
@@ -692,10 +695,9 @@ pub fn verdict(
         imports.extend(run.irql.imports.iter().cloned());
         kmdf.extend(run.irql.kmdf_functions.iter().cloned());
         unruled.extend(run.irql.unruled.iter().cloned());
-        result.irql.violations.extend(run.irql.violations.iter().map(irql_violation));
+        result.irql.violations.extend(run.irql_violations());
         result.pool.allocations += run.pool.allocations;
-        result.pool.violations.extend(compact(&run.pool.violations));
-        result.pool.violations.extend(compact(&run.handles.violations));
+        result.pool.violations.extend(run.pool_violations());
     }
     result.irql.imports = imports.len();
     result.irql.kmdf_functions = kmdf.len();
