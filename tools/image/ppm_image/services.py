@@ -120,20 +120,34 @@ class Services:
 
     def imp_ExAllocatePool2(self) -> int:
         flags, size, tag = self.arg(0), self.arg(1), self.arg32(2)
-        if self.verifier is not None:
-            return self._special_pool_allocate(flags, size, tag)
-        address = (self.pool_next + 15) & ~15
-        if size > POOL_LIMIT or address + size > POOL + POOL_LIMIT:
-            print(
-                f"image-runner: pool limit of {POOL_LIMIT} bytes reached",
-                file=sys.stderr,
-            )
+        block = None
+        if size > POOL_LIMIT:
+            address = None
+        elif self.verifier is not None:
+            # Driver Verifier's special pool (verifier.py): the block ends at the end of its
+            # own pages, the page after it stays unmapped, the slack before it is filled to be
+            # checked at free.
+            block = self.verifier.place(size, self.pool_next)
+            address = block.address if block is not None else None
+        else:
+            address = (self.pool_next + 15) & ~15
+            if address + size > POOL + POOL_LIMIT:
+                address = None
+        if address is None:
+            print(f"image-runner: pool limit of {POOL_LIMIT} bytes reached", file=sys.stderr)
             return 0
         answer = self.ask(
             {"host": "pool_allocate", "flags": flags, "bytes": size, "tag": tag, "address": address}
         )
         if not answer.get("granted"):
             return 0
+        if block is not None:
+            self.uc.mem_map(block.first_page, block.pages * PAGE)
+            self.uc.mem_write(block.first_page, SLACK_BYTE * (address - block.first_page))
+            block.paged = bool(flags & POOL_FLAG_PAGED)
+            self.pool_next = block.first_page + (block.pages + 1) * PAGE
+            self.verifier.allocated(block)
+            return address
         end = address + max(size, 1)
         if end > self.pool_mapped:
             top = (end + PAGE - 1) & ~(PAGE - 1)
@@ -156,32 +170,6 @@ class Services:
             block = self.verifier.free(address, site, slack)
             self.uc.mem_unmap(block.first_page, block.pages * PAGE)
         self.ask({"host": "pool_free", "address": address})
-
-    def _special_pool_allocate(self, flags: int, size: int, tag: int) -> int:
-        """ExAllocatePool2 under Driver Verifier's special pool (verifier.py): the block ends
-        at the end of its own pages, the page after it stays unmapped, the slack before it is
-        filled to be checked at free."""
-        block = self.verifier.place(size, self.pool_next) if size <= POOL_LIMIT else None
-        if block is None:
-            print(f"image-runner: pool limit of {POOL_LIMIT} bytes reached", file=sys.stderr)
-            return 0
-        answer = self.ask(
-            {
-                "host": "pool_allocate",
-                "flags": flags,
-                "bytes": size,
-                "tag": tag,
-                "address": block.address,
-            }
-        )
-        if not answer.get("granted"):
-            return 0
-        self.uc.mem_map(block.first_page, block.pages * PAGE)
-        self.uc.mem_write(block.first_page, SLACK_BYTE * (block.address - block.first_page))
-        block.paged = bool(flags & POOL_FLAG_PAGED)
-        self.pool_next = block.first_page + (block.pages + 1) * PAGE
-        self.verifier.allocated(block)
-        return block.address
 
     def imp_KeGetCurrentProcessorNumberEx(self) -> int:
         answer = self.current_processor()
