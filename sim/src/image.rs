@@ -11,7 +11,8 @@
 //! `callbacks`' [`ImageCallbacks`], a [`ppm_caller::Dispatch`]: each sends the call to the
 //! runner.
 //!
-//! The submodules: `runner` (the process and the line protocol), `host` (the requests),
+//! The submodules: `runner` (the process and the line protocol), `affinity` (the runner and
+//! the thread commanding it on one processor), `host` (the requests),
 //! `callbacks` (the image's callbacks as the emulator calls them), `measurements` (what the
 //! runner measured, judged against the image's static figures), `pe` (the image and the files
 //! beside it, checked before the runner starts), `symbols` (Rust symbols made readable for
@@ -20,6 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod affinity;
 mod callbacks;
 mod host;
 mod measurements;
@@ -28,6 +30,7 @@ mod runner;
 mod symbols;
 pub mod verifier;
 
+pub(crate) use affinity::Pinned;
 pub use callbacks::ImageCallbacks;
 pub use host::{ImageHost, KernelKeys, KernelLedger};
 pub use measurements::{

@@ -123,6 +123,8 @@ pub fn run_image_with(
 ) -> Result<RunOutput, String> {
     image::check_image(image_path, image::architecture_of(scenario))?;
     let script = image::repository().join("scripts/image-runner.sh");
+    // Before the runner starts, which inherits it; the run's own threads too.
+    let _pinned = image::Pinned::for_runner();
     let runner = Arc::new(
         image::Runner::start(
             &script,
