@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): Unicorn (GPL-2.0,
-# never in a shipped binary), capstone and pefile in the image backend's virtualenv
+# never in a shipped binary), capstone, pefile and orjson in the image backend's virtualenv
 # (target/image/venv, pinned in tools/image/requirements.txt, reinstalled only when that file
 # changes).
 #

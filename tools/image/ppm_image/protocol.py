@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import IO, Any
+
+import orjson
 
 MAX_LINE_BYTES = 64 << 20
 
@@ -25,13 +26,12 @@ class Channel:
         self.input = sys.stdin.buffer if reader is None else None
 
     def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, separators=(",", ":")) + "\n"
+        data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
         if self.writer is None:
-            data = line.encode()
             while data:
                 data = data[os.write(1, data) :]
         else:
-            self.writer.write(line)
+            self.writer.write(data.decode())
             self.writer.flush()
 
     def receive(self) -> dict[str, Any] | None:
@@ -44,8 +44,8 @@ class Channel:
         if len(line) > MAX_LINE_BYTES:
             raise ProtocolError(f"a line longer than {MAX_LINE_BYTES} bytes")
         try:
-            message = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
             raise ProtocolError(f"not JSON: {error} in {line[:80]!r}") from error
         if not isinstance(message, dict):
             raise ProtocolError(f"not a JSON object: {line[:80]!r}")

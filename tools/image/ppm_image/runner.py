@@ -225,6 +225,9 @@ class Runner(Services):
         self.stack_floor = 0  # lowest stack address of the command before a nested repaint
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
+        # Stale pages a command released and left readable until the next call starts (the
+        # next command usually sends the same payload page again: no protect, no unprotect).
+        self.unprotected: set[int] = set()
         self.interrupts = True
         # The current call's processor, when ppm-sim sent one: its interrupt windows are inert,
         # so KeGetCurrentProcessorNumberEx is answered here and interrupt masking deferred.
@@ -350,12 +353,16 @@ class Runner(Services):
         """Maps ppm-sim's `page` with `data` for this call (see _fetch_page)."""
         if page in self.stale:
             self.stale.discard(page)
-            self.uc.mem_protect(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
+            if page in self.unprotected:
+                self.unprotected.discard(page)
+            else:
+                self.uc.mem_protect(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
         else:
             if len(self.stale) >= MAX_CACHED_PAGES:
                 for old in list(self.stale):
                     self.uc.mem_unmap(old, PAGE)
                 self.stale.clear()
+                self.unprotected.clear()
             self.uc.mem_map(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
         self.uc.mem_write(page, data)
         self.mirrors[-1][page] = data
@@ -374,6 +381,16 @@ class Runner(Services):
         if len(data) != PAGE:
             raise Fatal(f"read of {page:#x}: {len(data)} bytes instead of {PAGE}")
         return data
+
+    def _protect_stale(self, pages: tuple[tuple[int, bytes], ...]) -> None:
+        """A call starts: the stale pages the last command left readable become PROT_NONE,
+        but for those this call is sent again (installed readable as they are)."""
+        if not self.unprotected:
+            return
+        sent = {page for page, _ in pages}
+        for page in self.unprotected - sent:
+            self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
+        self.unprotected &= sent
 
     def _share_outer_pages(self) -> None:
         """A nested call starts: ppm-sim wrote its payload, maybe into a page an interrupted
@@ -407,7 +424,10 @@ class Runner(Services):
             # call's writes (ppm-sim applies them), so the interrupted call does not repeat them.
             outer = next((level for level in self.mirrors if page in level), None)
             if outer is None:
-                self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
+                if self.mirrors:  # an interrupted call runs on: stale at once
+                    self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
+                else:
+                    self.unprotected.add(page)
                 self.stale.add(page)
             if after == before:
                 continue
@@ -681,6 +701,7 @@ class Runner(Services):
         elif not nested:
             self.irql = 0
         self.crash = None
+        self._protect_stale(pages)
         self.mirrors.append({})
         if nested:
             self._share_outer_pages()

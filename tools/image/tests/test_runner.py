@@ -112,6 +112,27 @@ def test_prepare_device_through_ppm_sim_memory():
     assert done["writes"] == [[PAYLOAD + 8, "00"]]
 
 
+def test_a_page_a_call_left_is_fetched_again_when_touched_unsent():
+    """A page sent with one call is stale after it: the next call that touches it without
+    sending it asks ppm-sim for it again (it may have changed), and a call that sends it again
+    uses the bytes sent. A device the PEP refuses gets DeviceAccepted 0: a write only where
+    the page's byte was not 0 already."""
+    session = booted()
+    device, _ = callbacks(session)
+    host = session.host
+    prepare = {"op": "call", "address": device, "args": [PEP_DPM_PREPARE_DEVICE, PAYLOAD]}
+    for accepted_before, sent in ((0, True), (0xEE, False), (0, True), (0xEE, False)):
+        page = prepare_device_page("\\_SB.PCI0")
+        page[8] = accepted_before
+        host.memory[PAYLOAD] = page
+        pages = [[PAYLOAD, bytes(page).hex()]] if sent else []
+        before = len(host.requests)
+        done = session.command({**prepare, "pages": pages})
+        assert done["writes"] == ([[PAYLOAD + 8, "00"]] if accepted_before else [])
+        fetched = {"host": "read", "address": PAYLOAD, "length": 0x1000}
+        assert (fetched in host.requests[before:]) is not sent
+
+
 def test_unreadable_host_memory_is_a_page_fault():
     session = booted()
     device, _ = callbacks(session)
