@@ -26,9 +26,10 @@
 //! assert!(report.passed, "{}", report.checks_text());
 //! ```
 //!
-//! To show that a check catches a broken PEP or platform, run with [`RunOptions`]: substitute
-//! the `PEP_INFORMATION` (e.g. `extern "C"` shims around the engine's callbacks that corrupt
-//! what they return) or inject [`platform::PlatformFaults`].
+//! To show that a check catches a broken PEP or platform, a test runs with the `sabotage`
+//! feature and a `RunOptions::sabotage`: a substituted `PEP_INFORMATION` (e.g. `extern "C"`
+//! shims around the engine's callbacks that corrupt what they return), platform faults or
+//! broken kernel services (the `sabotage` module, absent from a build without the feature).
 
 pub mod bench;
 pub mod boot;
@@ -43,6 +44,8 @@ pub mod platform;
 pub mod plot;
 pub mod pofx;
 pub mod report;
+#[cfg(any(test, feature = "sabotage"))]
+pub mod sabotage;
 pub mod scenario;
 pub mod text;
 pub mod trace;
@@ -51,7 +54,7 @@ use std::sync::Arc;
 
 pub use checks::{CHECK_IDS, CheckResult, CheckStatus};
 pub use machine::Machine;
-pub use platform::{PlatformFaults, SimPlatform};
+pub use platform::SimPlatform;
 pub use pofx::{Observations, RunOptions};
 pub use report::{Report, SuiteReport};
 pub use scenario::{Scenario, ScenarioError};
@@ -62,7 +65,7 @@ pub fn run(scenario: &Scenario) -> Report {
     run_with(scenario, &RunOptions::default())
 }
 
-/// Runs `scenario` with a substituted PEP and/or injected platform faults.
+/// Runs `scenario` with `options` (an observer, the image backend, a test's sabotage).
 #[must_use]
 pub fn run_with(scenario: &Scenario, options: &RunOptions) -> Report {
     run_detailed(scenario, options).report

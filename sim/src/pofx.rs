@@ -26,12 +26,13 @@ use std::sync::Arc;
 
 use ppm_caller::Callbacks;
 use ppm_engine::Pep;
-use ppm_engine::abi::PEP_INFORMATION;
 
-use crate::boot::{BootRecord, BootSabotage, SimKernel};
+use crate::boot::{BootRecord, SimKernel};
 use crate::image::{self, Runner};
 use crate::machine::Machine;
-use crate::platform::{self, PlatformFaults, SimPlatform};
+use crate::platform::{self, SimPlatform};
+#[cfg(any(test, feature = "sabotage"))]
+use crate::sabotage::Sabotage;
 use crate::scenario::Scenario;
 
 mod analysis;
@@ -63,20 +64,15 @@ pub use records::{
     RegistrationRecord, SleepRecord,
 };
 
-/// How to run a scenario: what to substitute for the real PEP or platform, to show that the
-/// checks catch a broken one. The default runs the real engine on a faithful platform.
+/// How to run a scenario: who observes the reads and which backend runs the PEP. The default
+/// runs the real engine on a faithful platform.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    /// The `PEP_INFORMATION` to register instead of the engine's (that of
-    /// [`ppm_engine::pep_information`] for [`crate::platform::SimHost`]). A test can wrap the
-    /// engine's callbacks in `extern "C"` shims that corrupt their results; inside a callback,
-    /// [`ppm_engine::PepHost::instance`] on `SimHost` returns the engine instance (and
-    /// `.platform()` the simulated platform, e.g. to read an MSR the PEP should not read).
-    pub pep_information: Option<PEP_INFORMATION>,
-    /// Faults injected into the platform the engine runs on.
-    pub platform_faults: PlatformFaults,
-    /// Kernel services that get `DriverEntry`'s unwinding or reporting wrong.
-    pub boot_sabotage: BootSabotage,
+    /// What a test substitutes for the real PEP or breaks in the platform and the kernel
+    /// services, to show that the checks catch it (only with the `sabotage` feature; see
+    /// [`crate::sabotage`]).
+    #[cfg(any(test, feature = "sabotage"))]
+    pub sabotage: Sabotage,
     /// Called with every runtime read as it is digested (`--trace`, `--plot`).
     pub read_observer: Option<ReadObserver>,
     /// The image backend: the runner that executes the image (`None`: the engine).
@@ -123,7 +119,11 @@ impl<'a> Emulator<'a> {
     #[must_use]
     pub fn new(scenario: &'a Scenario, options: &RunOptions) -> Self {
         let machine = Arc::new(Machine::new(scenario));
-        let platform = SimPlatform::new(Arc::clone(&machine), options.platform_faults.clone());
+        #[cfg(not(any(test, feature = "sabotage")))]
+        let platform = SimPlatform::new(Arc::clone(&machine));
+        #[cfg(any(test, feature = "sabotage"))]
+        let platform =
+            SimPlatform::with_faults(Arc::clone(&machine), options.sabotage.platform.clone());
         let mut observations = Observations {
             image: None,
             registration: RegistrationRecord {
@@ -150,12 +150,9 @@ impl<'a> Emulator<'a> {
             sleeps: Vec::new(),
             processor_threads: 0,
         };
-        let kernel = SimKernel::new(
-            scenario,
-            platform.clone(),
-            options.pep_information,
-            options.boot_sabotage,
-        );
+        let kernel = SimKernel::new(scenario, platform.clone());
+        #[cfg(any(test, feature = "sabotage"))]
+        let kernel = kernel.with_sabotage(&options.sabotage);
         platform::begin_trace();
         let (boot, pep, image) = match &options.image {
             None => {
