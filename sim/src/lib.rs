@@ -14,7 +14,7 @@
 //!   pool, the PMU reservation through the emulated HAL, `PoFxRegisterPluginEx`.
 //! - [`pofx`]: the emulator — on one thread, or on one thread per processor beside a device
 //!   thread, optionally with nested notifications interrupting every read; [`checks`]: the
-//!   conformance checks; [`report`]: the results.
+//!   conformance checks, by the rules of [`verdict`]; [`report`]: the results.
 //! - [`builtin`]: the built-in scenarios; [`cli`]: the `ppm-sim` command line; [`bench`](mod@bench): the
 //!   micro-benchmark of `FEEDBACK_READ` and the other PPM queries through the C ABI.
 //! - [`trace`], [`plot`]: `run --trace` and `run --plot`; [`output`]: how their files are
@@ -49,6 +49,7 @@ pub mod sabotage;
 pub mod scenario;
 pub mod text;
 pub mod trace;
+pub mod verdict;
 
 use std::sync::Arc;
 

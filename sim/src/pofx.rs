@@ -20,7 +20,9 @@
 //! `probes`, `nested`, `sample`, `boot`, `schedule` and `runtime` (what the emulated OS does,
 //! most of it as methods of [`Emulator`]). This module holds [`RunOptions`] and the
 //! [`Emulator`]'s orchestration. The checks ([`crate::checks`]) consume the observations;
-//! nothing here uses them.
+//! nothing here uses them. The rules they judge by ([`crate::verdict`]) are a leaf below both:
+//! the digest holds each interval to its rule as it streams (it keeps no read to judge later)
+//! and records the [`crate::verdict::Findings`] the checks turn into pass or fail.
 
 use std::sync::Arc;
 
@@ -49,8 +51,7 @@ mod schedule;
 
 pub use boot::default_other_devices;
 pub use digest::{
-    ACCURACY_TOLERANCE, CounterMetrics, Findings, NestedDigest, ReadDigest, ReadObserver,
-    SPIKE_TOLERANCE, SleepDigest, TracedInterval, TracedRead,
+    CounterMetrics, NestedDigest, ReadDigest, ReadObserver, SleepDigest, TracedInterval, TracedRead,
 };
 pub use nested::{NestingSetup, PLATFORM_CALL_NS};
 pub use observations::{Observations, ProcessorRecord};
