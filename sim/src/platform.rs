@@ -311,10 +311,6 @@ impl SimPlatform {
         &self.machine
     }
 
-    /// An instant at which an interrupt can arrive: with nesting modelled (see [`nest`]), the
-    /// call's time passes and, unless interrupts are masked (and a test's `PlatformFaults`
-    /// does not deliver inside masked sections) and unless a nested delivery is already under
-    /// way, the nested notifications are delivered.
     /// The end of a register read (an MSR, or an ARM64 system register by its trace number):
     /// it is traced; the instruction takes its time; an SMI due lands right after an
     /// actual-count read, before the nominal one (masking interrupts does not keep SMM out).
@@ -345,6 +341,10 @@ impl SimPlatform {
         result
     }
 
+    /// An instant at which an interrupt can arrive: with nesting modelled (see [`nest`]), the
+    /// call's time passes and, unless interrupts are masked (and a test's `PlatformFaults`
+    /// does not deliver inside masked sections) and unless a nested delivery is already under
+    /// way, the nested notifications are delivered.
     fn interrupt_window(&self, point: InjectionPoint) {
         /// Ends the delivery, also if the hook unwinds.
         struct Delivered;
