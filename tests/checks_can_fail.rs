@@ -19,16 +19,17 @@ use ppm_engine::abi::{
     ULONG,
 };
 use ppm_engine::callbacks::pep_information;
-use ppm_sim::boot::{BootSabotage, ENGINE_IMAGE_TIME_DATE_STAMP};
+use ppm_sim::boot::ENGINE_IMAGE_TIME_DATE_STAMP;
 use ppm_sim::platform::SimHost;
 use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
-use ppm_sim::{PlatformFaults, RunOptions, run_with};
+use ppm_sim::sabotage::{BootSabotage, PlatformFaults, Sabotage};
+use ppm_sim::{RunOptions, run_with};
 
 mod common;
 
 use common::{
     assert_detail, assert_fails, base, builtin, check_of, edit_answer, prepared_id, real_dpm,
-    real_ppm, refuse_unregister, with_dpm, with_faults, with_ppm,
+    real_ppm, refuse_unregister, sabotaged, with_dpm, with_faults, with_information, with_ppm,
 };
 
 #[test]
@@ -50,14 +51,14 @@ fn the_real_engine_passes_the_harness_scenario() {
 fn a_wrong_size_or_a_missing_callback_fails_registration() {
     let mut info: PEP_INFORMATION = pep_information::<SimHost>();
     info.Size = 24;
-    let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
+    let options = with_information(info);
     // PoFxRegisterPluginEx refuses the structure, so DriverEntry fails where the scenario
     // expects it to register: boot.status says so, and nothing runs.
     let report = assert_fails(&base(), &options, &["registration.version_size", "boot.status"]);
     assert!(report.checks.iter().skip(5).all(|check| check.detail.starts_with("not run")));
     let mut info = pep_information::<SimHost>();
     info.AcceptProcessorNotification = None;
-    let options = RunOptions { pep_information: Some(info), ..RunOptions::default() };
+    let options = with_information(info);
     assert_fails(&base(), &options, &["registration.version_size"]);
 }
 
@@ -368,7 +369,7 @@ fn declined_boot_queries_fail_boot_queries() {
 }
 
 fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {
-    RunOptions { boot_sabotage: sabotage, ..RunOptions::default() }
+    sabotaged(Sabotage { boot: sabotage, ..Sabotage::default() })
 }
 
 #[test]

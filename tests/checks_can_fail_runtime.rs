@@ -13,8 +13,9 @@ use ppm_engine::abi::{
 use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::CpuidResult;
 use ppm_engine::{PepHost, Platform};
+use ppm_sim::Scenario;
 use ppm_sim::platform::{SimHost, SimPlatform};
-use ppm_sim::{PlatformFaults, Scenario};
+use ppm_sim::sabotage::PlatformFaults;
 
 mod common;
 

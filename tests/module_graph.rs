@@ -24,7 +24,10 @@
 //!
 //! A circle is a strongly connected component of two or more modules; it is named by its
 //! shortest cycle through its first module (in path order), followed by every member's edges
-//! inside the component. Known limit: a re-export is not followed, so `crate::Report` (re-exported
+//! inside the component.
+//!
+//! Leaves: a module both sides of a layer use must use no other module of its crate, else it
+//! could close a circle through either. [`LEAVES`] names them; each is checked to have no edge. Known limit: a re-export is not followed, so `crate::Report` (re-exported
 //! by the root from `report`) is an edge to the root, not to `report`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -59,6 +62,11 @@ const CRATES: [(&str, &str); 5] = [
     ("caller", "caller/src"),
     ("fuzz", "fuzz/src"),
 ];
+
+/// The modules that must use no other module of their crate: (crate, module).
+/// `sim::verdict` holds the rules the checks judge by, which the emulator's digest applies as
+/// it streams: the emulator (`pofx`) and the checks (which use `pofx`) both use it.
+const LEAVES: [(&str, &str); 1] = [("sim", "verdict")];
 
 fn is_test_module(module: &[String]) -> bool {
     module.last().is_some_and(|name| name == "tests" || name.ends_with("_tests"))
@@ -472,6 +480,25 @@ fn no_crate_has_an_import_circle() {
 }
 
 #[test]
+fn every_leaf_uses_no_other_module() {
+    let graphs = workspace_graphs();
+    for (crate_name, leaf) in LEAVES {
+        let (_, graph) = graphs
+            .iter()
+            .find(|(name, _)| *name == crate_name)
+            .unwrap_or_else(|| panic!("{crate_name} was not read"));
+        let used = leaf_uses(graph, leaf).unwrap_or_else(|| panic!("{crate_name}: no {leaf}"));
+        assert!(used.is_empty(), "{crate_name}: the leaf {leaf} uses {}", used.join(", "));
+    }
+}
+
+/// The modules `leaf` uses (`None`: no such module).
+fn leaf_uses(graph: &Graph, leaf: &str) -> Option<Vec<String>> {
+    let edges = graph.edges.get(&module(leaf))?;
+    Some(edges.iter().map(|target| display(target)).collect())
+}
+
+#[test]
 fn every_crate_is_read_and_has_edges() {
     let graphs = workspace_graphs();
     for name in ["engine", "sim", "driver"] {
@@ -645,4 +672,26 @@ fn test_modules_are_left_out() {
     assert_eq!(edges_of(&graph, "a"), ["b"]);
     assert!(edges_of(&graph, "b").is_empty());
     assert!(tree.circles().is_empty());
+}
+
+#[test]
+fn a_leaf_using_another_module_is_caught() {
+    let tree = Tree::new(&[
+        ("lib.rs", "mod checks;\nmod pofx;\nmod verdict;\n"),
+        ("checks.rs", "use crate::{pofx::Digest, verdict::Findings};\n"),
+        ("pofx.rs", "pub struct Digest(crate::verdict::Findings);\n"),
+        (
+            "verdict.rs",
+            "pub struct Findings;\n#[cfg(test)]\nmod tests { use crate::pofx::Digest; }\n",
+        ),
+    ]);
+    let graph = tree.graph();
+    assert_eq!(leaf_uses(&graph, "verdict"), Some(Vec::new()), "a test module is no edge");
+    assert!(leaf_uses(&graph, "missing").is_none());
+    let tree = Tree::new(&[
+        ("lib.rs", "mod pofx;\nmod verdict;\n"),
+        ("pofx.rs", "pub struct Digest;\n"),
+        ("verdict.rs", "pub fn f(_: &crate::pofx::Digest) {}\n"),
+    ]);
+    assert_eq!(leaf_uses(&tree.graph(), "verdict"), Some(vec!["pofx".to_owned()]));
 }

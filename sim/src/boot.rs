@@ -29,32 +29,9 @@ use ppm_engine::platform::Passive;
 
 use crate::machine::Machine;
 use crate::platform::{DriverSetup, OnProcessor, SimHost, SimPlatform};
+#[cfg(any(test, feature = "sabotage"))]
+use crate::sabotage::{BootSabotage, Sabotage};
 use crate::scenario::{BootFault, Scenario};
-
-/// Deliberately broken kernel services, standing for a driver that gets the unwinding or the
-/// reporting wrong: each makes one `boot.*` check fail (`tests/checks_can_fail.rs`).
-#[derive(Clone, Copy, Debug, Default)]
-#[expect(clippy::struct_excessive_bools, reason = "independent defects, any combination")]
-pub struct BootSabotage {
-    /// `ExFreePool` does nothing: a failed boot leaks its blocks.
-    pub leak_pool: bool,
-    /// `withdraw` does nothing: a failed boot leaves the PEP published.
-    pub keep_published: bool,
-    /// The PMU control writes of the unwinding are lost (a driver that forgets to restore).
-    pub skip_pmu_restore: bool,
-    /// `DriverEntry` returns `STATUS_SUCCESS` whatever happened (a driver that swallows a
-    /// failure, so a half-initialised image stays loaded).
-    pub swallow_failure: bool,
-    /// The `Boot` key's `REG_SZ` writes are lost.
-    pub drop_state_strings: bool,
-    /// The `Parameters` key hides `SkipRegistration` (a driver that ignores the switch).
-    pub ignore_skip_registration: bool,
-    /// `install_pending` answers false (a driver that registers mid-session after an install).
-    pub ignore_install_pending: bool,
-    /// The image's `TimeDateStamp` is another build's (a stale image still loaded, or a driver
-    /// that reads the wrong header).
-    pub stale_image: bool,
-}
 
 /// One `Boot` value as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,7 +170,11 @@ struct PoolEntry {
 pub struct SimKernel<'a> {
     scenario: &'a Scenario,
     platform: SimPlatform,
+    /// The `PEP_INFORMATION` a test registers instead of the engine's.
+    #[cfg(any(test, feature = "sabotage"))]
     information_override: Option<PEP_INFORMATION>,
+    /// What a test breaks.
+    #[cfg(any(test, feature = "sabotage"))]
     sabotage: BootSabotage,
     state: RefCell<Option<BTreeMap<String, StateData>>>,
     log: RefCell<Vec<(LogLevel, String)>>,
@@ -204,24 +185,23 @@ pub struct SimKernel<'a> {
     published: Cell<bool>,
     registration: Cell<Option<PluginRegistration>>,
     reservation_requested: Cell<bool>,
+    /// The processors `run_on_processor` visited, in order (a second visit is the unwinding's
+    /// restore, which a test's `BootSabotage` may lose).
+    #[cfg(any(test, feature = "sabotage"))]
     visited: RefCell<Vec<u32>>,
 }
 
 impl<'a> SimKernel<'a> {
-    /// Kernel services for booting `scenario` on `platform`'s machine. `information` replaces
-    /// the `PEP_INFORMATION` the engine registers (a test's corrupting shims).
+    /// Kernel services for booting `scenario` on `platform`'s machine.
     #[must_use]
-    pub const fn new(
-        scenario: &'a Scenario,
-        platform: SimPlatform,
-        information: Option<PEP_INFORMATION>,
-        sabotage: BootSabotage,
-    ) -> Self {
+    pub const fn new(scenario: &'a Scenario, platform: SimPlatform) -> Self {
         Self {
             scenario,
             platform,
-            information_override: information,
-            sabotage,
+            #[cfg(any(test, feature = "sabotage"))]
+            information_override: None,
+            #[cfg(any(test, feature = "sabotage"))]
+            sabotage: BootSabotage::NONE,
             state: RefCell::new(None),
             log: RefCell::new(Vec::new()),
             values_read: RefCell::new(Vec::new()),
@@ -231,8 +211,19 @@ impl<'a> SimKernel<'a> {
             published: Cell::new(false),
             registration: Cell::new(None),
             reservation_requested: Cell::new(false),
+            #[cfg(any(test, feature = "sabotage"))]
             visited: RefCell::new(Vec::new()),
         }
+    }
+
+    /// These services with `sabotage`'s substituted `PEP_INFORMATION` (a test's corrupting
+    /// shims) and broken services.
+    #[cfg(any(test, feature = "sabotage"))]
+    #[must_use]
+    pub const fn with_sabotage(mut self, sabotage: &Sabotage) -> Self {
+        self.information_override = sabotage.pep_information;
+        self.sabotage = sabotage.boot;
+        self
     }
 
     fn machine(&self) -> &Machine {
@@ -266,7 +257,9 @@ impl<'a> SimKernel<'a> {
             let passive = unsafe { Passive::assume() };
             driver::driver_entry(self, &passive)
         };
-        let status = if self.sabotage.swallow_failure { STATUS_SUCCESS } else { outcome.status() };
+        let status = outcome.status();
+        #[cfg(any(test, feature = "sabotage"))]
+        let status = if self.sabotage.swallow_failure { STATUS_SUCCESS } else { status };
         let after = self.pmu_control();
         let installed = self.installed.replace(std::ptr::null_mut());
         // SAFETY: a non-NULL pointer came from `Box::into_raw` in `install`, once per boot, and
@@ -493,6 +486,7 @@ impl SimParameters<'_> {
         if let Some(status) = faulted {
             return Lookup::Failed { status };
         }
+        #[cfg(any(test, feature = "sabotage"))]
         if self.kernel.sabotage.ignore_skip_registration
             && name == registry::names::SKIP_REGISTRATION
         {
@@ -519,6 +513,7 @@ pub struct SimState<'k> {
 
 impl SimState<'_> {
     fn write(&self, name: &str, data: StateData) -> NTSTATUS {
+        #[cfg(any(test, feature = "sabotage"))]
         if self.kernel.sabotage.drop_state_strings && matches!(data, StateData::Text(_)) {
             return STATUS_SUCCESS;
         }
@@ -565,11 +560,11 @@ impl KernelServices for SimKernel<'_> {
     }
 
     fn image_time_date_stamp(&self) -> u32 {
+        #[cfg(any(test, feature = "sabotage"))]
         if self.sabotage.stale_image {
-            ENGINE_IMAGE_TIME_DATE_STAMP.wrapping_sub(86_400)
-        } else {
-            ENGINE_IMAGE_TIME_DATE_STAMP
+            return ENGINE_IMAGE_TIME_DATE_STAMP.wrapping_sub(86_400);
         }
+        ENGINE_IMAGE_TIME_DATE_STAMP
     }
 
     fn open_parameters(&self) -> Result<SimParameters<'_>, NTSTATUS> {
@@ -580,7 +575,11 @@ impl KernelServices for SimKernel<'_> {
     }
 
     fn install_pending(&self) -> bool {
-        self.scenario.boot.install_pending && !self.sabotage.ignore_install_pending
+        #[cfg(any(test, feature = "sabotage"))]
+        if self.sabotage.ignore_install_pending {
+            return false;
+        }
+        self.scenario.boot.install_pending
     }
 
     fn create_state_key(&self) -> Result<SimState<'_>, NTSTATUS> {
@@ -612,10 +611,13 @@ impl KernelServices for SimKernel<'_> {
         );
         // The second visit to a processor is the unwinding's restore: a sabotaged driver never
         // gets there.
-        let revisit = self.visited.borrow().contains(&processor);
-        self.visited.borrow_mut().push(processor);
-        if revisit && self.sabotage.skip_pmu_restore {
-            return None;
+        #[cfg(any(test, feature = "sabotage"))]
+        {
+            let revisit = self.visited.borrow().contains(&processor);
+            self.visited.borrow_mut().push(processor);
+            if revisit && self.sabotage.skip_pmu_restore {
+                return None;
+            }
         }
         // An injected fault makes this processor's PMU control MSRs fault.
         if faulting {
@@ -653,6 +655,7 @@ impl KernelServices for SimKernel<'_> {
     }
 
     unsafe fn free_non_paged(&self, block: PoolBlock, allocation: NonNull<u8>) {
+        #[cfg(any(test, feature = "sabotage"))]
         if self.sabotage.leak_pool {
             return;
         }
@@ -721,14 +724,17 @@ impl KernelServices for SimKernel<'_> {
     }
 
     fn withdraw(&self) {
-        if !self.sabotage.keep_published {
-            self.published.set(false);
+        #[cfg(any(test, feature = "sabotage"))]
+        if self.sabotage.keep_published {
+            return;
         }
+        self.published.set(false);
     }
 
     unsafe fn register_plugin(&self, information: &PEP_INFORMATION) -> NTSTATUS {
-        let information = self.information_override.unwrap_or(*information);
-        self.record_registration(PluginInformation::of(&information), Some(information))
+        #[cfg(any(test, feature = "sabotage"))]
+        let information = &self.information_override.unwrap_or(*information);
+        self.record_registration(PluginInformation::of(information), Some(*information))
     }
 
     fn log(&self, level: LogLevel, message: fmt::Arguments<'_>) {

@@ -17,8 +17,9 @@ use ppm_engine::abi::STATUS_SUCCESS;
 use serde::Serialize;
 
 use crate::machine::Machine;
-use crate::pofx::{Findings, Observations, ProbeKind, ProcessorRecord};
+use crate::pofx::{Observations, ProbeKind, ProcessorRecord};
 use crate::scenario::Scenario;
+use crate::verdict::Findings;
 
 pub mod boot;
 mod capabilities;
@@ -27,7 +28,7 @@ mod feedback;
 mod lifecycle;
 mod pmc;
 
-pub use crate::pofx::{ACCURACY_TOLERANCE, CounterMetrics, SPIKE_TOLERANCE};
+pub use crate::pofx::CounterMetrics;
 
 /// The checks, in report order: the boot checks, then the runtime checks (`RUNTIME_CHECKS`).
 pub const CHECK_IDS: [&str; 36] = {
@@ -97,7 +98,6 @@ impl CheckResult {
         self.status == CheckStatus::NotApplicable
     }
 
-    /// Passes when `failures` is empty (detail `ok`), else fails listing the first three.
     /// Passed with `ok` when there are no `findings`, else failed naming the first ones.
     fn from_findings(id: &str, findings: &Findings, ok: impl Into<String>) -> Self {
         if findings.is_empty() {

@@ -563,7 +563,6 @@ mod tests {
                 std::sync::Arc::new(crate::machine::Machine::new(&Scenario::from_toml_str(
                     "name = \"t\"\n[platform]\nprocessors = 1\nnominal_mhz = 2000\ncounter_source = \"fixed-pmc\"\n[pofx]\nduration_ms = 10\n",
                 ).expect("valid"))),
-                crate::platform::PlatformFaults::default(),
             )),
         );
         assert_eq!(engine.map(|counters| counters.width), Some(48));

@@ -14,7 +14,7 @@
 //!   pool, the PMU reservation through the emulated HAL, `PoFxRegisterPluginEx`.
 //! - [`pofx`]: the emulator — on one thread, or on one thread per processor beside a device
 //!   thread, optionally with nested notifications interrupting every read; [`checks`]: the
-//!   conformance checks; [`report`]: the results.
+//!   conformance checks, by the rules of [`verdict`]; [`report`]: the results.
 //! - [`builtin`]: the built-in scenarios; [`cli`]: the `ppm-sim` command line; [`bench`](mod@bench): the
 //!   micro-benchmark of `FEEDBACK_READ` and the other PPM queries through the C ABI.
 //! - [`trace`], [`plot`]: `run --trace` and `run --plot`; [`output`]: how their files are
@@ -26,9 +26,10 @@
 //! assert!(report.passed, "{}", report.checks_text());
 //! ```
 //!
-//! To show that a check catches a broken PEP or platform, run with [`RunOptions`]: substitute
-//! the `PEP_INFORMATION` (e.g. `extern "C"` shims around the engine's callbacks that corrupt
-//! what they return) or inject [`platform::PlatformFaults`].
+//! To show that a check catches a broken PEP or platform, a test runs with the `sabotage`
+//! feature and a `RunOptions::sabotage`: a substituted `PEP_INFORMATION` (e.g. `extern "C"`
+//! shims around the engine's callbacks that corrupt what they return), platform faults or
+//! broken kernel services (the `sabotage` module, absent from a build without the feature).
 
 pub mod bench;
 pub mod boot;
@@ -43,15 +44,18 @@ pub mod platform;
 pub mod plot;
 pub mod pofx;
 pub mod report;
+#[cfg(any(test, feature = "sabotage"))]
+pub mod sabotage;
 pub mod scenario;
 pub mod text;
 pub mod trace;
+pub mod verdict;
 
 use std::sync::Arc;
 
 pub use checks::{CHECK_IDS, CheckResult, CheckStatus};
 pub use machine::Machine;
-pub use platform::{PlatformFaults, SimPlatform};
+pub use platform::SimPlatform;
 pub use pofx::{Observations, RunOptions};
 pub use report::{Report, SuiteReport};
 pub use scenario::{Scenario, ScenarioError};
@@ -62,7 +66,7 @@ pub fn run(scenario: &Scenario) -> Report {
     run_with(scenario, &RunOptions::default())
 }
 
-/// Runs `scenario` with a substituted PEP and/or injected platform faults.
+/// Runs `scenario` with `options` (an observer, the image backend, a test's sabotage).
 #[must_use]
 pub fn run_with(scenario: &Scenario, options: &RunOptions) -> Report {
     run_detailed(scenario, options).report

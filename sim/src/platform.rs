@@ -16,7 +16,7 @@
 //! [`NestingGuard`] lives, every platform call takes simulated time on the processor, and at
 //! each [`InjectionPoint`] reached with interrupts unmasked the platform delivers nested
 //! notifications on the same processor — never inside a masked section, where hardware
-//! delivers no interrupt (unless [`PlatformFaults::nested_in_masked_sections`] says so).
+//! delivers no interrupt (unless a test's `PlatformFaults` says so: the `sabotage` module).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -33,55 +33,9 @@ use ppm_engine::platform::{
 use crate::cpu::{is_pmu_msr, msr_announced, sysreg};
 use crate::machine::pmu::{AccessContext, MsrAccess};
 use crate::machine::{Machine, NS_PER_MS, PERFORMANCE_COUNTER_HZ};
+#[cfg(any(test, feature = "sabotage"))]
+use crate::sabotage::PlatformFaults;
 use crate::scenario::CounterSourceKind;
-
-/// Replaces a `CPUID` answer: `(processor, leaf, subleaf, model's answer) -> answer`.
-pub type CpuidHook = Arc<dyn Fn(u32, u32, u32, CpuidResult) -> CpuidResult + Send + Sync>;
-/// Replaces an MSR read's result: `(processor, msr, model's result) -> result`.
-pub type MsrHook =
-    Arc<dyn Fn(u32, u32, Result<u64, MsrFault>) -> Result<u64, MsrFault> + Send + Sync>;
-/// Replaces the processor index the platform reports: `(true index) -> reported index`.
-pub type ProcessorHook = Arc<dyn Fn(u32) -> u32 + Send + Sync>;
-
-/// Deliberate platform faults, to show that the checks catch a broken platform (or a PEP that
-/// trusts one). The default injects nothing.
-#[derive(Clone, Default)]
-#[allow(clippy::struct_excessive_bools, reason = "independent fault switches")]
-pub struct PlatformFaults {
-    /// Rewrites `CPUID` answers (e.g. garbage, or features the MSR model does not back).
-    pub cpuid: Option<CpuidHook>,
-    /// Rewrites MSR read results (e.g. decreasing or random counter values, spurious faults).
-    pub msr: Option<MsrHook>,
-    /// Rewrites the current processor index the engine sees.
-    pub current_processor: Option<ProcessorHook>,
-    /// `with_interrupts_masked` runs its closure without masking interrupts.
-    pub ignore_interrupt_masking: bool,
-    /// `fixed_counters_reserved` reports `true` whatever the driver's reservation achieved
-    /// (a platform that lets the engine use a PMU it does not own).
-    pub claim_fixed_counters_reserved: bool,
-    /// Nested notifications (see [`nest`]) are delivered inside masked sections too — before
-    /// every MSR read — as no hardware does: a read torn by a nested read of the same counters
-    /// then mis-accumulates even in a correct engine.
-    pub nested_in_masked_sections: bool,
-    /// `read_timestamp` reports no time-stamp counter: the engine cannot bound how far apart
-    /// the two reads of a counter pair were (an engine without the skew bound).
-    pub no_timestamp: bool,
-}
-
-impl fmt::Debug for PlatformFaults {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter
-            .debug_struct("PlatformFaults")
-            .field("cpuid", &self.cpuid.is_some())
-            .field("msr", &self.msr.is_some())
-            .field("current_processor", &self.current_processor.is_some())
-            .field("ignore_interrupt_masking", &self.ignore_interrupt_masking)
-            .field("claim_fixed_counters_reserved", &self.claim_fixed_counters_reserved)
-            .field("nested_in_masked_sections", &self.nested_in_masked_sections)
-            .field("no_timestamp", &self.no_timestamp)
-            .finish()
-    }
-}
 
 /// One MSR read the engine made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,8 +97,7 @@ pub enum PlatformOp {
     Nested {
         /// Where.
         point: InjectionPoint,
-        /// Whether interrupts were masked (only with
-        /// [`PlatformFaults::nested_in_masked_sections`]).
+        /// Whether interrupts were masked (only with a test's `PlatformFaults`).
         masked: bool,
     },
     /// An `smi` held the processor in SMM here, between two counter reads.
@@ -248,7 +201,7 @@ impl Drop for DriverSetup {
 ///
 /// Every platform call then takes `call_ns` of the processor's time (so that the counters
 /// move between two calls), and at every [`InjectionPoint`] reached with interrupts unmasked
-/// (also masked, with [`PlatformFaults::nested_in_masked_sections`]) the platform records a
+/// (also masked, with a test's `PlatformFaults`) the platform records a
 /// [`PlatformOp::Nested`] and calls `hook`, one level deep: platform calls made by the
 /// notifications the hook delivers do not nest again. Dropping the guard restores the
 /// previous state.
@@ -307,20 +260,49 @@ pub fn current_processor() -> u32 {
 #[derive(Clone)]
 pub struct SimPlatform {
     machine: Arc<Machine>,
+    /// What a test breaks.
+    #[cfg(any(test, feature = "sabotage"))]
     faults: PlatformFaults,
 }
 
 impl fmt::Debug for SimPlatform {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.debug_struct("SimPlatform").field("faults", &self.faults).finish_non_exhaustive()
+        let mut debug = formatter.debug_struct("SimPlatform");
+        #[cfg(any(test, feature = "sabotage"))]
+        debug.field("faults", &self.faults);
+        debug.finish_non_exhaustive()
     }
 }
 
 impl SimPlatform {
-    /// A platform over `machine` with `faults` injected.
+    /// A faithful platform over `machine`.
     #[must_use]
-    pub const fn new(machine: Arc<Machine>, faults: PlatformFaults) -> Self {
+    pub const fn new(machine: Arc<Machine>) -> Self {
+        Self {
+            machine,
+            #[cfg(any(test, feature = "sabotage"))]
+            faults: PlatformFaults::NONE,
+        }
+    }
+
+    /// A platform over `machine` with `faults` injected.
+    #[cfg(any(test, feature = "sabotage"))]
+    #[must_use]
+    pub const fn with_faults(machine: Arc<Machine>, faults: PlatformFaults) -> Self {
         Self { machine, faults }
+    }
+
+    /// Whether masking interrupts masks them (a test's `PlatformFaults` may ignore it).
+    #[cfg_attr(
+        not(any(test, feature = "sabotage")),
+        expect(clippy::unused_self, reason = "always true without the sabotage feature")
+    )]
+    const fn masking_masks(&self) -> bool {
+        #[cfg(any(test, feature = "sabotage"))]
+        let ignored = self.faults.ignore_interrupt_masking;
+        #[cfg(not(any(test, feature = "sabotage")))]
+        let ignored = false;
+        !ignored
     }
 
     /// The machine.
@@ -329,10 +311,6 @@ impl SimPlatform {
         &self.machine
     }
 
-    /// An instant at which an interrupt can arrive: with nesting modelled (see [`nest`]), the
-    /// call's time passes and, unless interrupts are masked (or
-    /// [`PlatformFaults::nested_in_masked_sections`] is set) and unless a nested delivery is
-    /// already under way, the nested notifications are delivered.
     /// The end of a register read (an MSR, or an ARM64 system register by its trace number):
     /// it is traced; the instruction takes its time; an SMI due lands right after an
     /// actual-count read, before the nominal one (masking interrupts does not keep SMM out).
@@ -363,6 +341,10 @@ impl SimPlatform {
         result
     }
 
+    /// An instant at which an interrupt can arrive: with nesting modelled (see [`nest`]), the
+    /// call's time passes and, unless interrupts are masked (and a test's `PlatformFaults`
+    /// does not deliver inside masked sections) and unless a nested delivery is already under
+    /// way, the nested notifications are delivered.
     fn interrupt_window(&self, point: InjectionPoint) {
         /// Ends the delivery, also if the hook unwinds.
         struct Delivered;
@@ -376,11 +358,15 @@ impl SimPlatform {
             }
         }
         let masked = MASKED.with(Cell::get);
+        #[cfg(any(test, feature = "sabotage"))]
+        let held_off = masked && !self.faults.nested_in_masked_sections;
+        #[cfg(not(any(test, feature = "sabotage")))]
+        let held_off = masked;
         let hook = NESTING.with(|nesting| {
             let mut nesting = nesting.borrow_mut();
             let state = nesting.as_mut()?;
             self.machine.spend(current_processor(), state.call_ns);
-            if state.delivering || (masked && !self.faults.nested_in_masked_sections) {
+            if state.delivering || held_off {
                 return None;
             }
             state.delivering = true;
@@ -427,7 +413,7 @@ impl SimPlatform {
     /// [`Platform::with_interrupts_masked`], an interrupt window and then masked.
     pub fn mask_interrupts(&self) {
         self.interrupt_window(InjectionPoint::MaskEntry);
-        if !self.faults.ignore_interrupt_masking && !MASKED.with(Cell::get) {
+        if self.masking_masks() && !MASKED.with(Cell::get) {
             MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
             MASKED.with(|masked| masked.set(true));
         }
@@ -440,11 +426,18 @@ impl SimPlatform {
         self.interrupt_window(InjectionPoint::MaskExit);
     }
 
-    /// `CPUID` as the engine sees it on `processor` (faults applied), without recording it.
+    /// `CPUID` as the engine sees it on `processor` (a test's faults applied), without
+    /// recording it.
     #[must_use]
     pub fn cpuid_as_seen(&self, processor: u32, leaf: u32, subleaf: u32) -> CpuidResult {
         let answer = self.machine.cpu().cpuid(processor, leaf, subleaf);
-        self.faults.cpuid.as_ref().map_or(answer, |hook| hook(processor, leaf, subleaf, answer))
+        #[cfg(any(test, feature = "sabotage"))]
+        let answer = self
+            .faults
+            .cpuid
+            .as_ref()
+            .map_or(answer, |hook| hook(processor, leaf, subleaf, answer));
+        answer
     }
 }
 
@@ -452,7 +445,9 @@ impl Platform for SimPlatform {
     fn current_processor_index(&self) -> u32 {
         self.interrupt_window(InjectionPoint::CurrentProcessor);
         let index = current_processor();
-        self.faults.current_processor.as_ref().map_or(index, |hook| hook(index))
+        #[cfg(any(test, feature = "sabotage"))]
+        let index = self.faults.current_processor.as_ref().map_or(index, |hook| hook(index));
+        index
     }
 
     fn cpuid(&self, leaf: u32, subleaf: u32) -> CpuidResult {
@@ -472,6 +467,7 @@ impl Platform for SimPlatform {
             let counters = machine.counters(processor).unwrap_or_default();
             machine.cpu().read_msr(msr, counters)
         };
+        #[cfg(any(test, feature = "sabotage"))]
         let result = self.faults.msr.as_ref().map_or(result, |hook| hook(processor, msr, result));
         // A PMU register counts as announced only while the PMU is reserved.
         let pmu_register = is_pmu_msr(msr);
@@ -515,6 +511,7 @@ impl Platform for SimPlatform {
                 SystemRegister::CntfrqEl0 => u64::from(arm.cntfrq_hz),
             })
         };
+        #[cfg(any(test, feature = "sabotage"))]
         let result =
             self.faults.msr.as_ref().map_or(result, |hook| hook(processor, number, result));
         self.complete_read(processor, number, result, announced)
@@ -532,12 +529,12 @@ impl Platform for SimPlatform {
         self.interrupt_window(InjectionPoint::MaskEntry);
         let result = {
             let _restore = Restore(previous);
-            if !self.faults.ignore_interrupt_masking && !previous {
+            if self.masking_masks() && !previous {
                 MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
                 MASKED.with(|masked| masked.set(true));
             }
             // SAFETY: the simulated interrupts of this thread are masked until `_restore`
-            // drops (unless `ignore_interrupt_masking` breaks the platform on purpose, for the
+            // drops (unless a test's `PlatformFaults` breaks the platform on purpose, for the
             // checks to catch), and `f` only borrows the token.
             let masked = unsafe { InterruptsMasked::assume() };
             f(&masked)
@@ -574,6 +571,7 @@ impl Platform for SimPlatform {
     }
 
     fn read_timestamp(&self) -> Option<u64> {
+        #[cfg(any(test, feature = "sabotage"))]
         if self.faults.no_timestamp {
             return None;
         }
@@ -583,7 +581,11 @@ impl Platform for SimPlatform {
     }
 
     fn fixed_counters_reserved(&self) -> bool {
-        self.faults.claim_fixed_counters_reserved || self.machine.fixed_counters_ready()
+        #[cfg(any(test, feature = "sabotage"))]
+        if self.faults.claim_fixed_counters_reserved {
+            return true;
+        }
+        self.machine.fixed_counters_ready()
     }
 }
 
@@ -620,6 +622,7 @@ impl Drop for OnProcessor<'_> {
 mod tests {
     use super::*;
     use crate::cpu::msr;
+    use crate::sabotage::PlatformFaults;
     use crate::scenario::Scenario;
 
     fn platform(faults: PlatformFaults) -> SimPlatform {
@@ -627,7 +630,7 @@ mod tests {
             "name = \"t\"\n[platform]\nprocessors = 2\nnominal_mhz = 2000\n[pofx]\nduration_ms = 10\n",
         )
         .expect("valid");
-        SimPlatform::new(Arc::new(Machine::new(&scenario)), faults)
+        SimPlatform::with_faults(Arc::new(Machine::new(&scenario)), faults)
     }
 
     #[test]

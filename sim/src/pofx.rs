@@ -20,18 +20,21 @@
 //! `probes`, `nested`, `sample`, `boot`, `schedule` and `runtime` (what the emulated OS does,
 //! most of it as methods of [`Emulator`]). This module holds [`RunOptions`] and the
 //! [`Emulator`]'s orchestration. The checks ([`crate::checks`]) consume the observations;
-//! nothing here uses them.
+//! nothing here uses them. The rules they judge by ([`crate::verdict`]) are a leaf below both:
+//! the digest holds each interval to its rule as it streams (it keeps no read to judge later)
+//! and records the [`crate::verdict::Findings`] the checks turn into pass or fail.
 
 use std::sync::Arc;
 
 use ppm_caller::Callbacks;
 use ppm_engine::Pep;
-use ppm_engine::abi::PEP_INFORMATION;
 
-use crate::boot::{BootRecord, BootSabotage, SimKernel};
+use crate::boot::{BootRecord, SimKernel};
 use crate::image::{self, Runner};
 use crate::machine::Machine;
-use crate::platform::{self, PlatformFaults, SimPlatform};
+use crate::platform::{self, SimPlatform};
+#[cfg(any(test, feature = "sabotage"))]
+use crate::sabotage::Sabotage;
 use crate::scenario::Scenario;
 
 mod analysis;
@@ -48,8 +51,7 @@ mod schedule;
 
 pub use boot::default_other_devices;
 pub use digest::{
-    ACCURACY_TOLERANCE, CounterMetrics, Findings, NestedDigest, ReadDigest, ReadObserver,
-    SPIKE_TOLERANCE, SleepDigest, TracedInterval, TracedRead,
+    CounterMetrics, NestedDigest, ReadDigest, ReadObserver, SleepDigest, TracedInterval, TracedRead,
 };
 pub use nested::{NestingSetup, PLATFORM_CALL_NS};
 pub use observations::{Observations, ProcessorRecord};
@@ -63,20 +65,15 @@ pub use records::{
     RegistrationRecord, SleepRecord,
 };
 
-/// How to run a scenario: what to substitute for the real PEP or platform, to show that the
-/// checks catch a broken one. The default runs the real engine on a faithful platform.
+/// How to run a scenario: who observes the reads and which backend runs the PEP. The default
+/// runs the real engine on a faithful platform.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    /// The `PEP_INFORMATION` to register instead of the engine's (that of
-    /// [`ppm_engine::pep_information`] for [`crate::platform::SimHost`]). A test can wrap the
-    /// engine's callbacks in `extern "C"` shims that corrupt their results; inside a callback,
-    /// [`ppm_engine::PepHost::instance`] on `SimHost` returns the engine instance (and
-    /// `.platform()` the simulated platform, e.g. to read an MSR the PEP should not read).
-    pub pep_information: Option<PEP_INFORMATION>,
-    /// Faults injected into the platform the engine runs on.
-    pub platform_faults: PlatformFaults,
-    /// Kernel services that get `DriverEntry`'s unwinding or reporting wrong.
-    pub boot_sabotage: BootSabotage,
+    /// What a test substitutes for the real PEP or breaks in the platform and the kernel
+    /// services, to show that the checks catch it (only with the `sabotage` feature; see
+    /// [`crate::sabotage`]).
+    #[cfg(any(test, feature = "sabotage"))]
+    pub sabotage: Sabotage,
     /// Called with every runtime read as it is digested (`--trace`, `--plot`).
     pub read_observer: Option<ReadObserver>,
     /// The image backend: the runner that executes the image (`None`: the engine).
@@ -123,7 +120,11 @@ impl<'a> Emulator<'a> {
     #[must_use]
     pub fn new(scenario: &'a Scenario, options: &RunOptions) -> Self {
         let machine = Arc::new(Machine::new(scenario));
-        let platform = SimPlatform::new(Arc::clone(&machine), options.platform_faults.clone());
+        #[cfg(not(any(test, feature = "sabotage")))]
+        let platform = SimPlatform::new(Arc::clone(&machine));
+        #[cfg(any(test, feature = "sabotage"))]
+        let platform =
+            SimPlatform::with_faults(Arc::clone(&machine), options.sabotage.platform.clone());
         let mut observations = Observations {
             image: None,
             registration: RegistrationRecord {
@@ -150,12 +151,9 @@ impl<'a> Emulator<'a> {
             sleeps: Vec::new(),
             processor_threads: 0,
         };
-        let kernel = SimKernel::new(
-            scenario,
-            platform.clone(),
-            options.pep_information,
-            options.boot_sabotage,
-        );
+        let kernel = SimKernel::new(scenario, platform.clone());
+        #[cfg(any(test, feature = "sabotage"))]
+        let kernel = kernel.with_sabotage(&options.sabotage);
         platform::begin_trace();
         let (boot, pep, image) = match &options.image {
             None => {

@@ -5,14 +5,16 @@
 #![allow(dead_code, reason = "each test binary uses its own part of the helpers")]
 
 use ppm_engine::abi::{
-    BOOLEAN, FALSE, PCUNICODE_STRING, PEP_DPM_UNREGISTER_DEVICE, PEP_NOTIFY_PPM_FEEDBACK_READ,
-    PEP_PPM_FEEDBACK_READ, PEP_PREPARE_DEVICE, PEPHANDLE, PVOID, ULONG,
+    BOOLEAN, FALSE, PCUNICODE_STRING, PEP_DPM_UNREGISTER_DEVICE, PEP_INFORMATION,
+    PEP_NOTIFY_PPM_FEEDBACK_READ, PEP_PPM_FEEDBACK_READ, PEP_PREPARE_DEVICE, PEPHANDLE, PVOID,
+    ULONG,
 };
 use ppm_engine::callbacks::{
     accept_device_notification, accept_processor_notification, pep_information,
 };
 use ppm_sim::platform::SimHost;
-use ppm_sim::{PlatformFaults, Report, RunOptions, Scenario, run_with};
+use ppm_sim::sabotage::{PlatformFaults, Sabotage};
+use ppm_sim::{Report, RunOptions, Scenario, run_with};
 
 pub const BASE: &str = r#"
 name = "harness"
@@ -47,20 +49,28 @@ pub fn base() -> Scenario {
 pub type Dpm = unsafe extern "C" fn(ULONG, PVOID) -> BOOLEAN;
 pub type Ppm = unsafe extern "C" fn(PEPHANDLE, ULONG, PVOID) -> BOOLEAN;
 
+pub fn sabotaged(sabotage: Sabotage) -> RunOptions {
+    RunOptions { sabotage, ..RunOptions::default() }
+}
+
+pub fn with_information(info: PEP_INFORMATION) -> RunOptions {
+    sabotaged(Sabotage { pep_information: Some(info), ..Sabotage::default() })
+}
+
 pub fn with_dpm(shim: Dpm) -> RunOptions {
     let mut info = pep_information::<SimHost>();
     info.AcceptDeviceNotification = Some(shim);
-    RunOptions { pep_information: Some(info), ..RunOptions::default() }
+    with_information(info)
 }
 
 pub fn with_ppm(shim: Ppm) -> RunOptions {
     let mut info = pep_information::<SimHost>();
     info.AcceptProcessorNotification = Some(shim);
-    RunOptions { pep_information: Some(info), ..RunOptions::default() }
+    with_information(info)
 }
 
 pub fn with_faults(faults: PlatformFaults) -> RunOptions {
-    RunOptions { platform_faults: faults, ..RunOptions::default() }
+    sabotaged(Sabotage { platform: faults, ..Sabotage::default() })
 }
 
 /// Asserts that the real engine passes `scenario` and that `options` make each of `ids` fail.

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use crate::cpu::msr;
-use crate::pofx::{ACCURACY_TOLERANCE, Findings, ProbeKind, SPIKE_TOLERANCE};
+use crate::pofx::ProbeKind;
+use crate::verdict::{ACCURACY_TOLERANCE, Findings, SPIKE_TOLERANCE};
 
 use super::{CheckResult, Context};
 
@@ -151,9 +152,9 @@ impl Context<'_> {
     }
 
     /// `feedback.interval_accuracy`: every interval between served reads without a counter
-    /// discontinuity, on its own, gives the true rate of that interval (see the digest's
-    /// `interval_accuracy` for the tolerance: the configured `msr_read_ns` and the engine's
-    /// pair bound), so that a pair skewed by an SMI between its two reads is caught even where
+    /// discontinuity, on its own, gives the true rate of that interval (within
+    /// [`crate::verdict::interval_allowance`], whose skew is the configured `msr_read_ns` and
+    /// the engine's pair bound), so that a pair skewed by an SMI between its two reads is caught even where
     /// the whole-run average hides it.
     #[allow(clippy::cast_precision_loss)] // Parts per million, for the detail.
     pub(super) fn interval_accuracy(&self) -> CheckResult {

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use crate::pofx::{Findings, HotplugChange, ProcessorRecord};
+use crate::pofx::{HotplugChange, ProcessorRecord};
+use crate::verdict::Findings;
 
 use super::{CheckResult, Context};
 

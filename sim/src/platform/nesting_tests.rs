@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use super::*;
 use crate::cpu::msr;
+use crate::sabotage::PlatformFaults;
 use crate::scenario::Scenario;
 
 fn platform(faults: PlatformFaults) -> SimPlatform {
@@ -14,7 +15,7 @@ fn platform(faults: PlatformFaults) -> SimPlatform {
         "name = \"t\"\n[platform]\nprocessors = 2\nnominal_mhz = 2000\nmsr_read_ns = 0\n[pofx]\nduration_ms = 10\n",
     )
     .expect("valid");
-    SimPlatform::new(Arc::new(Machine::new(&scenario)), faults)
+    SimPlatform::with_faults(Arc::new(Machine::new(&scenario)), faults)
 }
 
 /// Runs a read as the engine does it (processor index, masked APERF and MPERF) with a hook that
@@ -107,7 +108,7 @@ fn an_msr_read_takes_its_time_and_an_smi_lands_after_the_actual_read() {
     )
     .expect("valid");
     let machine = Arc::new(Machine::new(&scenario));
-    let platform = SimPlatform::new(Arc::clone(&machine), PlatformFaults::default());
+    let platform = SimPlatform::new(Arc::clone(&machine));
     let _on = OnProcessor::enter(None, 0);
     let _ = platform.read_msr(msr::IA32_MPERF);
     assert_eq!(machine.processor_now_ns(0), 1_500, "one intercepted RDMSR");

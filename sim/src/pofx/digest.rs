@@ -2,13 +2,16 @@
 //!
 //! The digest keeps what `feedback.*`, `dpm.hotplug`, `ppm.system_state` and
 //! `feedback.reentrancy` need of the reads, so that a run's memory is bounded by its processor
-//! count, not by its read count (2048 processors for 60 s make 8 million reads).
+//! count, not by its read count (2048 processors for 60 s make 8 million reads). It measures
+//! every interval between served reads and, since it keeps no read past its interval, applies
+//! the per-interval rules of [`crate::verdict`] there, recording what breaks them as
+//! [`Findings`]; the checks judge the findings.
 //!
 //! A sample's reads are folded into the digest one sample later — at the processor's next
 //! sample, after its clock was advanced there, or at the end of the run — never at once: by
 //! then every counter discontinuity at or before them has been recorded (a processor's hardware
 //! events run in time order on the processor's own worker, and an overflow is recorded when the
-//! clock passes it), and a discontinuity recorded later lies after them, so each verdict is the
+//! clock passes it), and a discontinuity recorded later lies after them, so each finding is the
 //! one the complete list of reads gives. A window still open (counters reading zero) is open
 //! past every folded read, which is all the checks ask of it.
 
@@ -16,6 +19,7 @@ use std::collections::BTreeSet;
 
 use crate::machine::{Activity, DiscontinuityKind, Machine, NS_PER_MS};
 use crate::scenario::Scenario;
+use crate::verdict::Findings;
 
 use ppm_engine::counters::PAIR_BOUND_NS;
 
@@ -25,78 +29,6 @@ mod events;
 mod interval;
 
 use interval::{Interval, interval, interval_accuracy, traced_interval};
-
-/// The largest relative error `feedback.accuracy` accepts: 0.1 %.
-pub const ACCURACY_TOLERANCE: f64 = 0.001;
-/// How far an interval's rate may stray outside the true frequency range: 1 %.
-pub const SPIKE_TOLERANCE: f64 = 0.01;
-
-/// Findings of one kind: the first [`Findings::KEPT`] as text, in order, the rest counted.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Findings {
-    kept: Vec<String>,
-    total: usize,
-}
-
-impl Findings {
-    /// How many findings are kept as text (a check's detail names three).
-    pub const KEPT: usize = 3;
-
-    /// None.
-    #[must_use]
-    pub const fn new() -> Self {
-        Self { kept: Vec::new(), total: 0 }
-    }
-
-    /// Adds a finding; `describe` runs only for the first [`Self::KEPT`].
-    pub fn push_with(&mut self, describe: impl FnOnce() -> String) {
-        if self.kept.len() < Self::KEPT {
-            self.kept.push(describe());
-        }
-        self.total += 1;
-    }
-
-    /// Adds `count` findings described alike.
-    pub fn push_many(&mut self, finding: &str, count: usize) {
-        for _ in 0..count.min(Self::KEPT.saturating_sub(self.kept.len())) {
-            self.kept.push(finding.to_owned());
-        }
-        self.total += count;
-    }
-
-    /// Adds a finding.
-    pub fn push(&mut self, finding: String) {
-        self.push_with(|| finding);
-    }
-
-    /// Adds `other`'s findings after these, each kept one rewritten by `describe`.
-    pub fn absorb(&mut self, other: &Self, describe: impl Fn(&str) -> String) {
-        for finding in &other.kept {
-            if self.kept.len() < Self::KEPT {
-                self.kept.push(describe(finding));
-            }
-        }
-        self.total += other.total;
-    }
-
-    /// Whether there is none.
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.total == 0
-    }
-
-    /// How many there are.
-    #[must_use]
-    pub const fn len(&self) -> usize {
-        self.total
-    }
-
-    /// The first ones, as text.
-    #[must_use]
-    pub fn kept(&self) -> &[String] {
-        &self.kept
-    }
-}
 
 /// One runtime read as `--trace` and `--plot` see it, when it is digested.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -192,10 +124,10 @@ pub struct ReadDigest {
     observer: Option<ReadObserver>,
 }
 
-/// What one interval's rate may miss its truth by, beyond [`ACCURACY_TOLERANCE`] and the
-/// counts' rounding: the cycles the processor truly made in the time a pair's actual read may
-/// precede its nominal read, at each end of the interval — at most one `RDMSR` plus the
-/// engine's pair bound ([`PAIR_BOUND_NS`]).
+/// The skew part of what one interval's rate may miss its truth by
+/// ([`crate::verdict::interval_allowance`]): the cycles the processor truly made in the time a
+/// pair's actual read may precede its nominal read, at each end of the interval — at most one
+/// `RDMSR` plus the engine's pair bound ([`PAIR_BOUND_NS`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct IntervalBound {
     /// The most time between a served pair's two reads, ns.

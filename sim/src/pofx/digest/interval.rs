@@ -1,9 +1,10 @@
 //! The measurements of one interval between served reads: accuracy, dropped intervals,
-//! spikes, and the traced interval.
+//! spikes, and the traced interval, each held to its rule of [`crate::verdict`].
 
-use super::{ACCURACY_TOLERANCE, CounterMetrics, Facts, SPIKE_TOLERANCE, TracedInterval};
+use super::{CounterMetrics, Facts, TracedInterval};
 use crate::machine::Activity;
 use crate::pofx::records::ReadRecord;
+use crate::verdict;
 
 /// One interval between consecutive served reads of a counter on one handle: what every
 /// measurement of it starts from.
@@ -102,10 +103,10 @@ pub(super) fn traced_interval(facts: &Facts<'_>, pair: &Interval<'_>) -> TracedI
 /// `feedback.interval_accuracy` for one interval between served reads: the rate Windows
 /// computes from it (`ΔActual / ΔNominal`, a ratio to the nominal rate) against the true one
 /// over that interval (delivered cycles over nominal cycles in C0), within
-/// [`ACCURACY_TOLERANCE`], two counts of rounding each way, and the counts the interval's two
-/// pairs may have made between their actual and their nominal read (`skew_cycles`, see
-/// [`IntervalBound`](super::IntervalBound)). Intervals touching a counter discontinuity or spent idle are not
-/// compared.
+/// [`verdict::interval_allowance`] with the counts the interval's two pairs may have made
+/// between their actual and their nominal read (`skew_cycles`, see
+/// [`IntervalBound`](super::IntervalBound)). Intervals touching a counter discontinuity or
+/// spent idle are not compared.
 #[allow(
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation,
@@ -133,8 +134,8 @@ pub(super) fn interval_accuracy(
     let truth = activity.cycles as f64 / (facts.nominal_mhz * activity.c0 as f64);
     let error = (measured - truth).abs() / truth;
     // Cycles are in activity units (MHz × busy % × ns), as the truth's.
-    let rounding = 2.0 / delta_nominal as f64 + 2.0 / delta_actual.max(1) as f64;
-    let allowed = ACCURACY_TOLERANCE + skew_cycles as f64 / activity.cycles as f64 + rounding;
+    let allowed =
+        verdict::interval_allowance(skew_cycles, activity.cycles, delta_nominal, delta_actual);
     let ppm = |value: f64| (value * 1e6).round() as u64;
     // The closest to its tolerance so far (the largest error / allowed; on a tie, the
     // tightest tolerance); the first interval sets it.
@@ -166,9 +167,8 @@ pub(super) fn interval_accuracy(
 }
 
 /// Whether an interval across a counter discontinuity (which a PEP may lose) reports more
-/// counts than the processor can have made in it (within 2 counts and 0.1 %): a reset, a wrap
-/// or counters that came back turned into a huge delta. The true activity is an upper bound (a
-/// sleeping or stopped processor counts less).
+/// counts than the processor can have made in it ([`verdict::counts_exceed`]). The true
+/// activity is an upper bound (a sleeping or stopped processor counts less).
 #[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
 fn excessive(
     facts: &Facts<'_>,
@@ -178,9 +178,7 @@ fn excessive(
     // Counts = MHz × busy % × ns / 100 000.
     let nominal = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
     let actual = activity.cycles as f64 / 100_000.0;
-    let over =
-        |reported: i128, made: f64| reported as f64 > made.mul_add(1.0 + ACCURACY_TOLERANCE, 2.0);
-    over(delta_nominal, nominal) || over(delta_actual, actual)
+    verdict::counts_exceed(delta_nominal, nominal) || verdict::counts_exceed(delta_actual, actual)
 }
 
 #[allow(clippy::cast_precision_loss)] // A time and counts, for the message.
@@ -199,19 +197,19 @@ fn excess_message(
 }
 
 /// The nominal counts the processor made, when an interval without a counter discontinuity
-/// reports other nominal counts (within 2 counts and 0.1 %, for the counts' integer rounding
-/// and the time the read itself takes): an interval a PEP dropped, or counts it invented.
+/// reports other nominal counts ([`verdict::counts_differ`]): an interval a PEP dropped, or
+/// counts it invented.
 #[allow(clippy::cast_precision_loss)] // Counts compared with a relative tolerance.
 fn dropped(facts: &Facts<'_>, delta_nominal: i128, activity: Activity) -> Option<f64> {
     // Nominal counts = MHz × busy % × ns / 100 000.
     let made = facts.nominal_mhz * activity.c0 as f64 / 100_000.0;
     let reported = delta_nominal as f64;
-    ((reported - made).abs() > 2.0 + made * ACCURACY_TOLERANCE).then_some(made)
+    verdict::counts_differ(reported, made).then_some(made)
 }
 
 /// Whether one interval's rate is implausible: outside the slowest..fastest C0 frequency of the
-/// interval (±1 %), activity reported while the processor never left idle, or actual counts
-/// with no nominal counts.
+/// interval ([`verdict::rate_within`]), activity reported while the processor never left idle,
+/// or actual counts with no nominal counts.
 #[allow(clippy::cast_precision_loss)] // Ratios of counts; f64 keeps 15 digits.
 fn spike(
     facts: &Facts<'_>,
@@ -230,12 +228,8 @@ fn spike(
         None => {
             Some(format!("{} ms: {rate:.1} MHz reported while the processor was idle", at_ms()))
         }
-        Some((slowest, fastest)) => {
-            let low = f64::from(slowest) * (1.0 - SPIKE_TOLERANCE);
-            let high = f64::from(fastest) * (1.0 + SPIKE_TOLERANCE);
-            (!(low..=high).contains(&rate)).then(|| {
-                format!("{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz", at_ms())
-            })
-        }
+        Some((slowest, fastest)) => (!verdict::rate_within(rate, slowest, fastest)).then(|| {
+            format!("{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz", at_ms())
+        }),
     }
 }
