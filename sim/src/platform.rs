@@ -426,6 +426,19 @@ impl SimPlatform {
         self.interrupt_window(InjectionPoint::MaskExit);
     }
 
+    /// What [`Platform::read_timestamp`] on the calling thread's processor returns now, without
+    /// reading: nothing recorded, no interrupt window. The same value as a read made next when
+    /// the thread's interrupt windows are inert ([`interrupt_windows_inert`]: no time passes
+    /// there) and nothing else happens on the processor before it.
+    #[must_use]
+    pub fn timestamp_now(&self) -> Option<u64> {
+        #[cfg(any(test, feature = "sabotage"))]
+        if self.faults.no_timestamp {
+            return None;
+        }
+        Some(self.machine.timestamp(current_processor()))
+    }
+
     /// `CPUID` as the engine sees it on `processor` (a test's faults applied), without
     /// recording it.
     #[must_use]
@@ -577,7 +590,7 @@ impl Platform for SimPlatform {
         }
         self.interrupt_window(InjectionPoint::ReadTimestamp);
         record(PlatformOp::ReadTimestamp);
-        Some(self.machine.timestamp(current_processor()))
+        self.timestamp_now()
     }
 
     fn fixed_counters_reserved(&self) -> bool {

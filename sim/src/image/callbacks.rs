@@ -83,8 +83,10 @@ impl ImageCallbacks {
     /// into this call (the thread's interrupt windows are inert), the command also names the
     /// current processor, so the runner answers `KeGetCurrentProcessorNumberEx` itself and
     /// reports the image's interrupt masking with its next request (`deferred`,
-    /// docs/image-backend.md): a `FEEDBACK_READ` makes five round trips instead of nine, and
-    /// the machine sees the same operations in the same order.
+    /// docs/image-backend.md), and carries the time-stamp counter, as does each answer, so
+    /// that the runner answers the image's time-stamp reads itself and reports them the same
+    /// way: a `FEEDBACK_READ` makes three round trips instead of nine, and the machine sees
+    /// the same operations in the same order.
     ///
     /// Under Driver Verifier's rules the command also carries the IRQL the notification is
     /// made at and its label (`verifier::notification_context`), and a `FEEDBACK_READ` with
@@ -119,6 +121,9 @@ impl ImageCallbacks {
                 self.platform.mask_interrupts();
                 masked = true;
             }
+        }
+        if inert && let Some(timestamp) = self.platform.timestamp_now() {
+            command["timestamp"] = json!(timestamp);
         }
         let done = self.runner.command_with_pages(&command, &[data], &host);
         if masked {

@@ -627,6 +627,10 @@ impl Host for ImageHost<'_> {
     fn serve(&self, name: &str, message: &Value) -> Result<Value, String> {
         self.answer_request(name, message)
     }
+
+    fn timestamp(&self) -> Option<u64> {
+        self.platform.as_ref().and_then(SimPlatform::timestamp_now)
+    }
 }
 
 /// `WdfRegistryQueryValue` of `name` in the `Parameters` key, into a buffer of `capacity`

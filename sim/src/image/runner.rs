@@ -68,6 +68,14 @@ pub trait Host {
     /// # Errors
     /// A request this host cannot answer.
     fn serve(&self, name: &str, message: &Value) -> Result<Value, String>;
+
+    /// The time-stamp counter as a read on the calling processor would return it now, without
+    /// reading it (`None`: this host cannot say). It travels with every answer of a command
+    /// that carries a `timestamp`, so that the runner answers the image's next time-stamp
+    /// read itself and reports it as `deferred`.
+    fn timestamp(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The host of `load`, which makes no request.
@@ -240,7 +248,8 @@ impl Runner {
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
         DEPTH.with(|depth| depth.set(depth.get() + 1));
-        let result = self.exchange(&line, served, host);
+        let timestamps = command.get("timestamp").is_some();
+        let result = self.exchange(&line, served, host, timestamps);
         DEPTH.with(|depth| depth.set(depth.get() - 1));
         result.map_err(|error| self.fail(error))
     }
@@ -251,14 +260,16 @@ impl Runner {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `command` (its protocol line) to its `done`. `served`: the pages of this process the runner has for
-    /// this command (those sent with it, then those it fetches): its writes may land only
-    /// there.
+    /// Runs `command` (its protocol line) to its `done`. `served`: the pages of this process
+    /// the runner has for this command (those sent with it, then those it fetches): its writes
+    /// may land only there. `timestamps`: the command carries a `timestamp`, and so does each
+    /// answer ([`Host::timestamp`]).
     fn exchange(
         &self,
         command: &[u8],
         mut served: Vec<u64>,
         host: &dyn Host,
+        timestamps: bool,
     ) -> Result<Map<String, Value>, RunnerError> {
         self.send_line(command)?;
         loop {
@@ -282,11 +293,16 @@ impl Runner {
                     shorten(&message)
                 )));
             };
-            let answer = if request == "read" {
+            let mut answer = if request == "read" {
                 self.read(&message, &mut served)?
             } else {
                 host.serve(request, &message).map_err(RunnerError)?
             };
+            if timestamps
+                && let (Some(timestamp), Value::Object(fields)) = (host.timestamp(), &mut answer)
+            {
+                fields.insert("timestamp".to_owned(), json!(timestamp));
+            }
             self.send(&answer)?;
         }
     }
@@ -486,9 +502,23 @@ fn serve_deferred(message: &Value, host: &dyn Host) -> Result<(), RunnerError> {
             Some("interrupts") => {
                 host.serve("interrupts", request).map_err(RunnerError)?;
             }
+            Some(name @ ("rdtsc" | "mrs")) => {
+                // A time-stamp read the runner answered from the `timestamp` it was sent: the
+                // read is made here, in its place among the operations, and must agree.
+                let used = request.get("value").and_then(Value::as_u64);
+                let read = host.serve(name, request).map_err(RunnerError)?;
+                let read = read.get("value").and_then(Value::as_u64);
+                if used.is_none() || used != read {
+                    return Err(RunnerError(format!(
+                        "the runner answered a deferred {} with {used:?}, the machine reads \
+                         {read:?}",
+                        shorten(request)
+                    )));
+                }
+            }
             _ => {
                 return Err(RunnerError(format!(
-                    "a deferred request other than `interrupts`: {}",
+                    "a deferred request other than `interrupts`, `rdtsc` or `mrs`: {}",
                     shorten(request)
                 )));
             }
@@ -541,6 +571,39 @@ pub fn crash_of(done: &Map<String, Value>) -> Result<Option<Crash>, RunnerError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Answers every request with the same value and records what it served.
+    struct Clock {
+        value: u64,
+        served: std::cell::RefCell<Vec<String>>,
+    }
+
+    impl Host for Clock {
+        fn serve(&self, name: &str, _: &Value) -> Result<Value, String> {
+            self.served.borrow_mut().push(name.to_owned());
+            Ok(json!({"value": self.value}))
+        }
+    }
+
+    #[test]
+    fn a_deferred_time_stamp_read_is_made_in_order_and_must_agree() {
+        let clock = Clock { value: 42, served: std::cell::RefCell::default() };
+        let deferred = json!({"deferred": [
+            {"host": "interrupts", "enabled": false},
+            {"host": "rdtsc", "value": 42},
+            {"host": "mrs", "op0": 3, "op1": 3, "crn": 14, "crm": 0, "op2": 2, "value": 42},
+        ]});
+        serve_deferred(&deferred, &clock).expect("the reads agree");
+        assert_eq!(*clock.served.borrow(), ["interrupts", "rdtsc", "mrs"]);
+        let wrong = json!({"deferred": [{"host": "rdtsc", "value": 41}]});
+        let error = serve_deferred(&wrong, &clock).expect_err("the reads disagree");
+        assert!(error.0.contains("Some(41)") && error.0.contains("Some(42)"), "{error}");
+        let valueless = json!({"deferred": [{"host": "rdtsc"}]});
+        serve_deferred(&valueless, &clock).expect_err("no value used");
+        let other = json!({"deferred": [{"host": "rdmsr", "msr": 231, "value": 42}]});
+        let error = serve_deferred(&other, &clock).expect_err("rdmsr is never deferred");
+        assert!(error.0.contains("other than"), "{error}");
+    }
 
     #[test]
     fn hex_round_trips() {

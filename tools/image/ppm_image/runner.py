@@ -112,6 +112,7 @@ ARM64_BRK_IMMEDIATES = {
     0xF004: STATUS_INTEGER_DIVIDE_BY_ZERO,  # the compiler's divide-by-zero check
 }
 ARM64_BRK_FASTFAIL = 0xF003
+CNTVCT_EL0 = (3, 3, 14, 0, 2)  # MRS of the virtual count: ARM64's time-stamp read
 # What an ARM64 virtual unwind restores besides SP and PC: x19..x28, the frame pointer, LR.
 ARM64_NONVOLATILE_REGS = {f"x{n}": ARM64_X[n] for n in range(19, 31)}
 NONVOLATILE_REGS = {
@@ -233,6 +234,9 @@ class Runner(Services):
         # so KeGetCurrentProcessorNumberEx is answered here and interrupt masking deferred.
         self.processor: dict[str, Any] | None = None
         self.deferred: list[dict[str, Any]] = []  # requests reported with the next message
+        # The time-stamp counter as ppm-sim would answer a read now: sent with a call whose
+        # interrupt windows are inert and with each answer in it (None: ask).
+        self.timestamp: int | None = None
         self.pool_next = POOL
         self.pool_mapped = POOL
         self.device_add: int = 0
@@ -459,6 +463,9 @@ class Runner(Services):
                 if "op" not in message:
                     if "error" in message:
                         raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
+                    self.timestamp = (
+                        integer(message, "timestamp") if "timestamp" in message else None
+                    )
                     return message
                 if message["op"] != "call":
                     raise ProtocolError(
@@ -492,6 +499,14 @@ class Runner(Services):
             self.ask(request)
         else:
             self.deferred.append(request)
+
+    def read_timestamp(self, request: dict[str, Any]) -> int:
+        """RDTSC (ARM64: MRS CNTVCT_EL0): the counter ppm-sim sent, the read reported with the
+        next message (ppm-sim makes it there, in order, and checks the value), or a request."""
+        if self.timestamp is None:
+            return integer(self.ask(request), "value")
+        self.deferred.append({**request, "value": self.timestamp})
+        return self.timestamp
 
     def current_processor(self) -> dict[str, Any]:
         """KeGetCurrentProcessorNumberEx's answer: the call's processor, or ppm-sim's."""
@@ -656,16 +671,18 @@ class Runner(Services):
         processor: dict[str, Any] | None = None,
         pages: tuple[tuple[int, bytes], ...] = (),
         irql: int | None = None,
+        timestamp: int | None = None,
     ) -> dict:
         """Calls `address` with `args` (the Windows convention of the image's architecture);
         {"rax"} (the return register: RAX or X0) or {"crash"}. `processor`: the call's, when
-        its interrupt windows are inert; `pages`: ppm-sim's pages sent with the call; `irql`: the
-        IRQL the kernel calls at (the caller's for a nested call, PASSIVE_LEVEL for a command);
-        `instructions` in the answer: the image's own, nested calls' excluded, when counted."""
+        its interrupt windows are inert, and `timestamp` its time-stamp counter; `pages`:
+        ppm-sim's pages sent with the call; `irql`: the IRQL the kernel calls at (the caller's
+        for a nested call, PASSIVE_LEVEL for a command); `instructions` in the answer: the
+        image's own, nested calls' excluded, when counted."""
         uc = self.uc
         arch = self.arch
         saved = uc.context_save() if nested else None
-        saved_state = (self.crash, self.interrupts, self.processor, self.irql)
+        saved_state = (self.crash, self.interrupts, self.processor, self.irql, self.timestamp)
         outer_nested = self.nested_instructions
         self.nested_instructions = 0
         start_count = self.counter.count if self.counter is not None else 0
@@ -696,6 +713,7 @@ class Runner(Services):
             self.regs.write(register, value)
         self.interrupts = interrupts
         self.processor = processor
+        self.timestamp = timestamp
         if irql is not None:
             self.irql = irql
         elif not nested:
@@ -726,7 +744,7 @@ class Runner(Services):
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        self.crash, self.interrupts, self.processor, self.irql = saved_state
+        self.crash, self.interrupts, self.processor, self.irql, self.timestamp = saved_state
         executed = (self.counter.count if self.counter is not None else 0) - start_count
         own = executed - self.nested_instructions
         self.nested_instructions = outer_nested + (executed if nested else 0)
@@ -942,7 +960,7 @@ class Runner(Services):
                 if kind == "rdmsr":
                     self._edx_eax(integer(answer, "value"))
             elif kind in ("rdtsc", "rdtscp"):
-                self._edx_eax(integer(self.ask({"host": "rdtsc"}), "value"))
+                self._edx_eax(self.read_timestamp({"host": "rdtsc"}))
                 if kind == "rdtscp":  # IA32_TSC_AUX: the processor's index, as Windows sets it
                     index = integer(self.current_processor(), "index", 32)
                     self.regs.write(x86.UC_X86_REG_RCX, index)
@@ -999,9 +1017,12 @@ class Runner(Services):
                 ):
                     self.raise_exception(STATUS_ILLEGAL_INSTRUCTION, address)
                     return
-                answer = self.ask(
-                    {"host": "mrs", "op0": op0, "op1": op1, "crn": crn, "crm": crm, "op2": op2}
-                )
+                request = {"host": "mrs", "op0": op0, "op1": op1, "crn": crn, "crm": crm}
+                request["op2"] = op2
+                if tuple(field) == CNTVCT_EL0:
+                    answer = {"value": self.read_timestamp(request)}
+                else:
+                    answer = self.ask(request)
                 if answer.get("fault"):
                     # An undefined-instruction exception at the MRS, dispatched as Windows
                     # would: to the image's __except or to a bugcheck.
@@ -1139,6 +1160,9 @@ class Runner(Services):
                 "group": integer(processor, "group", 16),
                 "number": integer(processor, "number", 8),
             }
+        timestamp = integer(message, "timestamp") if "timestamp" in message else None
+        if timestamp is not None and processor is None:
+            raise ProtocolError("call: 'timestamp' is sent only with 'processor'")
         irql = message.get("irql", 0)
         if not isinstance(irql, int) or isinstance(irql, bool) or not 0 <= irql <= 15:
             raise ProtocolError("call: 'irql' must be an integer in 0..=15")
@@ -1152,7 +1176,9 @@ class Runner(Services):
         if verifier is not None:
             verifier.depth += 1
         try:
-            done = self._run(address, values, interrupts, nested, processor, _pages(message), irql)
+            done = self._run(
+                address, values, interrupts, nested, processor, _pages(message), irql, timestamp
+            )
         finally:
             if verifier is not None:
                 verifier.depth -= 1

@@ -198,16 +198,29 @@ class FakeChannel(Channel):
         self.finals: list[dict[str, Any]] = []
         self.deferred: list[dict[str, Any]] = []  # answers held back until a nested call ends
         self.carried: list[tuple[str, list[bool]]] = []  # (message, its deferred masking)
+        # As ppm-sim for a call that carries `timestamp`: each answer carries the value the
+        # next time-stamp read returns (the fake's clock plus this step: 1000 for RDTSC, 10 for
+        # CNTVCT_EL0); None: answers carry none.
+        self.timestamp_step: int | None = None
+        self.deferred_reads: list[dict[str, Any]] = []  # time-stamp reads reported deferred
+        self.asked: list[str] = []  # the host requests made, deferred ones excepted
 
     def send(self, message: dict[str, Any]) -> None:
         # What each message carried in `deferred`, served first, as ppm-sim does.
         deferred = message.get("deferred", [])
-        self.carried.append((message.get("host", "done"), [d["enabled"] for d in deferred]))
+        masking = [d["enabled"] for d in deferred if d["host"] == "interrupts"]
+        self.carried.append((message.get("host", "done"), masking))
         for request in deferred:
-            assert request["host"] == "interrupts", request
-            self.host.answer(request)
+            assert request["host"] in ("interrupts", "rdtsc", "mrs"), request
+            answer = self.host.answer(request)
+            if request["host"] != "interrupts":
+                assert answer["value"] == request["value"], (request, answer)
+                self.deferred_reads.append(request)
         if "host" in message:
+            self.asked.append(message["host"])
             answer = self.host.answer(message)
+            if self.timestamp_step is not None:
+                answer = {**answer, "timestamp": self.host.tsc + self.timestamp_step}
             if self.host.inject_on == message["host"] and self.host.inject:
                 # An interrupt: ppm-sim sends a call and answers only after its `done`.
                 self.host.inject_on = None

@@ -205,6 +205,42 @@ def test_arm64_feedback_read_returns_advancing_counts():
     assert all(actual < nominal for nominal, actual in counts[1:])
 
 
+def test_arm64_a_call_with_its_timestamp_answers_cntvct_itself():
+    """As on x64: a call that carries its processor and the time-stamp counter makes its MRS of
+    CNTVCT_EL0 no request of its own (reported in `deferred` with the value used); the Activity
+    Monitors reads are asked."""
+    host = FakeHost()
+    session = booted(host)
+    processor, handle = registered_processor(session)
+    one_counter_announced(session, processor, handle)
+    channel = session.channel
+    channel.timestamp_step = 10
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    before, reads = len(host.requests), len(channel.deferred_reads)
+    here = {"index": 0, "group": 0, "number": 0}
+    timestamp = host.tsc + 10
+    done = session.command(
+        {
+            "op": "call",
+            "address": processor,
+            "args": [handle, 0xA, PAYLOAD],
+            "processor": here,
+            "pages": [[PAYLOAD, bytes(0x1000).hex()]],
+            "timestamp": timestamp,
+        }
+    )
+    assert done["rax"] & 0xFF == 1
+    deferred = channel.deferred_reads[reads:]
+    cntvct = [tuple(r[name] for name in ("op0", "op1", "crn", "crm", "op2")) for r in deferred]
+    assert cntvct == [CNTVCT_EL0, CNTVCT_EL0] and deferred[0]["value"] == timestamp
+    asked = [
+        tuple(r[name] for name in ("op0", "op1", "crn", "crm", "op2"))
+        for r in host.requests[before:]
+        if r["host"] == "mrs" and "value" not in r
+    ]
+    assert asked == [AMEVCNTR00_EL0, AMEVCNTR01_EL0], asked
+
+
 def test_arm64_device_add_and_unload_through_the_framework_thunk():
     session = booted()
     assert session.command({"op": "device_add"}) == {"status": 0}

@@ -608,6 +608,44 @@ def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
     assert counts[1] > counts[0]
 
 
+def test_a_call_with_its_timestamp_answers_the_time_stamp_reads_itself():
+    """A call that carries its processor and the time-stamp counter: FEEDBACK_READ's two RDTSC
+    are no requests of their own; each travels, with the value used, in `deferred` on the next
+    message (ppm-sim makes the read there and checks it), and only the counter reads are
+    asked."""
+    session = booted(FakeHost(advancing=True))
+    processor, handle = registered_processor(session)
+    one_counter_announced(session, processor, handle)
+    host, channel = session.host, session.channel
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    here = {"index": 0, "group": 0, "number": 0}
+    channel.timestamp_step = 1000
+    counts = []
+    for _ in range(2):
+        host.memory[PAYLOAD] = bytearray(0x1000)
+        asked, reads = len(channel.asked), len(channel.deferred_reads)
+        pages = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
+        timestamp = host.tsc + 1000
+        done = session.command({**read, "processor": here, "pages": pages, "timestamp": timestamp})
+        assert done["rax"] & 0xFF == 1
+        assert channel.asked[asked:] == ["rdmsr", "rdmsr"]
+        deferred = channel.deferred_reads[reads:]
+        assert [r["host"] for r in deferred] == ["rdtsc", "rdtsc"]
+        assert deferred[0]["value"] == timestamp
+        assert deferred[1]["value"] > timestamp  # from the last counter read's answer
+        page = bytearray(0x1000)
+        apply(page, done["writes"])
+        counts.append(int.from_bytes(page[8:16], "little"))
+    assert counts[1] > counts[0]
+
+
+def test_a_timestamp_without_its_processor_is_refused():
+    session = booted()
+    _, processor = callbacks(session)
+    with pytest.raises(ProtocolError, match="timestamp"):
+        session.command({"op": "call", "address": processor, "args": [0], "timestamp": 5})
+
+
 def test_a_call_without_its_processor_asks_for_each():
     """Without `processor` (ppm-sim may inject a notification at any of them), every
     interrupt change and the current processor are host requests of their own."""
