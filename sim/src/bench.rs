@@ -48,6 +48,8 @@ use crate::cpu::msr;
 pub const MAX_PROCESSORS: u32 = 2048;
 
 thread_local! {
+    /// The processor the calling thread runs as: the benchmark's stand-in for
+    /// [`crate::platform::ambient`]'s, set by the harness.
     static CURRENT: Cell<u32> = const { Cell::new(0) };
 }
 

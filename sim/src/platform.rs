@@ -3,7 +3,8 @@
 //! The emulator "runs as" a processor by entering it on the calling thread
 //! ([`OnProcessor::enter`]): that sets the thread's current processor and enters the engine
 //! instance the callbacks serve (`ppm_caller::ThreadHost<SimPlatform>`), and restores both when
-//! the guard drops. Every hardware
+//! the guard drops. What the thread carries while it runs as a processor — and why it cannot
+//! be passed down — is [`ambient`]'s: one value per thread. Every hardware
 //! operation the engine performs — `CPUID`, MSR reads, the time source, stalls — is recorded in
 //! the thread's trace ([`begin_trace`], [`take_trace`]) with the interrupt-masking state at the
 //! time, so that checks can see what the engine did inside one callback.
@@ -18,13 +19,10 @@
 //! notifications on the same processor — never inside a masked section, where hardware
 //! delivers no interrupt (unless a test's `PlatformFaults` says so: the `sabotage` module).
 
-use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use ppm_caller::Entered;
-use ppm_engine::Pep;
 use ppm_engine::arm64::SystemRegister;
 use ppm_engine::platform::{
     CpuidResult, InterruptsMasked, MsrFault, Passive, PerformanceCounter, Platform,
@@ -36,6 +34,14 @@ use crate::machine::{Machine, NS_PER_MS, PERFORMANCE_COUNTER_HZ};
 #[cfg(any(test, feature = "sabotage"))]
 use crate::sabotage::PlatformFaults;
 use crate::scenario::CounterSourceKind;
+
+pub mod ambient;
+
+use ambient::record;
+pub use ambient::{
+    DriverSetup, NestingGuard, OnProcessor, begin_trace, current_processor, in_driver_setup,
+    interrupt_windows_inert, nest, swap_trace, take_trace, while_resuming,
+};
 
 /// One MSR read the engine made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,133 +135,6 @@ pub enum InjectionPoint {
 /// on the interrupted thread, inside the engine's callback, as the same processor.
 pub type NestingHook = Rc<dyn Fn(InjectionPoint, bool)>;
 
-/// The calling thread's nesting state (see [`nest`]).
-struct Nesting {
-    hook: NestingHook,
-    /// Simulated time every platform call takes, ns.
-    call_ns: u64,
-    /// A nested delivery is under way (one level of nesting).
-    delivering: bool,
-}
-
-thread_local! {
-    static CURRENT_PROCESSOR: Cell<u32> = const { Cell::new(0) };
-    static MASKED: Cell<bool> = const { Cell::new(false) };
-    static MASK_EPOCH: Cell<u64> = const { Cell::new(0) };
-    static TRACE: RefCell<Option<Vec<PlatformOp>>> = const { RefCell::new(None) };
-    static NESTING: RefCell<Option<Nesting>> = const { RefCell::new(None) };
-    static RESUMING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether no notification can be injected on the calling thread now.
-///
-/// Its interrupt windows (see [`InjectionPoint`]) then do nothing, so an image backend may
-/// report its interrupt masking later and answer the current processor itself without
-/// changing what the run sees.
-#[must_use]
-pub fn interrupt_windows_inert() -> bool {
-    NESTING.with(|nesting| nesting.borrow().is_none())
-}
-
-/// Runs `f` — the delivery of a `RESUME_FROM_SYSTEM_STATE` — with the MSR accesses it makes
-/// logged as [`AccessContext::Resume`].
-pub fn while_resuming<R>(f: impl FnOnce() -> R) -> R {
-    let previous = RESUMING.with(|resuming| resuming.replace(true));
-    let result = f();
-    RESUMING.with(|resuming| resuming.set(previous));
-    result
-}
-
-thread_local! {
-    /// The calling thread is the driver reserving the PMU and enabling the counters.
-    static DRIVER_SETUP: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the calling thread is in `DriverEntry` (for the MSR access log: the PMU control
-/// writes made there are the driver's own setup).
-#[must_use]
-pub fn in_driver_setup() -> bool {
-    DRIVER_SETUP.with(Cell::get)
-}
-
-/// Marks the calling thread as `DriverEntry` while alive (the emulated kernel holds one
-/// around the engine's `DriverEntry` sequence).
-pub struct DriverSetup;
-
-impl DriverSetup {
-    /// Marks the calling thread until the guard is dropped.
-    #[must_use]
-    pub fn enter() -> Self {
-        DRIVER_SETUP.with(|setup| setup.set(true));
-        Self
-    }
-}
-
-impl Drop for DriverSetup {
-    fn drop(&mut self) {
-        DRIVER_SETUP.with(|setup| setup.set(false));
-    }
-}
-
-/// While alive, the calling thread models interrupts arriving during the engine's calls.
-///
-/// Every platform call then takes `call_ns` of the processor's time (so that the counters
-/// move between two calls), and at every [`InjectionPoint`] reached with interrupts unmasked
-/// (also masked, with a test's `PlatformFaults`) the platform records a
-/// [`PlatformOp::Nested`] and calls `hook`, one level deep: platform calls made by the
-/// notifications the hook delivers do not nest again. Dropping the guard restores the
-/// previous state.
-#[must_use = "nested notifications are delivered only while the guard lives"]
-pub struct NestingGuard {
-    previous: Option<Nesting>,
-}
-
-/// Starts modelling nested notifications on the calling thread (see [`NestingGuard`]).
-pub fn nest(hook: NestingHook, call_ns: u64) -> NestingGuard {
-    let previous =
-        NESTING.with(|nesting| nesting.replace(Some(Nesting { hook, call_ns, delivering: false })));
-    NestingGuard { previous }
-}
-
-impl Drop for NestingGuard {
-    fn drop(&mut self) {
-        let previous = self.previous.take();
-        NESTING.with(|nesting| *nesting.borrow_mut() = previous);
-    }
-}
-
-/// Replaces the calling thread's trace (`None`: not recording) and returns the previous one:
-/// a nested notification traces its operations apart from those of the call it interrupted.
-#[must_use = "the previous trace is to be restored"]
-pub fn swap_trace(trace: Option<Vec<PlatformOp>>) -> Option<Vec<PlatformOp>> {
-    TRACE.with(|current| std::mem::replace(&mut *current.borrow_mut(), trace))
-}
-
-/// Starts recording the calling thread's platform operations (discarding any not taken).
-pub fn begin_trace() {
-    TRACE.with(|trace| *trace.borrow_mut() = Some(Vec::new()));
-}
-
-/// Stops recording and returns the operations recorded since [`begin_trace`].
-#[must_use]
-pub fn take_trace() -> Vec<PlatformOp> {
-    TRACE.with(|trace| trace.borrow_mut().take()).unwrap_or_default()
-}
-
-fn record(op: PlatformOp) {
-    TRACE.with(|trace| {
-        if let Some(ops) = trace.borrow_mut().as_mut() {
-            ops.push(op);
-        }
-    });
-}
-
-/// The calling thread's processor while an [`OnProcessor`] guard is alive (0 otherwise).
-#[must_use]
-pub fn current_processor() -> u32 {
-    CURRENT_PROCESSOR.with(Cell::get)
-}
-
 /// The engine's platform over a [`Machine`]. Cheap to clone (shared machine).
 #[derive(Clone)]
 pub struct SimPlatform {
@@ -326,8 +205,8 @@ impl SimPlatform {
             processor,
             msr: number,
             value: result.ok(),
-            masked: MASKED.with(Cell::get),
-            mask_epoch: MASK_EPOCH.with(Cell::get),
+            masked: ambient::masked(),
+            mask_epoch: ambient::mask_epoch(),
             announced,
             at_ns: machine.processor_now_ns(processor),
         }));
@@ -346,34 +225,13 @@ impl SimPlatform {
     /// does not deliver inside masked sections) and unless a nested delivery is already under
     /// way, the nested notifications are delivered.
     fn interrupt_window(&self, point: InjectionPoint) {
-        /// Ends the delivery, also if the hook unwinds.
-        struct Delivered;
-        impl Drop for Delivered {
-            fn drop(&mut self) {
-                NESTING.with(|nesting| {
-                    if let Some(state) = nesting.borrow_mut().as_mut() {
-                        state.delivering = false;
-                    }
-                });
-            }
-        }
-        let masked = MASKED.with(Cell::get);
+        let masked = ambient::masked();
         #[cfg(any(test, feature = "sabotage"))]
         let held_off = masked && !self.faults.nested_in_masked_sections;
         #[cfg(not(any(test, feature = "sabotage")))]
         let held_off = masked;
-        let hook = NESTING.with(|nesting| {
-            let mut nesting = nesting.borrow_mut();
-            let state = nesting.as_mut()?;
-            self.machine.spend(current_processor(), state.call_ns);
-            if state.delivering || held_off {
-                return None;
-            }
-            state.delivering = true;
-            Some(Rc::clone(&state.hook))
-        });
-        let Some(hook) = hook else { return };
-        let _delivered = Delivered;
+        let spend = |processor, call_ns| self.machine.spend(processor, call_ns);
+        let Some((hook, _delivery)) = ambient::interrupt_window(held_off, spend) else { return };
         record(PlatformOp::Nested { point, masked });
         hook(point, masked);
     }
@@ -390,7 +248,7 @@ impl SimPlatform {
     ) {
         let context = if in_driver_setup() {
             AccessContext::DriverSetup
-        } else if RESUMING.with(Cell::get) {
+        } else if ambient::resuming() {
             AccessContext::Resume
         } else if !ppm_caller::is_entered() {
             AccessContext::Initialisation
@@ -413,16 +271,15 @@ impl SimPlatform {
     /// [`Platform::with_interrupts_masked`], an interrupt window and then masked.
     pub fn mask_interrupts(&self) {
         self.interrupt_window(InjectionPoint::MaskEntry);
-        if self.masking_masks() && !MASKED.with(Cell::get) {
-            MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
-            MASKED.with(|masked| masked.set(true));
+        if self.masking_masks() {
+            ambient::mask();
         }
     }
 
     /// `STI` executed by the image: as the end of [`Platform::with_interrupts_masked`],
     /// unmasked and then an interrupt window.
     pub fn unmask_interrupts(&self) {
-        MASKED.with(|masked| masked.set(false));
+        ambient::set_masked(false);
         self.interrupt_window(InjectionPoint::MaskExit);
     }
 
@@ -535,16 +392,15 @@ impl Platform for SimPlatform {
         struct Restore(bool);
         impl Drop for Restore {
             fn drop(&mut self) {
-                MASKED.with(|masked| masked.set(self.0));
+                ambient::set_masked(self.0);
             }
         }
-        let previous = MASKED.with(Cell::get);
+        let previous = ambient::masked();
         self.interrupt_window(InjectionPoint::MaskEntry);
         let result = {
             let _restore = Restore(previous);
             if self.masking_masks() && !previous {
-                MASK_EPOCH.with(|epoch| epoch.set(epoch.get() + 1));
-                MASKED.with(|masked| masked.set(true));
+                ambient::mask();
             }
             // SAFETY: the simulated interrupts of this thread are masked until `_restore`
             // drops (unless a test's `PlatformFaults` breaks the platform on purpose, for the
@@ -605,31 +461,6 @@ impl Platform for SimPlatform {
 /// The host of the engine's callbacks in the emulator: the instance an [`OnProcessor`] guard
 /// entered on the calling thread.
 pub type SimHost = ppm_caller::ThreadHost<SimPlatform>;
-
-/// While alive, the calling thread runs as one processor of the machine.
-///
-/// The callbacks (`ppm_caller::ThreadHost<SimPlatform>`) serve the engine it was entered with. Dropping it restores the
-/// previous processor and instance (guards nest).
-#[must_use = "the thread runs as the processor only while the guard lives"]
-pub struct OnProcessor<'pep> {
-    previous_processor: u32,
-    _entered: Entered<'pep>,
-}
-
-impl<'pep> OnProcessor<'pep> {
-    /// Runs the calling thread as `processor`, with `pep` (if any) as the engine instance.
-    pub fn enter(pep: Option<&'pep Pep<SimPlatform>>, processor: u32) -> Self {
-        let previous_processor = CURRENT_PROCESSOR.with(|current| current.replace(processor));
-        let entered = pep.map_or_else(ppm_caller::leave, ppm_caller::enter);
-        Self { previous_processor, _entered: entered }
-    }
-}
-
-impl Drop for OnProcessor<'_> {
-    fn drop(&mut self) {
-        CURRENT_PROCESSOR.with(|current| current.set(self.previous_processor));
-    }
-}
 
 #[cfg(test)]
 mod tests {

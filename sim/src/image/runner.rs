@@ -114,7 +114,9 @@ pub struct Runner {
 
 thread_local! {
     /// How many commands the calling thread has under way (a nested call runs inside a host
-    /// request of the command it interrupts, on the same thread, with the pipes free).
+    /// request of the command it interrupts, on the same thread, with the pipes free). Per
+    /// thread for the reason [`crate::platform::ambient`] gives: the nested call reaches the
+    /// runner through the engine's callbacks, which carry no emulator state.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
