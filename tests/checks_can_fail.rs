@@ -19,7 +19,7 @@ use ppm_engine::abi::{
     ULONG,
 };
 use ppm_engine::callbacks::pep_information;
-use ppm_sim::boot::ENGINE_IMAGE_TIME_DATE_STAMP;
+use ppm_sim::driver_entry::ENGINE_IMAGE_TIME_DATE_STAMP;
 use ppm_sim::platform::SimHost;
 use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
 use ppm_sim::sabotage::{BootSabotage, PlatformFaults, Sabotage};

@@ -583,12 +583,12 @@ fn a_three_module_circle_is_caught_and_named() {
 fn a_parent_using_its_child_and_the_child_its_parent_is_no_circle() {
     let tree = Tree::new(&[
         ("lib.rs", "mod scenario;\n"),
-        ("scenario.rs", "mod boot;\nuse self::boot::BootSpec;\npub struct Reader;\n"),
-        ("scenario/boot.rs", "use super::Reader;\npub struct BootSpec;\n"),
+        ("scenario.rs", "mod kernel;\nuse self::kernel::KernelSpec;\npub struct Reader;\n"),
+        ("scenario/kernel.rs", "use super::Reader;\npub struct KernelSpec;\n"),
     ]);
     let graph = tree.graph();
     assert!(edges_of(&graph, "scenario").is_empty());
-    assert_eq!(edges_of(&graph, "scenario::boot"), ["scenario"]);
+    assert_eq!(edges_of(&graph, "scenario::kernel"), ["scenario"]);
     assert!(tree.circles().is_empty());
 }
 

@@ -6,7 +6,7 @@
 //! [`CHECK_IDS`] lists them in report order.
 //!
 //! This module holds the one table of (id, check) and [`evaluate`]; the checks themselves are
-//! methods of one context, by family: `boot`, `dpm` (devices, boot queries and the refusal
+//! methods of one context, by family: `driver_entry`, `dpm` (devices, boot queries and the refusal
 //! probes), `capabilities` (the answers of initialisation), `feedback` (the runtime's reads),
 //! `lifecycle` (hot-plug, sleep, re-entrancy) and `pmc` (MSR and PMU access). They read the
 //! emulator's observations ([`crate::pofx`]) and nothing else of it.
@@ -21,9 +21,9 @@ use crate::pofx::{Observations, ProbeKind, ProcessorRecord};
 use crate::scenario::Scenario;
 use crate::verdict::Findings;
 
-pub mod boot;
 mod capabilities;
 mod dpm;
+pub mod driver_entry;
 mod feedback;
 mod lifecycle;
 mod pmc;
@@ -178,7 +178,7 @@ pub fn evaluate(
     machine: &Machine,
     metrics: &[ProcessorMetrics],
 ) -> Vec<CheckResult> {
-    let expected = boot::ExpectedBoot::of(scenario);
+    let expected = driver_entry::ExpectedBoot::of(scenario);
     let attempted = observations.boot.as_ref().is_some_and(|boot| boot.registration.is_some());
     let registration = if attempted || expected.registers() {
         registration(observations)
@@ -188,7 +188,7 @@ pub fn evaluate(
             &format!("DriverEntry {} before PoFxRegisterPluginEx", expected.describe()),
         )
     };
-    let [status, unwind, state, inert] = boot::checks(scenario, observations);
+    let [status, unwind, state, inert] = driver_entry::checks(scenario, observations);
     let registered = observations
         .boot
         .as_ref()

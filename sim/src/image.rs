@@ -172,7 +172,7 @@ pub struct ImageObservation {
 /// PEP after a boot that did not register.
 pub struct ImageBoot {
     /// The boot, as the checks read it.
-    pub record: crate::boot::BootRecord,
+    pub record: crate::driver_entry::BootRecord,
     /// The callbacks, when `PoFx` accepted them.
     pub callbacks: Option<std::sync::Arc<ImageCallbacks>>,
     /// What the image did besides.
@@ -183,13 +183,15 @@ pub struct ImageBoot {
 pub const REGISTRY_PATH: &str = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep";
 
 /// Narrows `&'k SimKernel<'a>` to `&'k SimKernel<'k>` (`'a: 'k`; the kernel is covariant).
-const fn shorten<'k>(kernel: &'k crate::boot::SimKernel<'_>) -> &'k crate::boot::SimKernel<'k> {
+const fn shorten<'k>(
+    kernel: &'k crate::driver_entry::SimKernel<'_>,
+) -> &'k crate::driver_entry::SimKernel<'k> {
     kernel
 }
 
 /// Boots the image of `runner` over `kernel`.
 pub fn boot(
-    kernel: &crate::boot::SimKernel<'_>,
+    kernel: &crate::driver_entry::SimKernel<'_>,
     runner: &std::sync::Arc<Runner>,
     platform: &crate::platform::SimPlatform,
 ) -> ImageBoot {

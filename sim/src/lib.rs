@@ -9,7 +9,7 @@
 //! - [`machine`], [`cpu`]: the simulated machine (clock, loads, counters, the architectural
 //!   PMU of [`machine::pmu`]) and CPU flavours.
 //! - [`platform`]: the engine's [`ppm_engine::Platform`] over the machine.
-//! - [`boot`]: the driver's part before the PEP exists: `DriverEntry`'s sequence
+//! - [`driver_entry`]: the driver's part before the PEP exists: `DriverEntry`'s sequence
 //!   ([`ppm_engine::driver::driver_entry`]) over emulated kernel services — registry values,
 //!   pool, the PMU reservation through the emulated HAL, `PoFxRegisterPluginEx`.
 //! - [`pofx`]: the emulator — on one thread, or on one thread per processor beside a device
@@ -32,11 +32,11 @@
 //! broken kernel services (the `sabotage` module, absent from a build without the feature).
 
 pub mod bench;
-pub mod boot;
 pub mod builtin;
 pub mod checks;
 pub mod cli;
 pub mod cpu;
+pub mod driver_entry;
 pub mod image;
 pub mod machine;
 pub mod output;

@@ -17,7 +17,7 @@
 //! [`ppm_caller::Callbacks`] as a processor and traced), `analysis`
 //! (how a call's platform trace read the counters), `digest` (the runtime's reads, digested as
 //! they are made), `observations` (the per-processor records and the run's [`Observations`]),
-//! `probes`, `nested`, `sample`, `boot`, `schedule` and `runtime` (what the emulated OS does,
+//! `probes`, `nested`, `sample`, `startup`, `schedule` and `runtime` (what the emulated OS does,
 //! most of it as methods of [`Emulator`]). This module holds [`RunOptions`] and the
 //! [`Emulator`]'s orchestration. The checks ([`crate::checks`]) consume the observations;
 //! nothing here uses them. The rules they judge by ([`crate::verdict`]) are a leaf below both:
@@ -29,7 +29,7 @@ use std::sync::Arc;
 use ppm_caller::Callbacks;
 use ppm_engine::Pep;
 
-use crate::boot::{BootRecord, SimKernel};
+use crate::driver_entry::{BootRecord, SimKernel};
 use crate::image::{self, Runner};
 use crate::machine::Machine;
 use crate::platform::{self, SimPlatform};
@@ -38,7 +38,6 @@ use crate::sabotage::Sabotage;
 use crate::scenario::Scenario;
 
 mod analysis;
-mod boot;
 mod digest;
 mod nested;
 mod observations;
@@ -48,8 +47,8 @@ mod records;
 mod runtime;
 mod sample;
 mod schedule;
+mod startup;
 
-pub use boot::default_other_devices;
 pub use digest::{
     CounterMetrics, NestedDigest, ReadDigest, ReadObserver, SleepDigest, TracedInterval, TracedRead,
 };
@@ -64,6 +63,7 @@ pub use records::{
     NestedNotification, PairAccess, Probe, ProbeKind, RawRead, ReadRecord, RegisterRecord,
     RegistrationRecord, SleepRecord,
 };
+pub use startup::default_other_devices;
 
 /// How to run a scenario: who observes the reads and which backend runs the PEP. The default
 /// runs the real engine on a faithful platform.
@@ -116,7 +116,7 @@ pub struct Emulator<'a> {
 
 impl<'a> Emulator<'a> {
     /// Builds the machine and boots the PEP as Windows does: `DriverEntry` through the
-    /// engine's sequence over the emulated kernel services ([`crate::boot`]), on processor 0.
+    /// engine's sequence over the emulated kernel services ([`crate::driver_entry`]), on processor 0.
     #[must_use]
     pub fn new(scenario: &'a Scenario, options: &RunOptions) -> Self {
         let machine = Arc::new(Machine::new(scenario));

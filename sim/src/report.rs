@@ -247,7 +247,7 @@ impl Report {
             .and_then(|count| count.parse().ok())
             .unwrap_or(0);
         let configuration_issues = boot
-            .map(crate::boot::BootRecord::configuration_issues)
+            .map(crate::driver_entry::BootRecord::configuration_issues)
             .unwrap_or_default()
             .into_iter()
             .map(|(value, reason)| ConfigurationIssue { value, reason })

@@ -7,7 +7,7 @@
 //!
 //! A run takes a [`Sabotage`] in [`crate::RunOptions::sabotage`]; the platform
 //! ([`crate::platform::SimPlatform::with_faults`]) and the kernel services
-//! ([`crate::boot::SimKernel::with_sabotage`]) apply their parts. The default sabotages nothing.
+//! ([`crate::driver_entry::SimKernel::with_sabotage`]) apply their parts. The default sabotages nothing.
 
 use std::fmt;
 use std::sync::Arc;

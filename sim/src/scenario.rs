@@ -122,7 +122,7 @@
 // - `raw` (the file as serde reads it, unknown keys refused; the value checks whose bounds
 //   depend on other fields);
 // - `presence` (which processors are present when, from the hot-plug events);
-// - `boot` (`[registry]`, `[install]`, `[[fault]]`: how `DriverEntry` boots);
+// - `kernel` (`[registry]`, `[install]`, `[[fault]]`: how `DriverEntry` boots);
 // - `spec` ([`Scenario`], the whole description);
 // - `timeline` (the phases expanded per processor; presence and sleeps from the events);
 // - `validation` (cross-field checks), `expected` (what a correct PEP does: the oracle's
@@ -130,9 +130,9 @@
 // - `parse` (the file read by `raw` to a validated [`Scenario`]; its errors located by line).
 // The simulation (`crate::cpu`, `crate::machine`) builds on this module, never the reverse.
 
-pub mod boot;
 mod error;
 mod expected;
+pub mod kernel;
 mod parse;
 mod presence;
 mod raw;
@@ -141,9 +141,9 @@ pub mod timeline;
 mod types;
 mod validation;
 
-pub use boot::{BootFault, BootSpec, RegistryValue};
 pub use error::ScenarioError;
 pub use expected::ExpectedSource;
+pub use kernel::{BootFault, BootSpec, RegistryValue};
 pub use parse::CONFIG_KEYS;
 pub use spec::Scenario;
 pub use types::{

@@ -18,8 +18,8 @@ use ppm_engine::platform::Passive;
 use serde_json::{Value, json};
 
 use super::runner::{Host, hex, unhex};
-use crate::boot::{PluginInformation, SimKernel, SimParameters, SimState};
 use crate::cpu::sysreg;
+use crate::driver_entry::{PluginInformation, SimKernel, SimParameters, SimState};
 use crate::platform::{OnProcessor, SimPlatform};
 
 /// `STATUS_OBJECT_NAME_NOT_FOUND`.

@@ -10,7 +10,7 @@ use super::digest::ReadDigest;
 use super::records::{
     BootQuery, DeviceRecord, EngineSummary, HotplugRecord, Probe, RegistrationRecord, SleepRecord,
 };
-use crate::boot::BootRecord;
+use crate::driver_entry::BootRecord;
 use crate::machine::Machine;
 use crate::platform::{MsrRead, PlatformOp};
 

@@ -30,13 +30,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use ppm_caller::payload::handle;
 
-use super::boot::initialise_processor;
 use super::nested::NestingSetup;
 use super::observations::{ProcessorRecord, Tally};
 use super::pep::PepUnderTest;
 use super::probes::{ProbeInputs, refused_read_probe, stale_handle_probes};
 use super::records::{DeviceRecord, HotplugChange, HotplugRecord, Probe, ProbeKind, SleepRecord};
 use super::sample::sample_processor;
+use super::startup::initialise_processor;
 use super::{Action, Emulator};
 
 mod items;

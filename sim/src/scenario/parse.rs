@@ -6,8 +6,8 @@ use ppm_engine::device_id::{MAX_DEVICE_ID_PATTERNS, MAX_PATTERN_UNITS};
 use ppm_engine::driver::registry::{MAX_PERFORMANCE_LEVEL, MAX_TRANSITION_LATENCY_100NS};
 use ppm_engine::perf::PerfCapabilities;
 
-use super::boot;
 use super::error::{ScenarioError, shown};
+use super::kernel;
 use super::presence::Presence;
 use super::raw::{
     self, Found, at, counter_values, fail, names, optional_u32, processor_set, quoted_list,
@@ -94,7 +94,7 @@ impl Scenario {
             Some(config) => read_config(config)?,
             None => ConfigSpec::default(),
         };
-        let mut boot = boot::read_boot(
+        let mut boot = kernel::read_boot(
             file.registry.as_ref(),
             &file.fault,
             &config,
@@ -104,7 +104,7 @@ impl Scenario {
         boot.install_pending =
             file.install.and_then(|install| install.pending).is_some_and(|pending| pending.0);
         // What the driver will read: `[config]` plus the raw values it accepts.
-        let config = boot::effective_config(&boot);
+        let config = kernel::effective_config(&boot);
 
         let presence = Presence::new(processors, &events);
         let scenario = Self {

@@ -1,7 +1,7 @@
 //! [`Scenario`]: the whole validated description, every table's spec together with how
-//! `DriverEntry` boots ([`super::boot`]).
+//! `DriverEntry` boots ([`super::kernel`]).
 
-use super::boot::BootSpec;
+use super::kernel::BootSpec;
 use super::presence::Presence;
 use super::types::{ConfigSpec, Event, Phase, PlatformSpec, PofxSpec};
 

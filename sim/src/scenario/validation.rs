@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::boot::BootFault;
 use super::error::{ScenarioError, shown};
+use super::kernel::BootFault;
 use super::spec::Scenario;
 use super::timeline::{NS_PER_MS, SleepWindows, Timeline};
 use super::types::{

@@ -13,7 +13,7 @@ use ppm_engine::abi::{
 use ppm_engine::driver::registry::{REG_DWORD, names, state};
 use ppm_engine::driver::{LogLevel, PoolBlock, SkipReason};
 
-use crate::boot::BootRecord;
+use crate::driver_entry::BootRecord;
 use crate::pofx::Observations;
 use crate::scenario::{BootFault, Scenario};
 
