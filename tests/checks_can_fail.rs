@@ -4,7 +4,7 @@
 //! to catch it fails.
 //!
 //! This file holds the checks of registration, devices, probes, the answers of initialisation
-//! and boot; `checks_can_fail_runtime.rs` those of the runtime's reads and events.
+//! and `DriverEntry`; `checks_can_fail_runtime.rs` those of the runtime's reads and events.
 
 use std::sync::Arc;
 
@@ -342,9 +342,9 @@ fn counters_reported_after_a_faulting_probe_fail_capabilities() {
     assert_detail(&report, "capabilities.consistent", "FeedbackCounterCount 1");
 }
 
-/// A PEP that declines the boot queries it has a documented answer for (the engine before it
+/// A PEP that declines the start-up queries it has a documented answer for (the engine before it
 /// answered them): FALSE for `QUERY_PLATFORM_STATES`, a veto-reason count of 3.
-unsafe extern "C" fn boot_queries_declined(
+unsafe extern "C" fn startup_queries_declined(
     handle: PEPHANDLE,
     notification: ULONG,
     data: PVOID,
@@ -363,7 +363,7 @@ unsafe extern "C" fn boot_queries_declined(
 
 #[test]
 fn declined_boot_queries_fail_boot_queries() {
-    let report = assert_fails(&base(), &with_ppm(boot_queries_declined), &["ppm.boot_queries"]);
+    let report = assert_fails(&base(), &with_ppm(startup_queries_declined), &["ppm.boot_queries"]);
     assert_detail(&report, "ppm.boot_queries", "QUERY_PLATFORM_STATES: FALSE");
     assert_detail(&report, "ppm.boot_queries", "QUERY_VETO_REASONS: TRUE with count 3, expected 0");
 }

@@ -6,8 +6,8 @@
 //! [`CHECK_IDS`] lists them in report order.
 //!
 //! This module holds the one table of (id, check) and [`evaluate`]; the checks themselves are
-//! methods of one context, by family: `driver_entry`, `dpm` (devices, boot queries and the refusal
-//! probes), `capabilities` (the answers of initialisation), `feedback` (the runtime's reads),
+//! methods of one context, by family: `driver_entry` (the `boot.*` checks), `dpm` (devices, the start-up queries and
+//! the refusal probes), `capabilities` (the answers of initialisation), `feedback` (the runtime's reads),
 //! `lifecycle` (hot-plug, sleep, re-entrancy) and `pmc` (MSR and PMU access). They read the
 //! emulator's observations ([`crate::pofx`]) and nothing else of it.
 
@@ -30,16 +30,17 @@ mod pmc;
 
 pub use crate::pofx::CounterMetrics;
 
-/// The checks, in report order: the boot checks, then the runtime checks (`RUNTIME_CHECKS`).
+/// The checks, in report order: the `DriverEntry` checks (`DRIVER_ENTRY_CHECK_IDS`), then the
+/// runtime checks (`RUNTIME_CHECKS`).
 pub const CHECK_IDS: [&str; 36] = {
     let mut ids = [""; 36];
     let mut index = 0;
-    while index < BOOT_CHECK_IDS.len() {
-        ids[index] = BOOT_CHECK_IDS[index];
+    while index < DRIVER_ENTRY_CHECK_IDS.len() {
+        ids[index] = DRIVER_ENTRY_CHECK_IDS[index];
         index += 1;
     }
     while index < ids.len() {
-        ids[index] = RUNTIME_CHECKS[index - BOOT_CHECK_IDS.len()].0;
+        ids[index] = RUNTIME_CHECKS[index - DRIVER_ENTRY_CHECK_IDS.len()].0;
         index += 1;
     }
     ids
@@ -178,8 +179,9 @@ pub fn evaluate(
     machine: &Machine,
     metrics: &[ProcessorMetrics],
 ) -> Vec<CheckResult> {
-    let expected = driver_entry::ExpectedBoot::of(scenario);
-    let attempted = observations.boot.as_ref().is_some_and(|boot| boot.registration.is_some());
+    let expected = driver_entry::ExpectedDriverEntry::of(scenario);
+    let attempted =
+        observations.driver_entry.as_ref().is_some_and(|record| record.registration.is_some());
     let registration = if attempted || expected.registers() {
         registration(observations)
     } else {
@@ -190,9 +192,9 @@ pub fn evaluate(
     };
     let [status, unwind, state, inert] = driver_entry::checks(scenario, observations);
     let registered = observations
-        .boot
+        .driver_entry
         .as_ref()
-        .is_some_and(|boot| matches!(boot.outcome, ppm_engine::driver::Outcome::Registered));
+        .is_some_and(|record| matches!(record.outcome, ppm_engine::driver::Outcome::Registered));
     if !registration.passed || !registered {
         let rest: Vec<CheckResult> = CHECK_IDS
             .iter()
@@ -223,7 +225,8 @@ pub fn evaluate(
     results
 }
 
-/// The checks of a registered PEP's runtime, in report order after the five boot checks:
+/// The checks of a registered PEP's runtime, in report order after the five `DriverEntry`
+/// checks:
 /// `CHECK_IDS` is built from this table, so a check is listed once.
 type RuntimeCheck = fn(&Context<'_>) -> CheckResult;
 const RUNTIME_CHECKS: [(&str, RuntimeCheck); 31] = [
@@ -291,7 +294,7 @@ const RUNTIME_CHECKS: [(&str, RuntimeCheck); 31] = [
 ];
 
 /// The five checks of `DriverEntry` and the registration, before `RUNTIME_CHECKS`.
-const BOOT_CHECK_IDS: [&str; 5] =
+const DRIVER_ENTRY_CHECK_IDS: [&str; 5] =
     ["registration.version_size", "boot.status", "boot.unwind", "boot.state", "boot.inert"];
 
 fn registration(observations: &Observations) -> CheckResult {

@@ -1,4 +1,4 @@
-//! The boot: `DriverEntry` as Windows runs it, through the engine's generic sequence
+//! `DriverEntry` as Windows runs it, through the engine's generic sequence
 //! ([`ppm_engine::driver::driver_entry`]) over emulated kernel services.
 //!
 //! [`SimKernel`] implements [`KernelServices`] over the simulated machine: the service's
@@ -7,7 +7,7 @@
 //! the processor, `HalAllocateHardwareCounters` is the machine's PMU arbitration (refused while
 //! another owner holds the PMU), `PoFxRegisterPluginEx` applies the emulated `PoFx`'s checks,
 //! and the `Boot` key and the debugger log are recorded. A scenario's `[[fault]]` entries make
-//! one of these services fail; [`BootRecord`] keeps what the checks need to see that every
+//! one of these services fail; [`DriverEntryRecord`] keeps what the checks need to see that every
 //! failure was unwound completely.
 
 use std::alloc::Layout;
@@ -31,7 +31,7 @@ use crate::machine::Machine;
 use crate::platform::{DriverSetup, OnProcessor, SimHost, SimPlatform};
 #[cfg(any(test, feature = "sabotage"))]
 use crate::sabotage::{BootSabotage, Sabotage};
-use crate::scenario::{BootFault, Scenario};
+use crate::scenario::{Scenario, ServiceFault};
 
 /// One `Boot` value as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub type PmuControl = (u64, u64);
 
 /// What `DriverEntry` did.
 #[derive(Clone, Debug)]
-pub struct BootRecord {
+pub struct DriverEntryRecord {
     /// How the engine's sequence ended.
     pub outcome: Outcome,
     /// What `DriverEntry` returned.
@@ -132,7 +132,7 @@ pub struct BootRecord {
 /// image: a fixed value, which `boot.state` expects in `State\ImageTimeDateStamp`).
 pub const ENGINE_IMAGE_TIME_DATE_STAMP: u32 = 0x5050_4550;
 
-impl BootRecord {
+impl DriverEntryRecord {
     /// `Boot` value `name`, as text.
     #[must_use]
     pub fn state_value(&self, name: &str) -> Option<String> {
@@ -166,7 +166,7 @@ struct PoolEntry {
     layout: Layout,
 }
 
-/// The kernel services over the simulated machine, for one boot.
+/// The kernel services over the simulated machine, for one `DriverEntry`.
 pub struct SimKernel<'a> {
     scenario: &'a Scenario,
     platform: SimPlatform,
@@ -192,7 +192,7 @@ pub struct SimKernel<'a> {
 }
 
 impl<'a> SimKernel<'a> {
-    /// Kernel services for booting `scenario` on `platform`'s machine.
+    /// Kernel services for `scenario`'s `DriverEntry` on `platform`'s machine.
     #[must_use]
     pub const fn new(scenario: &'a Scenario, platform: SimPlatform) -> Self {
         Self {
@@ -248,7 +248,7 @@ impl<'a> SimKernel<'a> {
 
     /// Runs `DriverEntry` (after `WdfDriverCreate`) and returns what it did, with the PEP it
     /// registered (`None` unless it registered) and the `PEP_INFORMATION` `PoFx` received.
-    pub fn boot(&self) -> (BootRecord, Option<Box<Pep<SimPlatform>>>) {
+    pub fn run_driver_entry(&self) -> (DriverEntryRecord, Option<Box<Pep<SimPlatform>>>) {
         let before = self.pmu_control();
         let outcome = {
             let _setup = DriverSetup::enter();
@@ -262,12 +262,12 @@ impl<'a> SimKernel<'a> {
         let status = if self.sabotage.swallow_failure { STATUS_SUCCESS } else { status };
         let after = self.pmu_control();
         let installed = self.installed.replace(std::ptr::null_mut());
-        // SAFETY: a non-NULL pointer came from `Box::into_raw` in `install`, once per boot, and
+        // SAFETY: a non-NULL pointer came from `Box::into_raw` in `install`, once per `DriverEntry`, and
         // is taken back once (replaced by NULL above); the references the engine's sequence
         // held ended with `driver_entry`.
         let pep = (!installed.is_null()).then(|| unsafe { Box::from_raw(installed) });
         let registered = matches!(outcome, Outcome::Registered);
-        let record = BootRecord {
+        let record = DriverEntryRecord {
             outcome,
             status,
             state: self.state.borrow().clone(),
@@ -315,15 +315,15 @@ impl<'a> SimKernel<'a> {
         kernel.Size = PEP_KERNEL_INFORMATION_STRUCT_V3::SIZE;
         let checked = register_plugin(&information, &mut kernel);
         let status = match self.fault("register-plugin") {
-            Some(BootFault::RegisterPlugin { status }) if checked == STATUS_SUCCESS => *status,
+            Some(ServiceFault::RegisterPlugin { status }) if checked == STATUS_SUCCESS => *status,
             _ => checked,
         };
         self.registration.set(Some(PluginRegistration { information, host, checked, status }));
         status
     }
 
-    fn fault(&self, step: &str) -> Option<&BootFault> {
-        self.scenario.boot.fault(step)
+    fn fault(&self, step: &str) -> Option<&ServiceFault> {
+        self.scenario.kernel.fault(step)
     }
 
     /// The system-wide index of active processor `index` (`KeGetProcessorNumberFromIndex`).
@@ -338,7 +338,7 @@ impl<'a> SimKernel<'a> {
     pub fn begin_pmu_fault(&self, processor: u32) -> bool {
         let faulting = matches!(
             self.fault("enable-fixed-counters"),
-            Some(BootFault::EnableFixedCounters { processor: target }) if *target == processor
+            Some(ServiceFault::EnableFixedCounters { processor: target }) if *target == processor
         );
         if faulting {
             self.machine().set_msr_fault(processor, true);
@@ -355,8 +355,8 @@ impl<'a> SimKernel<'a> {
     /// whether the pool grants it (an injected `allocate` fault refuses it). Recorded as the
     /// engine's allocations are.
     pub fn grant_pool(&self, block: PoolBlock, bytes: u64) -> bool {
-        let refused = self.scenario.boot.faults.iter().any(
-            |fault| matches!(fault, BootFault::Allocate { block: target } if *target == block),
+        let refused = self.scenario.kernel.faults.iter().any(
+            |fault| matches!(fault, ServiceFault::Allocate { block: target } if *target == block),
         );
         let granted = !refused && bytes > 0;
         self.allocations.borrow_mut().push((block, granted));
@@ -383,7 +383,7 @@ impl<'a> SimKernel<'a> {
 
     /// The record of the image's `DriverEntry`, which returned `status` (`None`: it
     /// bugchecked) with the PMU control `before` it, the pool blocks still `outstanding`, as
-    /// [`Self::boot`] records the engine's (the outcome read back from the `Boot` key the image
+    /// [`Self::run_driver_entry`] records the engine's (the outcome read back from the `Boot` key the image
     /// wrote). The image keeps its belief that the fixed counters are ready in its own memory;
     /// it holds the reservation at the end of `DriverEntry` only when it enabled them
     /// everywhere, which the machine is told.
@@ -393,7 +393,7 @@ impl<'a> SimKernel<'a> {
         status: Option<NTSTATUS>,
         before: Vec<PmuControl>,
         outstanding: Vec<PoolBlock>,
-    ) -> BootRecord {
+    ) -> DriverEntryRecord {
         self.machine().set_fixed_counters_ready(self.machine().pmu_reserved());
         let after = self.pmu_control();
         let state = self.state.borrow().clone();
@@ -401,7 +401,7 @@ impl<'a> SimKernel<'a> {
         let registered = status == Some(STATUS_SUCCESS)
             && registration.is_some_and(|registration| registration.status == STATUS_SUCCESS);
         let status = status.unwrap_or(STATUS_UNSUCCESSFUL);
-        BootRecord {
+        DriverEntryRecord {
             outcome: image_outcome(registered, status, state.as_ref()),
             status,
             state,
@@ -415,7 +415,7 @@ impl<'a> SimKernel<'a> {
             pmu_control: before.into_iter().zip(after).collect(),
             pmu_reserved: self.machine().pmu_reserved(),
             reservation_requested: self.reservation_requested.get(),
-            // The image backend sets the image's own (`crate::image::boot`).
+            // The image backend sets the image's own (`crate::image::load_driver`).
             image_time_date_stamp: 0,
         }
     }
@@ -477,8 +477,8 @@ impl SimParameters<'_> {
     /// `WdfRegistryQueryValue` of `name`, as the driver reads it (recorded, faults injected).
     pub fn read_named(&mut self, name: &str) -> Lookup<'_> {
         self.kernel.values_read.borrow_mut().push(name.to_owned());
-        let faulted = self.kernel.scenario.boot.faults.iter().find_map(|fault| match fault {
-            BootFault::ReadValue { value, status } if value.eq_ignore_ascii_case(name) => {
+        let faulted = self.kernel.scenario.kernel.faults.iter().find_map(|fault| match fault {
+            ServiceFault::ReadValue { value, status } if value.eq_ignore_ascii_case(name) => {
                 Some(*status)
             }
             _ => None,
@@ -492,7 +492,7 @@ impl SimParameters<'_> {
         {
             return Lookup::Absent;
         }
-        let Some(value) = self.kernel.scenario.boot.value(name) else {
+        let Some(value) = self.kernel.scenario.kernel.value(name) else {
             return Lookup::Absent;
         };
         if value.data.len() > VALUE_BUFFER_BYTES {
@@ -568,7 +568,7 @@ impl KernelServices for SimKernel<'_> {
     }
 
     fn open_parameters(&self) -> Result<SimParameters<'_>, NTSTATUS> {
-        if let Some(BootFault::OpenParameters { status }) = self.fault("open-parameters") {
+        if let Some(ServiceFault::OpenParameters { status }) = self.fault("open-parameters") {
             return Err(*status);
         }
         Ok(SimParameters { kernel: shorten(self), buffer: Vec::with_capacity(VALUE_BUFFER_BYTES) })
@@ -579,11 +579,11 @@ impl KernelServices for SimKernel<'_> {
         if self.sabotage.ignore_install_pending {
             return false;
         }
-        self.scenario.boot.install_pending
+        self.scenario.kernel.install_pending
     }
 
     fn create_state_key(&self) -> Result<SimState<'_>, NTSTATUS> {
-        if let Some(BootFault::CreateStateKey { status }) = self.fault("create-state-key") {
+        if let Some(ServiceFault::CreateStateKey { status }) = self.fault("create-state-key") {
             return Err(*status);
         }
         // A volatile key: a new boot starts it empty.
@@ -607,7 +607,7 @@ impl KernelServices for SimKernel<'_> {
         let _on = OnProcessor::enter(None, processor);
         let faulting = matches!(
             self.fault("enable-fixed-counters"),
-            Some(BootFault::EnableFixedCounters { processor: target }) if *target == processor
+            Some(ServiceFault::EnableFixedCounters { processor: target }) if *target == processor
         );
         // The second visit to a processor is the unwinding's restore: a sabotaged driver never
         // gets there.
@@ -637,8 +637,8 @@ impl KernelServices for SimKernel<'_> {
     }
 
     fn allocate_non_paged(&self, block: PoolBlock, bytes: usize) -> Option<NonNull<u8>> {
-        let refused = self.scenario.boot.faults.iter().any(
-            |fault| matches!(fault, BootFault::Allocate { block: target } if *target == block),
+        let refused = self.scenario.kernel.faults.iter().any(
+            |fault| matches!(fault, ServiceFault::Allocate { block: target } if *target == block),
         );
         let allocation = if refused || bytes == 0 {
             None
@@ -675,7 +675,8 @@ impl KernelServices for SimKernel<'_> {
         list: Option<&mut PHYSICAL_COUNTER_RESOURCE_LIST>,
     ) -> Result<(), NTSTATUS> {
         self.reservation_requested.set(true);
-        if let Some(BootFault::HalAllocateCounters { status }) = self.fault("hal-allocate-counters")
+        if let Some(ServiceFault::HalAllocateCounters { status }) =
+            self.fault("hal-allocate-counters")
         {
             return Err(*status);
         }
@@ -714,7 +715,7 @@ impl KernelServices for SimKernel<'_> {
     unsafe fn install(&self, pep: Pep<SimPlatform>) -> &'static Pep<SimPlatform> {
         let pointer = Box::into_raw(Box::new(pep));
         self.installed.set(pointer);
-        // SAFETY: the box is taken back only in `boot`, after `driver_entry` returned and every
+        // SAFETY: the box is taken back only in `run_driver_entry`, after `driver_entry` returned and every
         // reference the sequence held ended (the `'static` is wider than the truth).
         unsafe { &*pointer }
     }

@@ -164,15 +164,15 @@ pub struct ImageObservation {
     pub error: Option<RunnerError>,
 }
 
-/// The image's boot, as the checks and the runtime need it.
+/// The image's driver load, as the checks and the runtime need it.
 ///
 /// `DriverEntry`, then what the I/O manager and `PnP` do with a driver that loaded
 /// (`EvtDriverDeviceAdd` for the device node the INF installs; `DriverUnload` for a driver that
 /// loaded without registering, which is unloadable), and whether the callbacks still reach a
-/// PEP after a boot that did not register.
-pub struct ImageBoot {
-    /// The boot, as the checks read it.
-    pub record: crate::driver_entry::BootRecord,
+/// PEP after a `DriverEntry` that did not register.
+pub struct DriverLoad {
+    /// `DriverEntry`, as the checks read it.
+    pub record: crate::driver_entry::DriverEntryRecord,
     /// The callbacks, when `PoFx` accepted them.
     pub callbacks: Option<std::sync::Arc<ImageCallbacks>>,
     /// What the image did besides.
@@ -189,12 +189,12 @@ const fn shorten<'k>(
     kernel
 }
 
-/// Boots the image of `runner` over `kernel`.
-pub fn boot(
+/// Loads the driver in the image of `runner` over `kernel` (see [`DriverLoad`]).
+pub fn load_driver(
     kernel: &crate::driver_entry::SimKernel<'_>,
     runner: &std::sync::Arc<Runner>,
     platform: &crate::platform::SimPlatform,
-) -> ImageBoot {
+) -> DriverLoad {
     use std::sync::Arc;
 
     use ppm_engine::abi::{PEP_NOTIFY_PPM_QUERY_PLATFORM_STATES, STATUS_SUCCESS};
@@ -204,7 +204,7 @@ pub fn boot(
         ImageObservation { image_base: runner.image_base, ..ImageObservation::default() };
     observation.entries.entry = runner.entry;
     let before = kernel.pmu_control();
-    let host = ImageHost::boot(shorten(kernel));
+    let host = ImageHost::driver_entry(shorten(kernel));
     let entered = {
         let _setup = crate::platform::DriverSetup::enter();
         let _on = crate::platform::OnProcessor::enter(None, 0);
@@ -218,7 +218,7 @@ pub fn boot(
             observation.error = Some(error);
             // The run is unusable (its error ends it with exit code 2); a record all the same.
             let record = kernel.image_record(None, before, host.outstanding());
-            return ImageBoot { record, callbacks: None, observation };
+            return DriverLoad { record, callbacks: None, observation };
         }
     };
     let status = done
@@ -256,7 +256,7 @@ pub fn boot(
     observation.ledger = host.ledger();
     let callbacks = attempted
         .map(|addresses| ImageCallbacks::new(Arc::clone(runner), addresses, platform.clone()));
-    // A boot that did not register: do the callbacks still reach a PEP?
+    // A `DriverEntry` that did not register: do the callbacks still reach a PEP?
     if !record.published
         && let Some(image) = &callbacks
     {
@@ -270,5 +270,5 @@ pub fn boot(
     }
     let callbacks =
         callbacks.filter(|_| host.registered().is_some() && observation.crash.is_none());
-    ImageBoot { record, callbacks, observation }
+    DriverLoad { record, callbacks, observation }
 }

@@ -165,11 +165,11 @@ pub fn run_image_with(
     if verifier.is_some() {
         let verdict = image::verifier::runner_verdict(&report)?
             .ok_or_else(|| format!("{}: the runner reported no verifier verdict", scenario.name))?;
-        let boot = output.observations.boot.as_ref();
+        let record = output.observations.driver_entry.as_ref();
         judged.checks.extend(image::verifier::run_checks(
             &verdict,
-            boot.map_or(0, |boot| boot.status),
-            boot.is_some_and(|boot| boot.published),
+            record.map_or(0, |record| record.status),
+            record.is_some_and(|record| record.published),
         ));
         judged.verifier = Some(verdict);
     }
@@ -333,15 +333,15 @@ pub fn verify_image(
 /// What an injected run ended in.
 fn injected_run(output: &RunOutput) -> image::verifier::InjectedRun {
     use ppm_engine::driver::registry::state;
-    let boot = output.observations.boot.as_ref();
+    let record = output.observations.driver_entry.as_ref();
     let image = output.report.image.as_ref();
     image::verifier::InjectedRun {
         bugcheck: image.and_then(|image| image.bugcheck.clone()),
-        status: boot.map(|boot| boot.status),
-        published: boot.is_some_and(|boot| boot.published),
-        state: boot.and_then(|boot| {
-            boot.state.as_ref().map(|_| {
-                (boot.state_value(state::REGISTERED), boot.state_value(state::FAILED_STEP))
+        status: record.map(|record| record.status),
+        published: record.is_some_and(|record| record.published),
+        state: record.and_then(|record| {
+            record.state.as_ref().map(|_| {
+                (record.state_value(state::REGISTERED), record.state_value(state::FAILED_STEP))
             })
         }),
         verdict: image.and_then(|image| image.verifier.clone()).unwrap_or_default(),

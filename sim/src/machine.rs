@@ -262,11 +262,11 @@ impl Machine {
         let processor_clocks = (0..timelines.len()).map(|_| AtomicU64::new(0)).collect();
         let processors = (0..timelines.len())
             .map(|index| {
-                let boot = u64::try_from(index).unwrap_or(0) + 1;
+                let scale = u64::try_from(index).unwrap_or(0) + 1;
                 Mutex::new(ProcessorState {
                     counters: CounterPair {
-                        aperf: boot * 7_919_000_003,
-                        mperf: boot * 6_007_000_001,
+                        aperf: scale * 7_919_000_003,
+                        mperf: scale * 6_007_000_001,
                     },
                     aperf_remainder: 0,
                     mperf_remainder: 0,

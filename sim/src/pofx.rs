@@ -29,7 +29,7 @@ use std::sync::Arc;
 use ppm_caller::Callbacks;
 use ppm_engine::Pep;
 
-use crate::driver_entry::{BootRecord, SimKernel};
+use crate::driver_entry::{DriverEntryRecord, SimKernel};
 use crate::image::{self, Runner};
 use crate::machine::Machine;
 use crate::platform::{self, SimPlatform};
@@ -59,9 +59,9 @@ pub use ppm_caller::names::{
     UNDEFINED_DPM as UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM as UNDEFINED_PPM_NOTIFICATIONS,
 };
 pub use records::{
-    BootQuery, DeviceRecord, EngineSummary, HotplugChange, HotplugRecord, NestedCall,
-    NestedNotification, PairAccess, Probe, ProbeKind, RawRead, ReadRecord, RegisterRecord,
-    RegistrationRecord, SleepRecord,
+    DeviceRecord, EngineSummary, HotplugChange, HotplugRecord, NestedCall, NestedNotification,
+    PairAccess, Probe, ProbeKind, RawRead, ReadRecord, RegisterRecord, RegistrationRecord,
+    SleepRecord, StartupQuery,
 };
 pub use startup::default_other_devices;
 
@@ -115,7 +115,7 @@ pub struct Emulator<'a> {
 }
 
 impl<'a> Emulator<'a> {
-    /// Builds the machine and boots the PEP as Windows does: `DriverEntry` through the
+    /// Builds the machine and loads the driver as Windows does: `DriverEntry` through the
     /// engine's sequence over the emulated kernel services ([`crate::driver_entry`]), on processor 0.
     #[must_use]
     pub fn new(scenario: &'a Scenario, options: &RunOptions) -> Self {
@@ -135,12 +135,12 @@ impl<'a> Emulator<'a> {
                 status: 0,
                 injected: None,
             },
-            boot: None,
+            driver_entry: None,
             devices: Vec::new(),
             processors: Vec::new(),
             probes: Vec::new(),
             documented_answers: Vec::new(),
-            boot_queries: Vec::new(),
+            startup_queries: Vec::new(),
             unregistered: None,
             msr_reads: 0,
             unannounced_msr_reads: Vec::new(),
@@ -155,19 +155,19 @@ impl<'a> Emulator<'a> {
         #[cfg(any(test, feature = "sabotage"))]
         let kernel = kernel.with_sabotage(&options.sabotage);
         platform::begin_trace();
-        let (boot, pep, image) = match &options.image {
+        let (record, pep, image) = match &options.image {
             None => {
-                let (boot, pep) = kernel.boot();
-                (boot, pep, None)
+                let (record, pep) = kernel.run_driver_entry();
+                (record, pep, None)
             }
             Some(runner) => {
-                let booted = image::boot(&kernel, runner, &platform);
-                observations.image = Some(booted.observation);
-                (booted.record, None, Some(booted.callbacks))
+                let load = image::load_driver(&kernel, runner, &platform);
+                observations.image = Some(load.observation);
+                (load.record, None, Some(load.callbacks))
             }
         };
         observations.absorb(&platform::take_trace());
-        if let Some(registration) = boot.registration {
+        if let Some(registration) = record.registration {
             let info = registration.information;
             observations.registration = RegistrationRecord {
                 version: info.version,
@@ -191,9 +191,9 @@ impl<'a> Emulator<'a> {
             _ => None,
         };
         if observations.image.is_some() {
-            observations.engine = summarise_state(&boot);
+            observations.engine = summarise_state(&record);
         }
-        observations.boot = Some(boot);
+        observations.driver_entry = Some(record);
         Self {
             scenario,
             machine,
@@ -222,7 +222,7 @@ impl<'a> Emulator<'a> {
                     .collect();
             }
             self.initialise_processors(&pep);
-            self.boot_queries(&pep);
+            self.startup_queries(&pep);
             self.start_devices(&pep);
             self.runtime(&pep);
             self.unregister_last(&pep);
@@ -281,9 +281,9 @@ impl<'a> Emulator<'a> {
 
 /// What the image reported of itself: the `Boot` key it wrote (the values a VM's registry
 /// shows), as [`summarise`] reads the engine.
-fn summarise_state(boot: &BootRecord) -> EngineSummary {
+fn summarise_state(record: &DriverEntryRecord) -> EngineSummary {
     use ppm_engine::driver::registry::state;
-    let text = |name: &str| boot.state_value(name).unwrap_or_default();
+    let text = |name: &str| record.state_value(name).unwrap_or_default();
     let number = |name: &str| text(name).parse().unwrap_or(0);
     let reason = text(state::NO_COUNTERS_REASON);
     EngineSummary {

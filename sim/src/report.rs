@@ -241,13 +241,13 @@ impl Report {
         } = observations.engine.clone();
         let nominal_warning =
             calibration_warning(&nominal_source, nominal_mhz, platform.nominal_mhz);
-        let boot = observations.boot.as_ref();
-        let configuration_issue_count = boot
-            .and_then(|boot| boot.state_value(state::CONFIGURATION_ISSUES))
+        let driver_entry = observations.driver_entry.as_ref();
+        let configuration_issue_count = driver_entry
+            .and_then(|record| record.state_value(state::CONFIGURATION_ISSUES))
             .and_then(|count| count.parse().ok())
             .unwrap_or(0);
-        let configuration_issues = boot
-            .map(crate::driver_entry::BootRecord::configuration_issues)
+        let configuration_issues = driver_entry
+            .map(crate::driver_entry::DriverEntryRecord::configuration_issues)
             .unwrap_or_default()
             .into_iter()
             .map(|(value, reason)| ConfigurationIssue { value, reason })

@@ -60,12 +60,12 @@
 //! perf_capabilities = { highest = 40, nominal = 20, lowest_nonlinear = 8, lowest = 4 }
 //! device_id_patterns = ["\\_SB.CPU#"]
 //! transition_latency_100ns = 0
-//! [registry]                           # raw Parameters values (see `boot`): integer =
+//! [registry]                           # raw Parameters values (see `kernel`): integer =
 //! SkipRegistration = 1                 # REG_DWORD, string = REG_SZ, list = REG_MULTI_SZ,
 //!                                      # { type = "REG_…", bytes = […] } = raw
 //! [install]                            # the DriverEntry of a fresh install, mid-session:
 //! pending = true                       # a volatile Parameters\InstallPending key exists
-//! [[fault]]                            # one kernel service fails in DriverEntry (see `boot`)
+//! [[fault]]                            # one kernel service fails in DriverEntry (see `kernel`)
 //! step = "register-plugin"
 //! status = "STATUS_INVALID_PEP_INFO_VERSION"
 //! [[phase]]                            # piecewise-constant load
@@ -122,7 +122,7 @@
 // - `raw` (the file as serde reads it, unknown keys refused; the value checks whose bounds
 //   depend on other fields);
 // - `presence` (which processors are present when, from the hot-plug events);
-// - `kernel` (`[registry]`, `[install]`, `[[fault]]`: how `DriverEntry` boots);
+// - `kernel` (`[registry]`, `[install]`, `[[fault]]`: the kernel `DriverEntry` meets);
 // - `spec` ([`Scenario`], the whole description);
 // - `timeline` (the phases expanded per processor; presence and sleeps from the events);
 // - `validation` (cross-field checks), `expected` (what a correct PEP does: the oracle's
@@ -143,7 +143,7 @@ mod validation;
 
 pub use error::ScenarioError;
 pub use expected::ExpectedSource;
-pub use kernel::{BootFault, BootSpec, RegistryValue};
+pub use kernel::{KernelSpec, RegistryValue, ServiceFault};
 pub use parse::CONFIG_KEYS;
 pub use spec::Scenario;
 pub use types::{

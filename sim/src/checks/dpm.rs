@@ -10,13 +10,15 @@ use crate::pofx::ProbeKind;
 use super::{CheckResult, Context};
 
 impl Context<'_> {
-    /// `ppm.boot_queries`: the boot queries whose documented "nothing to report" is an answer
-    /// are answered — `QUERY_PLATFORM_STATES` and `QUERY_VETO_REASONS` with TRUE and 0 (this
-    /// PEP has no platform idle state and vetoes nothing), `ENUMERATE_BOOT_VETOES`
-    /// acknowledged.
+    /// `ppm.boot_queries`: the start-up queries whose documented "nothing to report" is an
+    /// answer are answered — `QUERY_PLATFORM_STATES` and `QUERY_VETO_REASONS` with TRUE and 0
+    /// (this PEP has no platform idle state and vetoes nothing), `ENUMERATE_BOOT_VETOES`
+    /// acknowledged. The start-up queries are PoFx's PPM queries with a NULL handle, sent once
+    /// all processors registered (`crate::pofx`'s `startup`); the id keeps the "boot" of
+    /// Windows' "sent once upon boot".
     pub(super) fn boot_queries(&self) -> CheckResult {
         let id = "ppm.boot_queries";
-        let queries = &self.observations.boot_queries;
+        let queries = &self.observations.startup_queries;
         if queries.is_empty() {
             return CheckResult::new(id, false, "the boot queries were not sent");
         }

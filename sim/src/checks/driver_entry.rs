@@ -1,6 +1,9 @@
 //! The checks of `DriverEntry`: `boot.status`, `boot.unwind`, `boot.state` and `boot.inert`.
 //!
-//! Each compares what the emulated kernel services saw ([`BootRecord`]) with what the
+//! Their ids keep `boot` (the ids are public, and `boot.state` checks the driver's `Boot` key):
+//! all four cover `DriverEntry` and nothing after it.
+//!
+//! Each compares what the emulated kernel services saw ([`DriverEntryRecord`]) with what the
 //! scenario's `[registry]` and `[[fault]]` entries make `DriverEntry` do, worked out here from
 //! the scenario alone: a skip (`SkipRegistration`), a failed step and its status, or a
 //! registration.
@@ -13,15 +16,15 @@ use ppm_engine::abi::{
 use ppm_engine::driver::registry::{REG_DWORD, names, state};
 use ppm_engine::driver::{LogLevel, PoolBlock, SkipReason};
 
-use crate::driver_entry::BootRecord;
+use crate::driver_entry::DriverEntryRecord;
 use crate::pofx::Observations;
-use crate::scenario::{BootFault, Scenario};
+use crate::scenario::{Scenario, ServiceFault};
 
 use super::CheckResult;
 
 /// What the scenario makes `DriverEntry` do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExpectedBoot {
+pub enum ExpectedDriverEntry {
     /// It registers the PEP.
     Registers,
     /// It loads inert, for this reason (`Boot\RegistrationSkipped`: `skip-registration`,
@@ -36,42 +39,41 @@ pub enum ExpectedBoot {
     },
 }
 
-impl ExpectedBoot {
+impl ExpectedDriverEntry {
     /// Worked out from the scenario's registry values and faults, in `DriverEntry`'s order.
     #[must_use]
     pub fn of(scenario: &Scenario) -> Self {
-        let boot = &scenario.boot;
-        let parameters_readable = boot.fault("open-parameters").is_none();
-        let skip_read_fails = boot.faults.iter().any(|fault| {
-            matches!(fault, BootFault::ReadValue { value, .. }
+        let kernel = &scenario.kernel;
+        let parameters_readable = kernel.fault("open-parameters").is_none();
+        let skip_read_fails = kernel.faults.iter().any(|fault| {
+            matches!(fault, ServiceFault::ReadValue { value, .. }
                 if value.eq_ignore_ascii_case(names::SKIP_REGISTRATION))
         });
-        let skip_value = boot
+        let skip_value = kernel
             .value(names::SKIP_REGISTRATION)
             .map(|value| value.value_type != REG_DWORD || value.data != [0, 0, 0, 0]);
         if parameters_readable && (skip_read_fails || skip_value == Some(true)) {
             return Self::Skips(SkipReason::SkipRegistration);
         }
-        if boot.install_pending {
+        if kernel.install_pending {
             return Self::Skips(SkipReason::InstallPending);
         }
-        if boot.fault("processor-count").is_some() {
+        if kernel.fault("processor-count").is_some() {
             return Self::Fails {
                 step: "KeQueryMaximumProcessorCountEx",
                 status: STATUS_UNSUCCESSFUL,
             };
         }
-        let table_refused = boot
-            .faults
-            .iter()
-            .any(|fault| matches!(fault, BootFault::Allocate { block: PoolBlock::ProcessorTable }));
+        let table_refused = kernel.faults.iter().any(|fault| {
+            matches!(fault, ServiceFault::Allocate { block: PoolBlock::ProcessorTable })
+        });
         if table_refused {
             return Self::Fails {
                 step: "allocating the processor table",
                 status: STATUS_INSUFFICIENT_RESOURCES,
             };
         }
-        if let Some(BootFault::RegisterPlugin { status }) = boot.fault("register-plugin") {
+        if let Some(ServiceFault::RegisterPlugin { status }) = kernel.fault("register-plugin") {
             return Self::Fails { step: "PoFxRegisterPluginEx", status: *status };
         }
         Self::Registers
@@ -109,7 +111,7 @@ fn hex(status: NTSTATUS) -> String {
 
 /// The four `boot.*` checks, in report order.
 pub(super) fn checks(scenario: &Scenario, observations: &Observations) -> [CheckResult; 4] {
-    let Some(record) = &observations.boot else {
+    let Some(record) = &observations.driver_entry else {
         let missing = |id| CheckResult::new(id, false, "DriverEntry did not run");
         return [
             missing("boot.status"),
@@ -118,7 +120,7 @@ pub(super) fn checks(scenario: &Scenario, observations: &Observations) -> [Check
             missing("boot.inert"),
         ];
     };
-    let expected = ExpectedBoot::of(scenario);
+    let expected = ExpectedDriverEntry::of(scenario);
     [
         status(record, expected),
         unwind(record, expected),
@@ -128,7 +130,7 @@ pub(super) fn checks(scenario: &Scenario, observations: &Observations) -> [Check
 }
 
 /// `boot.status`: `DriverEntry` returns the documented status.
-fn status(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
+fn status(record: &DriverEntryRecord, expected: ExpectedDriverEntry) -> CheckResult {
     let id = "boot.status";
     let detail = format!(
         "DriverEntry returned {} (the scenario's boot {}, expected {})",
@@ -139,9 +141,9 @@ fn status(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
     CheckResult::new(id, record.status == expected.status(), detail)
 }
 
-/// `boot.unwind`: a failed boot leaves nothing behind; a registered one keeps exactly the
+/// `boot.unwind`: a failed `DriverEntry` leaves nothing behind; a registered one keeps exactly the
 /// processor table and the PMU reservation; a skipped one touches nothing.
-fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
+fn unwind(record: &DriverEntryRecord, expected: ExpectedDriverEntry) -> CheckResult {
     let id = "boot.unwind";
     let mut failures = Vec::new();
     let changed: Vec<usize> = record
@@ -153,7 +155,7 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
         .collect();
     let outstanding = |block| record.outstanding.iter().filter(|&&other| other == block).count();
     match expected {
-        ExpectedBoot::Registers => {
+        ExpectedDriverEntry::Registers => {
             if outstanding(PoolBlock::ProcessorTable) != 1 || record.outstanding.len() != 1 {
                 failures.push(format!(
                     "pool blocks kept after registering: {:?} (expected the processor table only)",
@@ -164,7 +166,7 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
                 failures.push("registered but no PEP published".to_owned());
             }
         }
-        ExpectedBoot::Fails { .. } | ExpectedBoot::Skips(_) => {
+        ExpectedDriverEntry::Fails { .. } | ExpectedDriverEntry::Skips(_) => {
             if !record.outstanding.is_empty() {
                 failures.push(format!("pool blocks leaked: {:?}", record.outstanding));
             }
@@ -186,7 +188,7 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
             }
         }
     }
-    if matches!(expected, ExpectedBoot::Skips(_))
+    if matches!(expected, ExpectedDriverEntry::Skips(_))
         && (!record.allocations.is_empty()
             || record.reservation_requested
             || record.registration.is_some())
@@ -213,11 +215,11 @@ fn unwind(record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
 fn state_key(
     scenario: &Scenario,
     observations: &Observations,
-    record: &BootRecord,
-    expected: ExpectedBoot,
+    record: &DriverEntryRecord,
+    expected: ExpectedDriverEntry,
 ) -> CheckResult {
     let id = "boot.state";
-    if scenario.boot.fault("create-state-key").is_some() {
+    if scenario.kernel.fault("create-state-key").is_some() {
         let logged = record
             .log
             .iter()
@@ -253,9 +255,9 @@ fn state_key(
         .collect();
     let names: BTreeSet<&str> = values.keys().map(String::as_str).collect();
     let mut wanted: BTreeSet<&str> = match expected {
-        ExpectedBoot::Registers => state::REGISTERED_VALUES.into_iter().collect(),
-        ExpectedBoot::Fails { .. } => state::FAILED_VALUES.into_iter().collect(),
-        ExpectedBoot::Skips(_) => state::SKIPPED_VALUES.into_iter().collect(),
+        ExpectedDriverEntry::Registers => state::REGISTERED_VALUES.into_iter().collect(),
+        ExpectedDriverEntry::Fails { .. } => state::FAILED_VALUES.into_iter().collect(),
+        ExpectedDriverEntry::Skips(_) => state::SKIPPED_VALUES.into_iter().collect(),
     };
     if wanted.contains(state::CONFIGURATION_ISSUES) {
         wanted.extend(listed.iter().map(String::as_str));
@@ -266,7 +268,7 @@ fn state_key(
         let extra: Vec<&&str> = names.difference(&wanted).collect();
         failures.push(format!("values missing {missing:?}, unexpected {extra:?}"));
     }
-    if !matches!(expected, ExpectedBoot::Fails { .. }) {
+    if !matches!(expected, ExpectedDriverEntry::Fails { .. }) {
         // Each listed issue is the line the driver logged for it (`Parameters\VALUE: REASON`).
         for (name, logged) in listed.iter().zip(&ignored) {
             let found = record.state_value(name).unwrap_or_default();
@@ -289,7 +291,7 @@ fn state_key(
     // its own PE header.
     expect(state::IMAGE_TIME_DATE_STAMP, record.image_time_date_stamp.to_string());
     match expected {
-        ExpectedBoot::Registers => {
+        ExpectedDriverEntry::Registers => {
             expect(state::REGISTERED, "1".to_owned());
             expect(state::COUNTER_SOURCE, observations.engine.counter_source.clone());
             expect(state::CONFIGURATION_ISSUES, issues.to_string());
@@ -298,12 +300,12 @@ fn state_key(
                 expect(state::PMU_RESERVATION, "reserved".to_owned());
             }
         }
-        ExpectedBoot::Fails { step, status } => {
+        ExpectedDriverEntry::Fails { step, status } => {
             expect(state::REGISTERED, "0".to_owned());
             expect(state::FAILED_STEP, step.to_owned());
             expect(state::FAILURE_STATUS, status.cast_unsigned().to_string());
         }
-        ExpectedBoot::Skips(reason) => {
+        ExpectedDriverEntry::Skips(reason) => {
             expect(state::REGISTERED, "0".to_owned());
             expect(state::REGISTRATION_SKIPPED, reason.name().to_owned());
             expect(state::CONFIGURATION_ISSUES, issues.to_string());
@@ -316,9 +318,13 @@ fn state_key(
 
 /// `boot.inert`: with `SkipRegistration` set, or in the session of a fresh install, no
 /// callback is reachable and the `Boot` key says why.
-fn inert(observations: &Observations, record: &BootRecord, expected: ExpectedBoot) -> CheckResult {
+fn inert(
+    observations: &Observations,
+    record: &DriverEntryRecord,
+    expected: ExpectedDriverEntry,
+) -> CheckResult {
     let id = "boot.inert";
-    let ExpectedBoot::Skips(reason) = expected else {
+    let ExpectedDriverEntry::Skips(reason) = expected else {
         return CheckResult::not_applicable(
             id,
             "SkipRegistration is not set and no install is pending",

@@ -1,8 +1,8 @@
 //! Progress of a long run on stderr, terminal or not: what is running, the share of its
 //! expected reads made and the time so far.
 //!
-//! A ticker thread writes it, so a run that makes no read for a while (an image booting 2048
-//! processors) still shows it, and `main` must not hold stderr's lock for the run. Nothing is
+//! A ticker thread writes it, so a run that makes no read for a while (an image's `DriverEntry`
+//! over 2048 processors) still shows it, and `main` must not hold stderr's lock for the run. Nothing is
 //! printed before 2 s. On a terminal one line is rewritten twice a second and erased when the
 //! run ends; otherwise (a pipe, a CI log) a whole line is printed at 2 s and then every 10 s.
 //! `PPM_SIM_PROGRESS=always` prints from the start (a line as each scenario starts), `never`

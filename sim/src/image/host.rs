@@ -137,7 +137,7 @@ impl<'k> ImageHost<'k> {
 
     /// The host of `DriverEntry`: the machine and `kernel`'s services.
     #[must_use]
-    pub fn boot(kernel: &'k SimKernel<'k>) -> Self {
+    pub fn driver_entry(kernel: &'k SimKernel<'k>) -> Self {
         Self::with(Some(kernel.platform()), Some(kernel))
     }
 

@@ -258,7 +258,7 @@ pub struct RunFacts<'a> {
     pub etw: &'a [String],
     /// Whether the scenario nests notifications.
     pub nested: bool,
-    /// The devices PoFx offered at boot.
+    /// The devices PoFx offered at its start-up.
     pub devices_offered: usize,
 }
 
@@ -396,7 +396,7 @@ fn kmdf_check(kmdf: &[(u64, String, u64)], declared: Option<u64>) -> CheckResult
 }
 
 /// `image.etw`: with a trace session enabling the `PpmPep` provider (the emulated kernel's),
-/// `DriverEntry` writes `DriverEntryResult` once and every device PoFx offered at boot gets a
+/// `DriverEntry` writes `DriverEntryResult` once and every device PoFx offered at its start-up gets a
 /// `DevicePrepared` event (docs/windows.md's event table).
 fn etw_check(
     events: &BTreeMap<String, usize>,

@@ -26,7 +26,7 @@ pub const INJECTED_SAMPLES: u32 = 4;
 
 /// `scenario` cut to its first [`INJECTED_SAMPLES`] reads and the events before them.
 ///
-/// A call failing at boot, or a counter access faulting at the first reads, needs no more (an
+/// A call failing in `DriverEntry`, or a counter access faulting at the first reads, needs no more (an
 /// injection not reached there runs again on the whole scenario).
 #[must_use]
 pub fn shortened(scenario: &crate::scenario::Scenario) -> crate::scenario::Scenario {
@@ -330,7 +330,7 @@ pub struct InjectedRun {
     pub bugcheck: Option<String>,
     /// `DriverEntry`'s status (`None`: it did not return).
     pub status: Option<NTSTATUS>,
-    /// Whether a PEP was published at boot.
+    /// Whether `DriverEntry` published a PEP.
     pub published: bool,
     /// `Boot\Registered` and `Boot\FailedStep`, when the key was written.
     pub state: Option<(Option<String>, Option<String>)>,
@@ -434,8 +434,10 @@ pub struct LowResourcesSite {
     pub function: String,
     /// The return address into the image (an RVA).
     pub site: u64,
-    /// The runs made with it failing (one per occurrence, up to [`LOOP_OCCURRENCES`]).
-    pub boots: u64,
+    /// The runs made with it failing (one per occurrence, up to [`LOOP_OCCURRENCES`]); the JSON
+    /// key is `boots`.
+    #[serde(rename = "boots")]
+    pub runs: u64,
 }
 
 /// The special pool and handles over every run.
@@ -484,7 +486,7 @@ impl ArchVerdict {
         let verdict = |violations: usize| {
             if violations == 0 { "ok".to_owned() } else { format!("{violations} violations") }
         };
-        let low_boots: u64 = self.low_resources.sites.iter().map(|site| site.boots).sum();
+        let low_runs: u64 = self.low_resources.sites.iter().map(|site| site.runs).sum();
         vec![
             format!(
                 "verifier {arch} irql: {} imports and {} KMDF functions ruled ({} unruled): {}",
@@ -494,7 +496,7 @@ impl ArchVerdict {
                 verdict(self.irql.violations.len() + self.irql.unruled.len())
             ),
             format!(
-                "verifier {arch} low resources: {} fallible call sites, {low_boots} runs each failing one: {}",
+                "verifier {arch} low resources: {} fallible call sites, {low_runs} runs each failing one: {}",
                 self.low_resources.sites.len(),
                 verdict(self.low_resources.violations.len())
             ),
@@ -721,7 +723,7 @@ pub fn verdict(
     }
     result.low_resources.sites = sites
         .into_iter()
-        .map(|((function, site), boots)| LowResourcesSite { function, site, boots })
+        .map(|((function, site), runs)| LowResourcesSite { function, site, runs })
         .collect();
     result.access_faults.sites = access.into_iter().collect();
     result.instructions = cost_verdict(arch, base);
@@ -809,7 +811,7 @@ mod tests {
         );
     }
 
-    fn failed_boot() -> (VerifierOptions, InjectedRun) {
+    fn failed_driver_entry() -> (VerifierOptions, InjectedRun) {
         let options = VerifierOptions {
             fail: Some(("ExAllocatePool2".to_owned(), 0x100, 1)),
             ..VerifierOptions::default()
@@ -822,19 +824,19 @@ mod tests {
 
     #[test]
     fn a_failed_boot_that_cleaned_up_is_what_the_documentation_says() {
-        let (options, run) = failed_boot();
+        let (options, run) = failed_driver_entry();
         assert_eq!(judge_injected(&options, &run), Vec::<String>::new());
     }
 
     #[test]
     fn a_leak_a_provider_left_a_bugcheck_or_an_unreached_site_is_a_violation() {
-        let (options, mut run) = failed_boot();
+        let (options, mut run) = failed_driver_entry();
         run.verdict.pool.outstanding.push(json!({"address": 1}));
         run.verdict.handles.etw_registered = 1;
         let wrong = judge_injected(&options, &run);
         assert!(wrong.iter().any(|line| line.contains("1 pool blocks leaked")), "{wrong:?}");
         assert!(wrong.iter().any(|line| line.contains("ETW providers left")), "{wrong:?}");
-        let (options, mut run) = failed_boot();
+        let (options, mut run) = failed_driver_entry();
         run.bugcheck = Some("bugcheck 0xc4 at DriverEntry+0x10".to_owned());
         run.verdict.low_resources.injected = None;
         let wrong = judge_injected(&options, &run);

@@ -44,7 +44,7 @@ const PERF_GLOBAL_CTRL_COUNTERS_1_2: u64 = 0b110 << 32;
 const GENERAL_MASK: u64 = (1 << 48) - 1;
 /// What firmware left in `IA32_PERF_GLOBAL_CTRL`: the general counters globally enabled, the
 /// fixed counters not (their `IA32_FIXED_CTR_CTRL` fields are clear anyway).
-const PERF_GLOBAL_CTRL_AT_BOOT: u64 = 0xFF;
+const PERF_GLOBAL_CTRL_FROM_FIRMWARE: u64 = 0xFF;
 /// The most MSR writes the log keeps.
 const MAX_LOGGED_WRITES: usize = 65_536;
 /// The most unreserved PMU reads the log keeps.
@@ -83,7 +83,7 @@ impl ProcessorPmu {
         Self {
             fixed: [value(0x1234_5678), value(0x0BAD_CAFE_F00D), value(0x7_0000_0001)],
             fixed_ctr_ctrl: 0,
-            perf_global_ctrl: PERF_GLOBAL_CTRL_AT_BOOT,
+            perf_global_ctrl: PERF_GLOBAL_CTRL_FROM_FIRMWARE,
             global_status: 0,
             general: [0; GENERAL],
             event_select: [0; GENERAL],
@@ -293,7 +293,7 @@ impl ProcessorState {
         let pmu = self.pmu_now(width);
         pmu.fixed = [0; FIXED];
         pmu.fixed_ctr_ctrl = 0;
-        pmu.perf_global_ctrl = PERF_GLOBAL_CTRL_AT_BOOT;
+        pmu.perf_global_ctrl = PERF_GLOBAL_CTRL_FROM_FIRMWARE;
         pmu.global_status = 0;
         pmu.paused = None;
     }
@@ -565,10 +565,10 @@ mod tests {
         assert_eq!(machine.fixed_counters(0).expect("a PMU").values, before.values);
         // Counters 1 and 2 in all rings, globally enabled.
         assert_eq!(machine.write_msr(0, msr::IA32_FIXED_CTR_CTRL, 0x330).0, Ok(()));
-        let global = PERF_GLOBAL_CTRL_AT_BOOT | PERF_GLOBAL_CTRL_COUNTERS_1_2;
+        let global = PERF_GLOBAL_CTRL_FROM_FIRMWARE | PERF_GLOBAL_CTRL_COUNTERS_1_2;
         assert_eq!(
             machine.write_msr(0, msr::IA32_PERF_GLOBAL_CTRL, global),
-            (Ok(()), Some(PERF_GLOBAL_CTRL_AT_BOOT))
+            (Ok(()), Some(PERF_GLOBAL_CTRL_FROM_FIRMWARE))
         );
         assert_eq!(machine.write_msr(0, msr::IA32_FIXED_CTR1, 0), (Ok(()), Some(before.values[1])));
         assert_eq!(machine.write_msr(0, msr::IA32_FIXED_CTR2, u64::from(u32::MAX) - 999).0, Ok(()));

@@ -1,5 +1,5 @@
 //! The emulator's ambient state: what the thread that runs as a processor carries, in one
-//! value, [`ProcessorThread`], held in one thread-local.
+//! value, `ProcessorThread`, held in one thread-local.
 //!
 //! Why per thread and not passed down: the engine is `no_std` and reaches the machine only
 //! through [`Platform`](ppm_engine::Platform)'s methods, which take `&self` and no context.
@@ -8,11 +8,11 @@
 //! knows about the call — which processor it runs on, whether interrupts are masked, what the
 //! call is for — can travel with it. A processor holds that state in itself (its index, its
 //! interrupt flag); the emulator holds it in the thread that runs as the processor. The
-//! [`SimPlatform`](super::SimPlatform) itself is shared by every thread (one per processor in
+//! [`SimPlatform`] itself is shared by every thread (one per processor in
 //! a threaded run) and holds only what is the same for all of them: the machine and the
 //! injected faults.
 //!
-//! What a thread carries ([`ProcessorThread`]'s fields):
+//! What a thread carries (`ProcessorThread`'s fields):
 //! - the processor it runs as, set by an [`OnProcessor`] guard (0 outside one);
 //! - the simulated interrupt masking: whether interrupts are masked now and the masking epoch,
 //!   the count of unmasked→masked transitions, so that two reads are known to be in one masked

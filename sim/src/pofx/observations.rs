@@ -8,9 +8,10 @@ use ppm_engine::abi::{
 
 use super::digest::ReadDigest;
 use super::records::{
-    BootQuery, DeviceRecord, EngineSummary, HotplugRecord, Probe, RegistrationRecord, SleepRecord,
+    DeviceRecord, EngineSummary, HotplugRecord, Probe, RegistrationRecord, SleepRecord,
+    StartupQuery,
 };
-use crate::driver_entry::BootRecord;
+use crate::driver_entry::DriverEntryRecord;
 use crate::machine::Machine;
 use crate::platform::{MsrRead, PlatformOp};
 
@@ -68,7 +69,7 @@ pub struct Observations {
     /// Registration (`status`: what `PoFx`'s checks of the structures returned).
     pub registration: RegistrationRecord,
     /// `DriverEntry`, as the emulated kernel services saw it.
-    pub boot: Option<BootRecord>,
+    pub driver_entry: Option<DriverEntryRecord>,
     /// Every device offered, in order.
     pub devices: Vec<DeviceRecord>,
     /// Per processor.
@@ -96,8 +97,8 @@ pub struct Observations {
     pub sleeps: Vec<SleepRecord>,
     /// The processor threads the runtime used (0: one thread did everything).
     pub processor_threads: u32,
-    /// The boot queries sent once all processors registered, in order.
-    pub boot_queries: Vec<BootQuery>,
+    /// The start-up queries sent once all processors registered, in order.
+    pub startup_queries: Vec<StartupQuery>,
 }
 
 /// MSR reads taken note of, per thread, merged into the [`Observations`] afterwards.

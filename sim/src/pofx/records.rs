@@ -198,9 +198,9 @@ pub struct EngineSummary {
     pub device_ids_seen: Vec<(String, bool)>,
 }
 
-/// One boot-time PPM query (NULL handle) and what the PEP answered.
+/// One start-up PPM query (NULL handle) and what the PEP answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BootQuery {
+pub struct StartupQuery {
     /// The notification.
     pub notification: ULONG,
     /// Its name.

@@ -356,7 +356,7 @@ impl Emulator<'_> {
                 device_next: Key::END,
                 worker_next: vec![Key::END; workers],
                 registered: vec![None; records.len()],
-                live: live.iter().map(|boot| vec![(Key::START, *boot)]).collect(),
+                live: live.iter().map(|initial| vec![(Key::START, *initial)]).collect(),
                 failed: false,
             }),
             changed: Condvar::new(),

@@ -1,5 +1,6 @@
-//! Boot, as PoFx runs it once the PEP registered: every device offered, the processors
-//! accepted initialised, the boot queries, the devices started.
+//! PoFx's start-up once the PEP registered: every device offered, the processors accepted
+//! initialised, the start-up queries (the PPM queries with a NULL handle, sent once), the
+//! devices started.
 
 use ppm_caller::names;
 use ppm_caller::payload::{CountPayload, MAX_QUERIED_COUNTERS, handle};
@@ -14,7 +15,7 @@ use super::Emulator;
 use super::digest::ReadDigest;
 use super::observations::{ProcessorRecord, Tally, absorb_into};
 use super::pep::PepUnderTest;
-use super::records::{BootQuery, DeviceRecord};
+use super::records::{DeviceRecord, StartupQuery};
 use crate::scenario::CpuKind;
 
 /// The device ids of a flavour's non-processor devices, in ACPI-namespace-like order.
@@ -98,7 +99,7 @@ impl Emulator<'_> {
                 order.push((others[next_other].clone(), None));
                 next_other += 1;
             }
-            // Processors hot-added later are not offered at boot.
+            // Processors hot-added later are not offered at start-up.
             if index < processors && self.scenario.initially_present(index) {
                 order.push((ids.device_id(index), Some(index)));
             }
@@ -168,11 +169,11 @@ impl Emulator<'_> {
     /// `QUERY_VETO_REASONS` (at processor initialisation) and `ENUMERATE_BOOT_VETOES` (no
     /// payload; before the first idle entry). Count buffers start at a sentinel, so an
     /// untouched one shows.
-    pub(super) fn boot_queries(&mut self, pep: &PepUnderTest) {
+    pub(super) fn startup_queries(&mut self, pep: &PepUnderTest) {
         let mut count = |notification| {
             let (sent, trace) = pep.on(0, |callbacks| callbacks.query_count(notification));
             self.observations.absorb(&trace);
-            self.observations.boot_queries.push(BootQuery {
+            self.observations.startup_queries.push(StartupQuery {
                 notification,
                 name: names::ppm(notification).unwrap_or("?"),
                 returned: sent.handled(),
@@ -185,7 +186,7 @@ impl Emulator<'_> {
         let (returned, trace) =
             pep.returned(0, |callbacks| callbacks.ppm::<CountPayload>(handle(0), vetoes, None));
         self.observations.absorb(&trace);
-        self.observations.boot_queries.push(BootQuery {
+        self.observations.startup_queries.push(StartupQuery {
             notification: vetoes,
             name: names::ppm(vetoes).unwrap_or("?"),
             returned,
@@ -212,7 +213,7 @@ impl Emulator<'_> {
 
 /// As processor `record.index`, with its live handle: `QUERY_CAPABILITIES`,
 /// `QUERY_FEEDBACK_COUNTERS` (when counters are announced), `QUERY_PERF_CAPABILITIES`,
-/// `QUERY_DOMAIN_INFO` — at boot and when the processor is hot-added.
+/// `QUERY_DOMAIN_INFO` — at start-up and when the processor is hot-added.
 pub(super) fn initialise_processor(
     pep: &PepUnderTest,
     record: &mut ProcessorRecord,

@@ -46,7 +46,7 @@ impl Scenario {
         let fixed = wanted
             && self.platform.pmc_width.is_some()
             && !self.platform.pmu_busy
-            && !self.boot.pmu_setup_fails();
+            && !self.kernel.pmu_setup_fails();
         if fixed {
             // `wanted` is false for `none` and `aperf-mperf`, and for `auto` where APERF exists.
             return ExpectedSource::FixedPmc;

@@ -1,5 +1,7 @@
-//! A scenario's boot: the raw `Parameters` values an administrator set (`[registry]`) and the
-//! kernel services that fail during `DriverEntry` (`[[fault]]`).
+//! The kernel a scenario's `DriverEntry` meets ([`KernelSpec`]).
+//!
+//! The raw `Parameters` values an administrator set (`[registry]`), whether the package was installed in this session
+//! (`[install]`), and the kernel services that fail (`[[fault]]`, one [`ServiceFault`] each).
 //!
 //! ```toml
 //! [registry]                              # raw values of the service's Parameters key
@@ -8,7 +10,7 @@
 //! CounterSource = "2"                     # a string: REG_SZ (wrong for a DWORD: ignored)
 //! SkipRegistration = { type = "REG_BINARY", bytes = [1, 0] }  # any type, raw bytes
 //! [[fault]]
-//! step = "register-plugin"                # which kernel service fails, see `FaultStep`
+//! step = "register-plugin"                # which kernel service fails, see `ServiceFault`
 //! status = "STATUS_INVALID_PEP_INFO_VERSION"  # a known name or an NTSTATUS error number
 //! ```
 //!
@@ -96,7 +98,7 @@ impl RegistryValue {
 
 /// Which kernel service a `[[fault]]` makes fail (`step = "…"`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BootFault {
+pub enum ServiceFault {
     /// `open-parameters`: `WdfDriverOpenParametersRegistryKey` fails with `status`.
     OpenParameters {
         /// The status (default `STATUS_ACCESS_DENIED`).
@@ -139,7 +141,7 @@ pub enum BootFault {
     },
 }
 
-impl BootFault {
+impl ServiceFault {
     /// The `step` names, in the order `DriverEntry` reaches them.
     pub const STEPS: [&'static str; 8] = [
         "open-parameters",
@@ -168,23 +170,23 @@ impl BootFault {
     }
 }
 
-/// `[registry]` and `[[fault]]`.
+/// The kernel `DriverEntry` meets: `[registry]`, `[install]` and `[[fault]]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BootSpec {
+pub struct KernelSpec {
     /// The raw `Parameters` values, `[config]`'s translated ones included, by name (sorted,
     /// case-insensitively unique, as registry value names are).
     pub registry: Vec<(String, RegistryValue)>,
     /// The injected faults, in file order.
-    pub faults: Vec<BootFault>,
+    pub faults: Vec<ServiceFault>,
     /// `[install] pending`: the package was installed in this session (a volatile
     /// `Parameters\InstallPending` key exists), so `DriverEntry` runs mid-session.
     pub install_pending: bool,
 }
 
-impl BootSpec {
+impl KernelSpec {
     /// The first fault of `step`, if any.
     #[must_use]
-    pub fn fault(&self, step: &str) -> Option<&BootFault> {
+    pub fn fault(&self, step: &str) -> Option<&ServiceFault> {
         self.faults.iter().find(|fault| fault.step() == step)
     }
 
@@ -196,9 +198,9 @@ impl BootSpec {
         self.faults.iter().any(|fault| {
             matches!(
                 fault,
-                BootFault::HalAllocateCounters { .. }
-                    | BootFault::EnableFixedCounters { .. }
-                    | BootFault::Allocate { block: PoolBlock::SavedPmuControl }
+                ServiceFault::HalAllocateCounters { .. }
+                    | ServiceFault::EnableFixedCounters { .. }
+                    | ServiceFault::Allocate { block: PoolBlock::SavedPmuControl }
             )
         })
     }
@@ -218,17 +220,17 @@ impl BootSpec {
 /// The `[config]` settings, raw `[registry]` values the engine's registry rules accept, the
 /// defaults where a
 /// value is bad, absent or its read faults, and only the defaults when the key cannot be
-/// opened (the same rules a real boot applies; `tests/registry_values.rs` pins them down).
+/// opened (the same rules the driver applies on Windows; `tests/registry_values.rs` pins them down).
 #[must_use]
-pub fn effective_config(boot: &BootSpec) -> ConfigSpec {
+pub fn effective_config(kernel: &KernelSpec) -> ConfigSpec {
     /// The scenario's values as a `Parameters` key.
     struct Values<'a> {
-        boot: &'a BootSpec,
+        kernel: &'a KernelSpec,
     }
     impl ValueSource for Values<'_> {
         fn read(&mut self, name: &'static str) -> Lookup<'_> {
-            let faulted = self.boot.faults.iter().find_map(|fault| match fault {
-                BootFault::ReadValue { value, status } if value.eq_ignore_ascii_case(name) => {
+            let faulted = self.kernel.faults.iter().find_map(|fault| match fault {
+                ServiceFault::ReadValue { value, status } if value.eq_ignore_ascii_case(name) => {
                     Some(*status)
                 }
                 _ => None,
@@ -236,7 +238,7 @@ pub fn effective_config(boot: &BootSpec) -> ConfigSpec {
             if let Some(status) = faulted {
                 return Lookup::Failed { status };
             }
-            match self.boot.value(name) {
+            match self.kernel.value(name) {
                 None => Lookup::Absent,
                 Some(value) if value.data.len() > VALUE_BUFFER_BYTES => {
                     Lookup::TooLarge { needed: u32::try_from(value.data.len()).unwrap_or(u32::MAX) }
@@ -245,10 +247,10 @@ pub fn effective_config(boot: &BootSpec) -> ConfigSpec {
             }
         }
     }
-    if boot.fault("open-parameters").is_some() {
+    if kernel.fault("open-parameters").is_some() {
         return ConfigSpec::default();
     }
-    let config = read_config(&mut Values { boot }, |_| {});
+    let config = read_config(&mut Values { kernel }, |_| {});
     let device_id_patterns =
         (config.device_id_patterns != DeviceIdPatterns::defaults()).then(|| {
             config
@@ -326,13 +328,13 @@ fn config_values(config: &ConfigSpec, file: Option<&raw::Config>) -> Vec<(String
 }
 
 /// Reads `[registry]` and `[[fault]]` (`faults`: the array's tables), merging `[config]`.
-pub(super) fn read_boot(
+pub(super) fn read_kernel(
     registry: Option<&Found>,
     faults: &[raw::Fault],
     config: &ConfigSpec,
     config_file: Option<&raw::Config>,
     processors: u32,
-) -> Result<BootSpec, ScenarioError> {
+) -> Result<KernelSpec, ScenarioError> {
     let mut values = config_values(config, config_file);
     let from_config = values.len();
     if let Some(registry) = registry {
@@ -391,20 +393,20 @@ pub(super) fn read_boot(
             format!("{} entries; at most {MAX_FAULTS}", faults.len()),
         ));
     }
-    let mut boot_faults: Vec<BootFault> = Vec::new();
+    let mut service_faults: Vec<ServiceFault> = Vec::new();
     for (index, fault) in faults.iter().enumerate() {
         let fault = read_fault(&format!("fault[{index}]"), fault, processors)?;
-        if boot_faults.iter().any(|other| other.step() == fault.step())
-            && !matches!(fault, BootFault::ReadValue { .. } | BootFault::Allocate { .. })
+        if service_faults.iter().any(|other| other.step() == fault.step())
+            && !matches!(fault, ServiceFault::ReadValue { .. } | ServiceFault::Allocate { .. })
         {
             return Err(ScenarioError::field(
                 format!("fault[{index}].step"),
                 format!("a second \"{}\" fault; each step fails once", fault.step()),
             ));
         }
-        boot_faults.push(fault);
+        service_faults.push(fault);
     }
-    Ok(BootSpec { registry: values, faults: boot_faults, install_pending: false })
+    Ok(KernelSpec { registry: values, faults: service_faults, install_pending: false })
 }
 
 /// One `[registry]` value: an integer, a string, a list of strings, or `{ type, … }`.
@@ -525,7 +527,11 @@ fn read_raw_value(field: &str, table: &[(String, Found)]) -> Result<RegistryValu
 }
 
 /// One `[[fault]]`.
-fn read_fault(path: &str, fault: &raw::Fault, processors: u32) -> Result<BootFault, ScenarioError> {
+fn read_fault(
+    path: &str,
+    fault: &raw::Fault,
+    processors: u32,
+) -> Result<ServiceFault, ScenarioError> {
     let step = required_text(&at(path, "step"), fault.step.as_ref())?;
     let allowed: &[&str] = match step {
         "open-parameters" | "hal-allocate-counters" | "register-plugin" | "create-state-key" => {
@@ -541,7 +547,7 @@ fn read_fault(path: &str, fault: &raw::Fault, processors: u32) -> Result<BootFau
                 "step",
                 &format!(
                     "expected one of {}, found \"{}\"",
-                    quoted_list(&BootFault::STEPS),
+                    quoted_list(&ServiceFault::STEPS),
                     shown(other)
                 ),
             ));
@@ -558,13 +564,13 @@ fn read_fault(path: &str, fault: &raw::Fault, processors: u32) -> Result<BootFau
     }
     let status = |default| read_status(path, fault.status.as_ref(), default);
     Ok(match step {
-        "open-parameters" => BootFault::OpenParameters { status: status(STATUS_ACCESS_DENIED)? },
-        "read-value" => BootFault::ReadValue {
+        "open-parameters" => ServiceFault::OpenParameters { status: status(STATUS_ACCESS_DENIED)? },
+        "read-value" => ServiceFault::ReadValue {
             value: required_text(&at(path, "value"), fault.value.as_ref())?.to_owned(),
             status: status(STATUS_UNSUCCESSFUL)?,
         },
-        "processor-count" => BootFault::ProcessorCount,
-        "allocate" => BootFault::Allocate {
+        "processor-count" => ServiceFault::ProcessorCount,
+        "allocate" => ServiceFault::Allocate {
             block: match fault.block {
                 None => {
                     return Err(fail(
@@ -577,9 +583,9 @@ fn read_fault(path: &str, fault: &raw::Fault, processors: u32) -> Result<BootFau
             },
         },
         "hal-allocate-counters" => {
-            BootFault::HalAllocateCounters { status: status(STATUS_INSUFFICIENT_RESOURCES)? }
+            ServiceFault::HalAllocateCounters { status: status(STATUS_INSUFFICIENT_RESOURCES)? }
         }
-        "enable-fixed-counters" => BootFault::EnableFixedCounters {
+        "enable-fixed-counters" => ServiceFault::EnableFixedCounters {
             processor: required_u32(
                 &at(path, "processor"),
                 fault.processor.as_ref(),
@@ -587,9 +593,9 @@ fn read_fault(path: &str, fault: &raw::Fault, processors: u32) -> Result<BootFau
             )?,
         },
         "register-plugin" => {
-            BootFault::RegisterPlugin { status: status(STATUS_INVALID_PEP_INFO_VERSION)? }
+            ServiceFault::RegisterPlugin { status: status(STATUS_INVALID_PEP_INFO_VERSION)? }
         }
-        _ => BootFault::CreateStateKey { status: status(STATUS_ACCESS_DENIED)? },
+        _ => ServiceFault::CreateStateKey { status: status(STATUS_ACCESS_DENIED)? },
     })
 }
 

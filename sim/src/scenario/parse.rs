@@ -94,17 +94,17 @@ impl Scenario {
             Some(config) => read_config(config)?,
             None => ConfigSpec::default(),
         };
-        let mut boot = kernel::read_boot(
+        let mut kernel_spec = kernel::read_kernel(
             file.registry.as_ref(),
             &file.fault,
             &config,
             file.config.as_ref(),
             processors,
         )?;
-        boot.install_pending =
+        kernel_spec.install_pending =
             file.install.and_then(|install| install.pending).is_some_and(|pending| pending.0);
         // What the driver will read: `[config]` plus the raw values it accepts.
-        let config = kernel::effective_config(&boot);
+        let config = kernel::effective_config(&kernel_spec);
 
         let presence = Presence::new(processors, &events);
         let scenario = Self {
@@ -115,7 +115,7 @@ impl Scenario {
             config,
             phases,
             events,
-            boot,
+            kernel: kernel_spec,
             presence,
         };
         scenario.check()?;

@@ -1,7 +1,7 @@
-//! [`Scenario`]: the whole validated description, every table's spec together with how
-//! `DriverEntry` boots ([`super::kernel`]).
+//! [`Scenario`]: the whole validated description, every table's spec together with the
+//! kernel `DriverEntry` meets ([`super::kernel`]).
 
-use super::kernel::BootSpec;
+use super::kernel::KernelSpec;
 use super::presence::Presence;
 use super::types::{ConfigSpec, Event, Phase, PlatformSpec, PofxSpec};
 
@@ -22,8 +22,9 @@ pub struct Scenario {
     pub phases: Vec<Phase>,
     /// `[[event]]`, in file order.
     pub events: Vec<Event>,
-    /// `[registry]` (with `[config]`'s values) and `[[fault]]`: how `DriverEntry` boots.
-    pub boot: BootSpec,
+    /// `[registry]` (with `[config]`'s values), `[install]` and `[[fault]]`: the kernel
+    /// `DriverEntry` meets.
+    pub kernel: KernelSpec,
     /// Which processors are present when (from `events`), indexed once when the scenario is
     /// read: the presence questions the checks and the runtime ask cost a binary search.
     pub(super) presence: Presence,

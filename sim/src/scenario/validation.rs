@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::error::{ScenarioError, shown};
-use super::kernel::BootFault;
+use super::kernel::ServiceFault;
 use super::spec::Scenario;
 use super::timeline::{NS_PER_MS, SleepWindows, Timeline};
 use super::types::{
@@ -19,7 +19,7 @@ impl Scenario {
         self.check_pmu()?;
         self.check_sleeps()?;
         self.check_hotplug()?;
-        self.check_boot_faults()?;
+        self.check_service_faults()?;
         self.check_device_ids()?;
         self.check_counters_zero()
     }
@@ -99,9 +99,9 @@ impl Scenario {
 
     /// An `enable-fixed-counters` fault names a processor present at boot (the driver enables
     /// the counters on those only).
-    fn check_boot_faults(&self) -> Result<(), ScenarioError> {
-        for (number, fault) in self.boot.faults.iter().enumerate() {
-            if let BootFault::EnableFixedCounters { processor } = fault
+    fn check_service_faults(&self) -> Result<(), ScenarioError> {
+        for (number, fault) in self.kernel.faults.iter().enumerate() {
+            if let ServiceFault::EnableFixedCounters { processor } = fault
                 && !self.initially_present(*processor)
             {
                 return Err(ScenarioError::field(
