@@ -8,15 +8,13 @@
 //! knows about the call — which processor it runs on, whether interrupts are masked, what the
 //! call is for — can travel with it. A processor holds that state in itself (its index, its
 //! interrupt flag); the emulator holds it in the thread that runs as the processor. The
-//! [`SimPlatform`] itself is shared by every thread (one per processor in
-//! a threaded run) and holds only what is the same for all of them: the machine and the
-//! injected faults.
+//! [`SimPlatform`] itself is shared by every thread (one per processor in a threaded run) and
+//! holds only what is the same for all of them: the machine and the injected faults.
 //!
 //! What a thread carries (`ProcessorThread`'s fields):
 //! - the processor it runs as, set by an [`OnProcessor`] guard (0 outside one);
-//! - the simulated interrupt masking: whether interrupts are masked now and the masking epoch,
-//!   the count of unmasked→masked transitions, so that two reads are known to be in one masked
-//!   section when they share an epoch;
+//! - the simulated interrupt masking: whether interrupts are masked now, and the masking
+//!   epoch ([`super`] says what it is for);
 //! - the trace of the platform operations the engine performs ([`begin_trace`],
 //!   [`take_trace`], [`swap_trace`]), `None` while nothing records;
 //! - the nested-notification model ([`nest`]), `None` while no interrupt arrives: the hook
@@ -33,7 +31,7 @@
 //!   together with the processor by [`OnProcessor`]);
 //! - how many commands the image runner has under way on the thread (`image::runner`): a
 //!   nested notification's command runs inside the host request of the command it
-//!   interrupts, without waiting for the runner that command holds;
+//!   interrupts, without waiting for the lock that command holds;
 //! - the benchmark platform's current processor (`bench`), which stands in for this module's
 //!   for `ppm-sim bench`.
 
