@@ -22,7 +22,7 @@ use ppm_engine::callbacks::pep_information;
 use ppm_sim::driver_entry::ENGINE_IMAGE_TIME_DATE_STAMP;
 use ppm_sim::platform::SimHost;
 use ppm_sim::pofx::{UNDEFINED_DPM_NOTIFICATIONS, UNDEFINED_PPM_NOTIFICATIONS};
-use ppm_sim::sabotage::{BootSabotage, PlatformFaults, Sabotage};
+use ppm_sim::sabotage::{DriverEntrySabotage, PlatformFaults, Sabotage};
 use ppm_sim::{RunOptions, run_with};
 
 mod common;
@@ -368,16 +368,16 @@ fn declined_boot_queries_fail_boot_queries() {
     assert_detail(&report, "ppm.boot_queries", "QUERY_VETO_REASONS: TRUE with count 3, expected 0");
 }
 
-fn with_boot_sabotage(sabotage: BootSabotage) -> RunOptions {
-    sabotaged(Sabotage { boot: sabotage, ..Sabotage::default() })
+fn with_driver_entry_sabotage(sabotage: DriverEntrySabotage) -> RunOptions {
+    sabotaged(Sabotage { driver_entry: sabotage, ..Sabotage::default() })
 }
 
 #[test]
 fn a_driver_entry_that_swallows_a_failure_fails_boot_status() {
-    let sabotage = BootSabotage { swallow_failure: true, ..BootSabotage::default() };
+    let sabotage = DriverEntrySabotage { swallow_failure: true, ..DriverEntrySabotage::default() };
     let report = assert_fails(
         &builtin("boot-register-refused"),
-        &with_boot_sabotage(sabotage),
+        &with_driver_entry_sabotage(sabotage),
         &["boot.status"],
     );
     assert_detail(&report, "boot.status", "returned 0x00000000");
@@ -386,9 +386,10 @@ fn a_driver_entry_that_swallows_a_failure_fails_boot_status() {
 
 #[test]
 fn a_failed_boot_that_leaks_pool_fails_boot_unwind() {
-    let sabotage = BootSabotage { leak_pool: true, ..BootSabotage::default() };
+    let sabotage = DriverEntrySabotage { leak_pool: true, ..DriverEntrySabotage::default() };
     for name in ["boot-register-refused", "boot-register-error"] {
-        let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.unwind"]);
+        let report =
+            assert_fails(&builtin(name), &with_driver_entry_sabotage(sabotage), &["boot.unwind"]);
         let check = check_of(&report, "boot.unwind");
         assert!(check.detail.contains("pool blocks leaked"), "{name}: {}", check.detail);
     }
@@ -396,10 +397,10 @@ fn a_failed_boot_that_leaks_pool_fails_boot_unwind() {
 
 #[test]
 fn a_failed_boot_that_stays_published_fails_boot_unwind() {
-    let sabotage = BootSabotage { keep_published: true, ..BootSabotage::default() };
+    let sabotage = DriverEntrySabotage { keep_published: true, ..DriverEntrySabotage::default() };
     let report = assert_fails(
         &builtin("boot-register-refused"),
-        &with_boot_sabotage(sabotage),
+        &with_driver_entry_sabotage(sabotage),
         &["boot.unwind"],
     );
     assert_detail(&report, "boot.unwind", "still published");
@@ -407,10 +408,10 @@ fn a_failed_boot_that_stays_published_fails_boot_unwind() {
 
 #[test]
 fn a_failed_boot_that_leaves_the_pmu_enabled_fails_boot_unwind() {
-    let sabotage = BootSabotage { skip_pmu_restore: true, ..BootSabotage::default() };
+    let sabotage = DriverEntrySabotage { skip_pmu_restore: true, ..DriverEntrySabotage::default() };
     let report = assert_fails(
         &builtin("boot-register-refused"),
-        &with_boot_sabotage(sabotage),
+        &with_driver_entry_sabotage(sabotage),
         &["boot.unwind"],
     );
     assert_detail(
@@ -422,9 +423,11 @@ fn a_failed_boot_that_leaves_the_pmu_enabled_fails_boot_unwind() {
 
 #[test]
 fn lost_state_strings_fail_boot_state() {
-    let sabotage = BootSabotage { drop_state_strings: true, ..BootSabotage::default() };
+    let sabotage =
+        DriverEntrySabotage { drop_state_strings: true, ..DriverEntrySabotage::default() };
     for name in ["default", "boot-register-refused", "boot-skip-registration"] {
-        let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.state"]);
+        let report =
+            assert_fails(&builtin(name), &with_driver_entry_sabotage(sabotage), &["boot.state"]);
         let check = check_of(&report, "boot.state");
         assert!(check.detail.contains("Architecture"), "{name}: {}", check.detail);
     }
@@ -432,9 +435,10 @@ fn lost_state_strings_fail_boot_state() {
 
 #[test]
 fn a_stale_image_fails_boot_state() {
-    let sabotage = BootSabotage { stale_image: true, ..BootSabotage::default() };
+    let sabotage = DriverEntrySabotage { stale_image: true, ..DriverEntrySabotage::default() };
     for name in ["default", "boot-register-refused", "boot-skip-registration"] {
-        let report = assert_fails(&builtin(name), &with_boot_sabotage(sabotage), &["boot.state"]);
+        let report =
+            assert_fails(&builtin(name), &with_driver_entry_sabotage(sabotage), &["boot.state"]);
         assert_detail(
             &report,
             "boot.state",
@@ -449,10 +453,11 @@ fn a_stale_image_fails_boot_state() {
 
 #[test]
 fn a_driver_that_registers_mid_session_after_an_install_fails_boot_inert() {
-    let sabotage = BootSabotage { ignore_install_pending: true, ..BootSabotage::default() };
+    let sabotage =
+        DriverEntrySabotage { ignore_install_pending: true, ..DriverEntrySabotage::default() };
     let report = assert_fails(
         &builtin("boot-install-pending"),
-        &with_boot_sabotage(sabotage),
+        &with_driver_entry_sabotage(sabotage),
         &["boot.inert", "boot.state"],
     );
     assert_detail(&report, "boot.inert", "PoFxRegisterPluginEx was called");
@@ -460,10 +465,11 @@ fn a_driver_that_registers_mid_session_after_an_install_fails_boot_inert() {
 
 #[test]
 fn a_driver_that_ignores_skip_registration_fails_boot_inert() {
-    let sabotage = BootSabotage { ignore_skip_registration: true, ..BootSabotage::default() };
+    let sabotage =
+        DriverEntrySabotage { ignore_skip_registration: true, ..DriverEntrySabotage::default() };
     let report = assert_fails(
         &builtin("boot-skip-registration"),
-        &with_boot_sabotage(sabotage),
+        &with_driver_entry_sabotage(sabotage),
         &["boot.inert", "boot.unwind", "boot.state"],
     );
     assert_detail(&report, "boot.inert", "PoFxRegisterPluginEx was called");

@@ -30,7 +30,7 @@ use ppm_engine::platform::Passive;
 use crate::machine::Machine;
 use crate::platform::{DriverSetup, OnProcessor, SimHost, SimPlatform};
 #[cfg(any(test, feature = "sabotage"))]
-use crate::sabotage::{BootSabotage, Sabotage};
+use crate::sabotage::{DriverEntrySabotage, Sabotage};
 use crate::scenario::{Scenario, ServiceFault};
 
 /// One `Boot` value as written.
@@ -175,7 +175,7 @@ pub struct SimKernel<'a> {
     information_override: Option<PEP_INFORMATION>,
     /// What a test breaks.
     #[cfg(any(test, feature = "sabotage"))]
-    sabotage: BootSabotage,
+    sabotage: DriverEntrySabotage,
     state: RefCell<Option<BTreeMap<String, StateData>>>,
     log: RefCell<Vec<(LogLevel, String)>>,
     values_read: RefCell<Vec<String>>,
@@ -186,7 +186,7 @@ pub struct SimKernel<'a> {
     registration: Cell<Option<PluginRegistration>>,
     reservation_requested: Cell<bool>,
     /// The processors `run_on_processor` visited, in order (a second visit is the unwinding's
-    /// restore, which a test's `BootSabotage` may lose).
+    /// restore, which a test's `DriverEntrySabotage` may lose).
     #[cfg(any(test, feature = "sabotage"))]
     visited: RefCell<Vec<u32>>,
 }
@@ -201,7 +201,7 @@ impl<'a> SimKernel<'a> {
             #[cfg(any(test, feature = "sabotage"))]
             information_override: None,
             #[cfg(any(test, feature = "sabotage"))]
-            sabotage: BootSabotage::NONE,
+            sabotage: DriverEntrySabotage::NONE,
             state: RefCell::new(None),
             log: RefCell::new(Vec::new()),
             values_read: RefCell::new(Vec::new()),
@@ -222,7 +222,7 @@ impl<'a> SimKernel<'a> {
     #[must_use]
     pub const fn with_sabotage(mut self, sabotage: &Sabotage) -> Self {
         self.information_override = sabotage.pep_information;
-        self.sabotage = sabotage.boot;
+        self.sabotage = sabotage.driver_entry;
         self
     }
 

@@ -27,7 +27,7 @@ pub struct Sabotage {
     /// Faults injected into the platform the engine runs on.
     pub platform: PlatformFaults,
     /// Kernel services that get `DriverEntry`'s unwinding or reporting wrong.
-    pub boot: BootSabotage,
+    pub driver_entry: DriverEntrySabotage,
 }
 
 /// Replaces a `CPUID` answer: `(processor, leaf, subleaf, model's answer) -> answer`.
@@ -95,10 +95,10 @@ impl fmt::Debug for PlatformFaults {
 /// reporting wrong: each makes one `boot.*` check fail (`tests/checks_can_fail.rs`).
 #[derive(Clone, Copy, Debug, Default)]
 #[expect(clippy::struct_excessive_bools, reason = "independent defects, any combination")]
-pub struct BootSabotage {
-    /// `ExFreePool` does nothing: a failed boot leaks its blocks.
+pub struct DriverEntrySabotage {
+    /// `ExFreePool` does nothing: a failed `DriverEntry` leaks its blocks.
     pub leak_pool: bool,
-    /// `withdraw` does nothing: a failed boot leaves the PEP published.
+    /// `withdraw` does nothing: a failed `DriverEntry` leaves the PEP published.
     pub keep_published: bool,
     /// The PMU control writes of the unwinding are lost (a driver that forgets to restore).
     pub skip_pmu_restore: bool,
@@ -116,7 +116,7 @@ pub struct BootSabotage {
     pub stale_image: bool,
 }
 
-impl BootSabotage {
+impl DriverEntrySabotage {
     /// No defect.
     pub const NONE: Self = Self {
         leak_pool: false,
