@@ -36,7 +36,6 @@
 //!   for `ppm-sim bench`.
 
 use std::cell::{Cell, RefCell};
-use std::mem::ManuallyDrop;
 use std::rc::Rc;
 
 use ppm_caller::Entered;
@@ -73,12 +72,9 @@ struct ProcessorThread {
 }
 
 thread_local! {
-    /// The calling thread's state. In `ManuallyDrop`, as a value that needs no destructor: its
-    /// accessors, on every platform call of the engine, then skip the check that a destructor
-    /// is registered. What it still owns when the thread exits is leaked: nothing, on every
-    /// path but a trace begun and never taken (the guards restore what they replaced).
-    static THREAD: ManuallyDrop<ProcessorThread> = const {
-        ManuallyDrop::new(ProcessorThread {
+    /// The calling thread's state, dropped with the thread.
+    static THREAD: ProcessorThread = const {
+        ProcessorThread {
             processor: Cell::new(0),
             masked: Cell::new(false),
             mask_epoch: Cell::new(0),
@@ -86,7 +82,7 @@ thread_local! {
             nesting: RefCell::new(None),
             resuming: Cell::new(false),
             driver_setup: Cell::new(false),
-        })
+        }
     };
 }
 
