@@ -40,7 +40,7 @@ pub mod ambient;
 use ambient::record;
 pub use ambient::{
     DriverSetup, NestingGuard, OnProcessor, begin_trace, current_processor, in_driver_setup,
-    interrupt_windows_inert, nest, swap_trace, take_trace, while_resuming,
+    interrupt_windows_inert, nest, no_interrupt_can_arrive, swap_trace, take_trace, while_resuming,
 };
 
 /// One MSR read the engine made.
@@ -283,6 +283,16 @@ impl SimPlatform {
         self.interrupt_window(InjectionPoint::MaskExit);
     }
 
+    /// What [`Platform::current_processor_index`] returns on the calling thread, without its
+    /// interrupt window.
+    #[must_use]
+    pub fn processor_index_now(&self) -> u32 {
+        let index = current_processor();
+        #[cfg(any(test, feature = "sabotage"))]
+        let index = self.faults.current_processor.as_ref().map_or(index, |hook| hook(index));
+        index
+    }
+
     /// What [`Platform::read_timestamp`] on the calling thread's processor returns now, without
     /// reading: nothing recorded, no interrupt window. The same value as a read made next when
     /// the thread's interrupt windows are inert ([`interrupt_windows_inert`]: no time passes
@@ -314,10 +324,7 @@ impl SimPlatform {
 impl Platform for SimPlatform {
     fn current_processor_index(&self) -> u32 {
         self.interrupt_window(InjectionPoint::CurrentProcessor);
-        let index = current_processor();
-        #[cfg(any(test, feature = "sabotage"))]
-        let index = self.faults.current_processor.as_ref().map_or(index, |hook| hook(index));
-        index
+        self.processor_index_now()
     }
 
     fn cpuid(&self, leaf: u32, subleaf: u32) -> CpuidResult {

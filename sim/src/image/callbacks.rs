@@ -7,7 +7,6 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ppm_caller::{Callbacks, Dispatch};
-use ppm_engine::Platform as _;
 use ppm_engine::abi::{BOOLEAN, FALSE, PEPHANDLE, PVOID, ULONG};
 use serde_json::json;
 
@@ -80,13 +79,14 @@ impl ImageCallbacks {
     /// reports it).
     ///
     /// The payload's page travels with the command. Where no notification can be injected
-    /// into this call (the thread's interrupt windows are inert), the command also names the
-    /// current processor, so the runner answers `KeGetCurrentProcessorNumberEx` itself and
-    /// reports the image's interrupt masking with its next request (`deferred`,
-    /// docs/image-backend.md), and carries the time-stamp counter, as does each answer, so
-    /// that the runner answers the image's time-stamp reads itself and reports them the same
-    /// way: a `FEEDBACK_READ` makes three round trips instead of nine, and the machine sees
-    /// the same operations in the same order.
+    /// into this call (none is modelled, or this is one, delivered nested), the command also
+    /// names the current processor, so the runner answers `KeGetCurrentProcessorNumberEx`
+    /// itself and reports it and the image's interrupt masking with its next request
+    /// (`deferred`, docs/image-backend.md). Where the thread's interrupt windows are also
+    /// inert (no time passes there), it carries the time-stamp counter, as does each answer,
+    /// so that the runner answers the image's time-stamp reads itself and reports them the
+    /// same way. A `FEEDBACK_READ` so makes three round trips instead of nine, a nested one
+    /// five; the machine sees the same operations in the same order.
     ///
     /// Under Driver Verifier's rules the command also carries the IRQL the notification is
     /// made at and its label (`verifier::notification_context`), and a `FEEDBACK_READ` with
@@ -105,8 +105,8 @@ impl ImageCallbacks {
         let inert = platform::interrupt_windows_inert();
         let mut command =
             json!({"op": "call", "address": address, "args": args, "interrupts": true});
-        if inert {
-            command["processor"] = processor_answer(self.platform.current_processor_index());
+        if platform::no_interrupt_can_arrive() {
+            command["processor"] = processor_answer(self.platform.processor_index_now());
         }
         let mut masked = false;
         if self.runner.verifier {

@@ -1,7 +1,7 @@
 //! The runner process and the line protocol of `docs/image-backend.md`: one JSON object per
 //! line each way; a command's final `done`, with any number of host requests before it.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -112,12 +112,27 @@ pub struct Runner {
     failed: Mutex<Option<RunnerError>>,
 }
 
+/// The most pages a `call` may carry (docs/image-backend.md; the runner's `MAX_CALL_PAGES`).
+const MAX_CALL_PAGES: usize = 8;
+
 thread_local! {
-    /// How many commands the calling thread has under way (a nested call runs inside a host
-    /// request of the command it interrupts, on the same thread, with the pipes free). Per
+    /// The commands the calling thread has under way, outermost first, each as the pages of
+    /// this process served to it (a nested call runs inside a host request of the command it
+    /// interrupts, on the same thread, with the pipes free). A nested command sends the
+    /// interrupted commands' pages along: the runner takes them afresh for both calls. Per
     /// thread for the reason [`crate::platform::ambient`] gives: the nested call reaches the
     /// runner through the engine's callbacks, which carry no emulator state.
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    static UNDER_WAY: RefCell<Vec<Vec<u64>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The pages served to the calling thread's innermost command under way (`f` of nothing when
+/// none is).
+fn served_here<R>(f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
+    UNDER_WAY.with(|under_way| {
+        let mut under_way = under_way.borrow_mut();
+        let mut none = Vec::new();
+        f(under_way.last_mut().unwrap_or(&mut none))
+    })
 }
 
 impl fmt::Debug for Runner {
@@ -219,7 +234,9 @@ impl Runner {
     /// As [`Self::command`], with the pages of this process that hold `addresses` sent along
     /// (`pages`): the runner maps them before the call instead of asking for each on first
     /// touch. An address whose page cannot be read, or lies outside the user half, is left
-    /// to the runner's own fetch (and fault).
+    /// to the runner's own fetch (and fault). A nested command also sends the pages served to
+    /// the commands it interrupts (up to the protocol's limit), which the runner would
+    /// otherwise read again.
     ///
     /// # Errors
     /// As [`Self::command`].
@@ -232,11 +249,19 @@ impl Runner {
         if let Some(error) = self.error() {
             return Err(error);
         }
+        let interrupted: Vec<u64> = UNDER_WAY.with(|under_way| {
+            under_way.borrow().iter().flatten().map(|page| page * PAGE).collect()
+        });
+        let nested = UNDER_WAY.with(|under_way| !under_way.borrow().is_empty());
         let mut served = Vec::new();
         let mut pages = Vec::new();
-        for &address in addresses {
+        for &address in addresses.iter().chain(&interrupted) {
             let page = address / PAGE;
-            if address == 0 || page >= USER_PAGES || served.contains(&page) {
+            if address == 0
+                || page >= USER_PAGES
+                || served.contains(&page)
+                || pages.len() == MAX_CALL_PAGES
+            {
                 continue;
             }
             let mut bytes = [0u8; PAGE_BYTES];
@@ -246,13 +271,12 @@ impl Runner {
             }
         }
         let line = line(command, &pages)?;
-        let nested = DEPTH.with(Cell::get) > 0;
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
-        DEPTH.with(|depth| depth.set(depth.get() + 1));
+        UNDER_WAY.with(|under_way| under_way.borrow_mut().push(served));
         let timestamps = command.get("timestamp").is_some();
-        let result = self.exchange(&line, served, host, timestamps);
-        DEPTH.with(|depth| depth.set(depth.get() - 1));
+        let result = self.exchange(&line, host, timestamps);
+        UNDER_WAY.with(|under_way| under_way.borrow_mut().pop());
         result.map_err(|error| self.fail(error))
     }
 
@@ -262,14 +286,13 @@ impl Runner {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `command` (its protocol line) to its `done`. `served`: the pages of this process
-    /// the runner has for this command (those sent with it, then those it fetches): its writes
-    /// may land only there. `timestamps`: the command carries a `timestamp`, and so does each
-    /// answer ([`Host::timestamp`]).
+    /// Runs `command` (its protocol line) to its `done`. The pages of this process the runner
+    /// has for this command (those sent with it, then those it fetches: [`UNDER_WAY`]'s last)
+    /// are the only ones its writes may land in. `timestamps`: the command carries a
+    /// `timestamp`, and so does each answer ([`Host::timestamp`]).
     fn exchange(
         &self,
         command: &[u8],
-        mut served: Vec<u64>,
         host: &dyn Host,
         timestamps: bool,
     ) -> Result<Map<String, Value>, RunnerError> {
@@ -283,6 +306,7 @@ impl Runner {
                         "the runner's `done` is not an object: {done}"
                     )));
                 };
+                let served = served_here(|served| served.clone());
                 self.apply_writes(done, &served)?;
                 return Ok(done.clone());
             }
@@ -296,7 +320,7 @@ impl Runner {
                 )));
             };
             let mut answer = if request == "read" {
-                self.read(&message, &mut served)?
+                self.read(&message)?
             } else {
                 host.serve(request, &message).map_err(RunnerError)?
             };
@@ -310,7 +334,7 @@ impl Runner {
     }
 
     /// A `read` request: one page of this process's memory, or a fault.
-    fn read(&self, message: &Value, served: &mut Vec<u64>) -> Result<Value, RunnerError> {
+    fn read(&self, message: &Value) -> Result<Value, RunnerError> {
         let (Some(address), Some(length)) = (
             message.get("address").and_then(Value::as_u64),
             message.get("length").and_then(Value::as_u64),
@@ -328,9 +352,11 @@ impl Runner {
             return Ok(json!({"fault": true}));
         }
         let page = address / PAGE;
-        if !served.contains(&page) {
-            served.push(page);
-        }
+        served_here(|served| {
+            if !served.contains(&page) {
+                served.push(page);
+            }
+        });
         Ok(json!({"bytes": hex(&bytes)}))
     }
 
@@ -492,8 +518,9 @@ pub fn unhex(text: &str) -> Option<Vec<u8>> {
 }
 
 /// Serves, in order, the requests a message carries in `deferred`: operations the image made
-/// whose answers the runner did not need (its interrupt masking, in a call whose interrupt
-/// windows are inert), reported with its next message. Their answers are dropped.
+/// that the runner answered itself (its interrupt masking and current processor in a call that
+/// names its processor, its time-stamp reads in one that carries the counter), reported with
+/// its next message. An answer the runner used must agree with the one served.
 fn serve_deferred(message: &Value, host: &dyn Host) -> Result<(), RunnerError> {
     let Some(deferred) = message.get("deferred") else { return Ok(()) };
     let Some(requests) = deferred.as_array() else {
@@ -503,6 +530,20 @@ fn serve_deferred(message: &Value, host: &dyn Host) -> Result<(), RunnerError> {
         match request.get("host").and_then(Value::as_str) {
             Some("interrupts") => {
                 host.serve("interrupts", request).map_err(RunnerError)?;
+            }
+            Some("current_processor") => {
+                // The runner answered from the `processor` it was sent; the call is made here,
+                // in its place (its interrupt window may take time), and must agree.
+                let used = request.get("index").and_then(Value::as_u64);
+                let answer = host.serve("current_processor", request).map_err(RunnerError)?;
+                let index = answer.get("index").and_then(Value::as_u64);
+                if used.is_none() || used != index {
+                    return Err(RunnerError(format!(
+                        "the runner answered a deferred {} with index {used:?}, the platform \
+                         says {index:?}",
+                        shorten(request)
+                    )));
+                }
             }
             Some(name @ ("rdtsc" | "mrs")) => {
                 // A time-stamp read the runner answered from the `timestamp` it was sent: the
@@ -520,7 +561,8 @@ fn serve_deferred(message: &Value, host: &dyn Host) -> Result<(), RunnerError> {
             }
             _ => {
                 return Err(RunnerError(format!(
-                    "a deferred request other than `interrupts`, `rdtsc` or `mrs`: {}",
+                    "a deferred request other than `interrupts`, `current_processor`, `rdtsc` or \
+                     `mrs`: {}",
                     shorten(request)
                 )));
             }
@@ -574,7 +616,8 @@ pub fn crash_of(done: &Map<String, Value>) -> Result<Option<Crash>, RunnerError>
 mod tests {
     use super::*;
 
-    /// Answers every request with the same value and records what it served.
+    /// Answers every request with the same value (and processor index) and records what it
+    /// served.
     struct Clock {
         value: u64,
         served: std::cell::RefCell<Vec<String>>,
@@ -583,28 +626,29 @@ mod tests {
     impl Host for Clock {
         fn serve(&self, name: &str, _: &Value) -> Result<Value, String> {
             self.served.borrow_mut().push(name.to_owned());
-            Ok(json!({"value": self.value}))
+            Ok(json!({"value": self.value, "index": self.value}))
         }
     }
 
     #[test]
-    fn a_deferred_time_stamp_read_is_made_in_order_and_must_agree() {
+    fn a_deferred_request_is_made_in_order_and_must_agree() {
         let clock = Clock { value: 42, served: std::cell::RefCell::default() };
         let deferred = json!({"deferred": [
+            {"host": "current_processor", "index": 42},
             {"host": "interrupts", "enabled": false},
             {"host": "rdtsc", "value": 42},
             {"host": "mrs", "op0": 3, "op1": 3, "crn": 14, "crm": 0, "op2": 2, "value": 42},
         ]});
         serve_deferred(&deferred, &clock).expect("the reads agree");
-        assert_eq!(*clock.served.borrow(), ["interrupts", "rdtsc", "mrs"]);
+        assert_eq!(*clock.served.borrow(), ["current_processor", "interrupts", "rdtsc", "mrs"]);
+        let elsewhere = json!({"deferred": [{"host": "current_processor", "index": 7}]});
+        let error = serve_deferred(&elsewhere, &clock).expect_err("another processor");
+        assert!(error.0.contains("Some(7)") && error.0.contains("Some(42)"), "{error}");
         let wrong = json!({"deferred": [{"host": "rdtsc", "value": 41}]});
         let error = serve_deferred(&wrong, &clock).expect_err("the reads disagree");
         assert!(error.0.contains("Some(41)") && error.0.contains("Some(42)"), "{error}");
         let valueless = json!({"deferred": [{"host": "rdtsc"}]});
         serve_deferred(&valueless, &clock).expect_err("no value used");
-        let other = json!({"deferred": [{"host": "rdmsr", "msr": 231, "value": 42}]});
-        let error = serve_deferred(&other, &clock).expect_err("rdmsr is never deferred");
-        assert!(error.0.contains("other than"), "{error}");
     }
 
     #[test]
@@ -659,7 +703,7 @@ mod tests {
     }
 
     #[test]
-    fn deferred_interrupt_changes_are_served_in_order_and_nothing_else_is() {
+    fn deferred_interrupt_changes_are_served_in_order_and_an_msr_read_is_refused() {
         let host = Recorder(std::cell::RefCell::new(Vec::new()));
         let off = json!({"host": "interrupts", "enabled": false});
         let on = json!({"host": "interrupts", "enabled": true});

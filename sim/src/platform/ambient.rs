@@ -207,6 +207,17 @@ pub fn interrupt_windows_inert() -> bool {
     THREAD.with(|thread| thread.nesting.borrow().is_none())
 }
 
+/// Whether no notification can be injected on the calling thread now.
+///
+/// None is modelled ([`interrupt_windows_inert`]), or a nested delivery is under way (one
+/// level deep). Unlike an inert window, a window then still takes the call's time: an image
+/// backend may answer the current processor itself and report its requests later, in order,
+/// but not answer a read whose value that time changes.
+#[must_use]
+pub fn no_interrupt_can_arrive() -> bool {
+    THREAD.with(|thread| thread.nesting.borrow().as_ref().is_none_or(|nesting| nesting.delivering))
+}
+
 /// A nested delivery under way on the calling thread; dropping it (also when the delivery
 /// unwinds) ends it.
 pub(super) struct Delivery;

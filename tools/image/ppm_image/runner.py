@@ -230,8 +230,9 @@ class Runner(Services):
         # next command usually sends the same payload page again: no protect, no unprotect).
         self.unprotected: set[int] = set()
         self.interrupts = True
-        # The current call's processor, when ppm-sim sent one: its interrupt windows are inert,
-        # so KeGetCurrentProcessorNumberEx is answered here and interrupt masking deferred.
+        # The current call's processor, when ppm-sim sent one (no interrupt can arrive in the
+        # call), so KeGetCurrentProcessorNumberEx is answered here, and it and interrupt
+        # masking deferred.
         self.processor: dict[str, Any] | None = None
         self.deferred: list[dict[str, Any]] = []  # requests reported with the next message
         # The time-stamp counter as ppm-sim would answer a read now: sent with a call whose
@@ -396,16 +397,17 @@ class Runner(Services):
             self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
         self.unprotected &= sent
 
-    def _share_outer_pages(self) -> None:
+    def _share_outer_pages(self, sent: dict[int, bytes]) -> None:
         """A nested call starts: ppm-sim wrote its payload, maybe into a page an interrupted
-        call mirrors. Each such page is fetched again and the interrupted call's own changes
-        laid over it; the nested call starts from that, and the interrupted call's baseline
-        takes ppm-sim's bytes everywhere it changed nothing, so neither call reports the
-        other's bytes as its writes."""
+        call mirrors. Each such page is taken afresh (from the nested call's `sent` pages,
+        where ppm-sim sends the interrupted calls' pages along, else read) and the interrupted
+        call's own changes laid over it; the nested call starts from that, and the interrupted
+        call's baseline takes ppm-sim's bytes everywhere it changed nothing, so neither call
+        reports the other's bytes as its writes."""
         nested = self.mirrors[-1]
         for level in self.mirrors[:-1]:
             for page, before in list(level.items()):
-                fresh = self._read_page(page)
+                fresh = sent[page] if page in sent else self._read_page(page)
                 current = bytes(self.uc.mem_read(page, PAGE))
                 merged, baseline = bytearray(fresh), bytearray(fresh)
                 for start, end in _changed_runs(before, current):
@@ -490,7 +492,7 @@ class Runner(Services):
 
     def set_interrupts(self, enabled: bool) -> None:
         """The image changed IF (PSTATE.I): ppm-sim is told now, or with the next message
-        when the call's interrupt windows are inert."""
+        when no interrupt can arrive in the call (it sent the call's processor)."""
         if enabled == self.interrupts:
             return
         self.interrupts = enabled
@@ -509,8 +511,11 @@ class Runner(Services):
         return self.timestamp
 
     def current_processor(self) -> dict[str, Any]:
-        """KeGetCurrentProcessorNumberEx's answer: the call's processor, or ppm-sim's."""
+        """KeGetCurrentProcessorNumberEx's answer: the call's processor (the request reported
+        with the next message, where ppm-sim makes it: its interrupt window may take time), or
+        ppm-sim's."""
         if self.processor is not None:
+            self.deferred.append({"host": "current_processor", "index": self.processor["index"]})
             return self.processor
         return self.ask({"host": "current_processor"})
 
@@ -675,7 +680,7 @@ class Runner(Services):
     ) -> dict:
         """Calls `address` with `args` (the Windows convention of the image's architecture);
         {"rax"} (the return register: RAX or X0) or {"crash"}. `processor`: the call's, when
-        its interrupt windows are inert, and `timestamp` its time-stamp counter; `pages`:
+        no interrupt can arrive in it, and `timestamp` its time-stamp counter; `pages`:
         ppm-sim's pages sent with the call; `irql`: the IRQL the kernel calls at (the caller's
         for a nested call, PASSIVE_LEVEL for a command); `instructions` in the answer: the
         image's own, nested calls' excluded, when counted."""
@@ -722,7 +727,7 @@ class Runner(Services):
         self._protect_stale(pages)
         self.mirrors.append({})
         if nested:
-            self._share_outer_pages()
+            self._share_outer_pages(dict(pages))
         for page, data in pages:
             if page not in self.mirrors[-1]:
                 self._install_page(page, data)

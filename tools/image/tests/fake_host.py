@@ -211,9 +211,11 @@ class FakeChannel(Channel):
         masking = [d["enabled"] for d in deferred if d["host"] == "interrupts"]
         self.carried.append((message.get("host", "done"), masking))
         for request in deferred:
-            assert request["host"] in ("interrupts", "rdtsc", "mrs"), request
+            assert request["host"] in ("interrupts", "current_processor", "rdtsc", "mrs"), request
             answer = self.host.answer(request)
-            if request["host"] != "interrupts":
+            if request["host"] == "current_processor":
+                assert answer["index"] == request["index"], (request, answer)
+            elif request["host"] != "interrupts":
                 assert answer["value"] == request["value"], (request, answer)
                 self.deferred_reads.append(request)
         if "host" in message:

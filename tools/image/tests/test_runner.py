@@ -220,6 +220,30 @@ def test_nested_call_while_waiting_for_a_host_answer():
     assert stack[address]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
 
 
+def test_a_nested_call_takes_the_interrupted_calls_page_from_its_own_pages():
+    """ppm-sim sends the interrupted call's pages along with a nested call: the runner takes
+    them afresh from there, without reading them again, and the interrupted call still
+    completes with its own writes."""
+    session = booted(FakeHost(advancing=True))
+    processor, handle = registered_processor(session)
+    one_counter_announced(session, processor, handle)
+    device, _ = callbacks(session)
+    host = session.host
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    page = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
+    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD], "pages": page}
+    session.command(read)  # the first read of a relative counter: 0, no write
+    unknown_dpm = 0x7FFF  # a DPM notification the PEP does not handle: it touches nothing
+    host.inject.append({"op": "call", "address": device, "args": [unknown_dpm, 0], "pages": page})
+    host.inject_on = "rdmsr"
+    before = len(host.requests)
+    done = session.command(read)
+    assert not host.inject, "the nested call was made"
+    assert done["rax"] & 0xFF == 1
+    assert [r for r in host.requests[before:] if r["host"] == "read"] == []
+    assert any(address == PAYLOAD + 8 for address, _ in done["writes"]), done["writes"]
+
+
 def test_dbgprintex_format():
     values = iter([18446744073709551615, 0x40, 0x50, 42, 7, ord("x"), 0x1234, 0xFFFFFFFF, 0x40])
     text = printf.format_message(
@@ -578,9 +602,9 @@ def test_changed_runs_span_slices_and_coalesce():
 
 
 def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
-    """A call that carries its processor and its payload's page (its interrupt windows are
-    inert): FEEDBACK_READ asks for neither the page nor the processor, and its CLI and STI
-    reach the host, in order, with the first counter request and with the `done`."""
+    """A call that carries its processor and its payload's page (no interrupt can arrive):
+    FEEDBACK_READ asks for neither the page nor the processor; the processor request and its
+    CLI and STI reach the host, in order, with the first counter request and with the `done`."""
     session = booted(FakeHost(advancing=True))
     processor, handle = registered_processor(session)
     one_counter_announced(session, processor, handle)
@@ -591,11 +615,15 @@ def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
     for _ in range(2):
         host.memory[PAYLOAD] = bytearray(0x1000)
         before, carried = len(host.requests), len(channel.carried)
+        asked_before = len(channel.asked)
         pages = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
         done = session.command({**read, "processor": here, "pages": pages})
         assert done["rax"] & 0xFF == 1
-        asked = [r["host"] for r in host.requests[before:]]
+        asked = channel.asked[asked_before:]
         assert "read" not in asked and "current_processor" not in asked, asked
+        # The processor answered by the runner still reaches the host, deferred, in order.
+        served = [r["host"] for r in host.requests[before:]]
+        assert served.index("current_processor") < served.index("interrupts"), served
         messages = channel.carried[carried:]
         # The masking travels with the first request after CLI and with the done after STI.
         masking = [(message, deferred) for message, deferred in messages if deferred]
