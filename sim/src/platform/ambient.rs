@@ -29,9 +29,10 @@
 //! The emulator's other per-thread state lives with the layer it belongs to:
 //! - the engine instance the callbacks serve, in `ppm_caller` (its `ThreadHost`, entered
 //!   together with the processor by [`OnProcessor`]);
-//! - how many commands the image runner has under way on the thread (`image::runner`): a
-//!   nested notification's command runs inside the host request of the command it
-//!   interrupts, without waiting for the lock that command holds;
+//! - the image runner's commands under way on the thread, with the pages served to each
+//!   (`image::runner`): a nested notification's command runs inside the host request of the
+//!   command it interrupts, without waiting for the lock that command holds, and sends that
+//!   command's pages along;
 //! - the benchmark platform's current processor (`bench`), which stands in for this module's
 //!   for `ppm-sim bench`.
 
