@@ -249,10 +249,11 @@ impl Runner {
         if let Some(error) = self.error() {
             return Err(error);
         }
-        let interrupted: Vec<u64> = UNDER_WAY.with(|under_way| {
-            under_way.borrow().iter().flatten().map(|page| page * PAGE).collect()
+        let (nested, interrupted) = UNDER_WAY.with(|under_way| {
+            let under_way = under_way.borrow();
+            let pages: Vec<u64> = under_way.iter().flatten().map(|page| page * PAGE).collect();
+            (!under_way.is_empty(), pages)
         });
-        let nested = UNDER_WAY.with(|under_way| !under_way.borrow().is_empty());
         let mut served = Vec::new();
         let mut pages = Vec::new();
         for &address in addresses.iter().chain(&interrupted) {
@@ -531,30 +532,18 @@ fn serve_deferred(message: &Value, host: &dyn Host) -> Result<(), RunnerError> {
             Some("interrupts") => {
                 host.serve("interrupts", request).map_err(RunnerError)?;
             }
-            Some("current_processor") => {
-                // The runner answered from the `processor` it was sent; the call is made here,
-                // in its place (its interrupt window may take time), and must agree.
-                let used = request.get("index").and_then(Value::as_u64);
-                let answer = host.serve("current_processor", request).map_err(RunnerError)?;
-                let index = answer.get("index").and_then(Value::as_u64);
-                if used.is_none() || used != index {
+            Some(name @ ("current_processor" | "rdtsc" | "mrs")) => {
+                // An answer the runner gave itself, from the `processor` or `timestamp` it was
+                // sent: the request is served here, in its place among the operations (its
+                // interrupt window may take time), and must agree.
+                let key = if name == "current_processor" { "index" } else { "value" };
+                let used = request.get(key).and_then(Value::as_u64);
+                let served = host.serve(name, request).map_err(RunnerError)?;
+                let served = served.get(key).and_then(Value::as_u64);
+                if used.is_none() || used != served {
                     return Err(RunnerError(format!(
-                        "the runner answered a deferred {} with index {used:?}, the platform \
-                         says {index:?}",
-                        shorten(request)
-                    )));
-                }
-            }
-            Some(name @ ("rdtsc" | "mrs")) => {
-                // A time-stamp read the runner answered from the `timestamp` it was sent: the
-                // read is made here, in its place among the operations, and must agree.
-                let used = request.get("value").and_then(Value::as_u64);
-                let read = host.serve(name, request).map_err(RunnerError)?;
-                let read = read.get("value").and_then(Value::as_u64);
-                if used.is_none() || used != read {
-                    return Err(RunnerError(format!(
-                        "the runner answered a deferred {} with {used:?}, the machine reads \
-                         {read:?}",
+                        "the runner answered a deferred {} with {key} {used:?}, the machine \
+                         says {served:?}",
                         shorten(request)
                     )));
                 }
