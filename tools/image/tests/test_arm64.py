@@ -26,11 +26,11 @@ from fake_host import (
 )
 from test_runner import (
     PAYLOAD,
+    PROCESSOR_0,
     apply,
     callbacks,
-    one_counter_announced,
     prepare_device_page,
-    registered_processor,
+    ready_to_read,
     symbol_address,
 )
 
@@ -121,9 +121,7 @@ def test_arm64_amu_fault_on_the_read_path_is_caught_by_the_guard():
     the trap goes away the counts advance again."""
     host = FakeHost()
     session = booted(host)
-    processor, handle = registered_processor(session)
-    one_counter_announced(session, processor, handle)
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    read = ready_to_read(session)
     host.memory[PAYLOAD] = bytearray(0x1000)
     assert session.command(read)["rax"] & 0xFF == 1
     host.faulting.add(AMEVCNTR00_EL0)
@@ -181,11 +179,9 @@ def test_arm64_feedback_read_returns_advancing_counts():
     from the image's MRS of AMEVCNTR00/01, answered by the host."""
     host = FakeHost()
     session = booted(host)
-    processor, handle = registered_processor(session)
-    one_counter_announced(session, processor, handle)
+    read = ready_to_read(session)
     # The core now runs at 3/4 of the nominal rate the driver calibrated.
     host.core_hz = CORE_HZ * 3 // 4
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
     counts = []
     for interrupts in (True, False, True):
         host.memory[PAYLOAD] = bytearray(0x1000)
@@ -211,20 +207,16 @@ def test_arm64_a_call_with_its_timestamp_answers_cntvct_itself():
     Monitors reads are asked."""
     host = FakeHost()
     session = booted(host)
-    processor, handle = registered_processor(session)
-    one_counter_announced(session, processor, handle)
+    read = ready_to_read(session)
     channel = session.channel
     channel.timestamp_step = 10
     host.memory[PAYLOAD] = bytearray(0x1000)
     before, reads = len(host.requests), len(channel.deferred_reads)
-    here = {"index": 0, "group": 0, "number": 0}
     timestamp = host.tsc + 10
     done = session.command(
         {
-            "op": "call",
-            "address": processor,
-            "args": [handle, 0xA, PAYLOAD],
-            "processor": here,
+            **read,
+            "processor": PROCESSOR_0,
             "pages": [[PAYLOAD, bytes(0x1000).hex()]],
             "timestamp": timestamp,
         }
@@ -354,12 +346,7 @@ def test_arm64_feedback_read_cost():
     """Not a limit: prints the in-process cost of one FEEDBACK_READ (fake host included)."""
     host = FakeHost()
     session = booted(host)
-    processor, handle = registered_processor(session)
-    query = bytearray(0x1000)
-    query[0:4] = (1).to_bytes(4, "little")
-    host.memory[PAYLOAD] = query
-    session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    read = ready_to_read(session)
     rounds = 300
     start = time.perf_counter()
     for _ in range(rounds):
@@ -374,13 +361,8 @@ def test_arm64_nested_call_while_waiting_for_an_mrs_answer():
     nested call runs below the interrupted frame and the interrupted call resumes intact."""
     host = FakeHost()
     session = booted(host)
-    processor, handle = registered_processor(session)
     device, _ = callbacks(session)
-    query = bytearray(0x1000)
-    query[0:4] = (1).to_bytes(4, "little")
-    host.memory[PAYLOAD] = query
-    session.command({"op": "call", "address": processor, "args": [handle, 9, PAYLOAD]})
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    read = ready_to_read(session)
     host.memory[PAYLOAD] = bytearray(0x1000)
     session.command(read)  # the first read is the baseline (zero counts)
     nested_payload = PAYLOAD + 0x20000
@@ -404,7 +386,7 @@ def test_arm64_nested_call_while_waiting_for_an_mrs_answer():
         counts.append(int.from_bytes(counts_page[16:24], "little"))
     assert counts[1] > counts[0] > 0
     stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
-    assert stack[processor]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
+    assert stack[read["address"]]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
 
 
 def test_arm64_over_the_line_protocol():

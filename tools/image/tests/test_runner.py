@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Session
@@ -18,6 +19,8 @@ pytestmark = pytest.mark.skipif(
 
 PEP_DPM_PREPARE_DEVICE = 1
 PAYLOAD = 0x10000  # where the fake host pretends its notification payload lives
+# The fake host's one processor, as a `call` names it.
+PROCESSOR_0 = {"index": 0, "group": 0, "number": 0}
 
 
 def booted(host: FakeHost | None = None) -> Session:
@@ -225,13 +228,12 @@ def test_a_nested_call_takes_the_interrupted_calls_page_from_its_own_pages():
     them afresh from there, without reading them again, and the interrupted call still
     completes with its own writes."""
     session = booted(FakeHost(advancing=True))
-    processor, handle = registered_processor(session)
-    one_counter_announced(session, processor, handle)
+    read = ready_to_read(session)
     device, _ = callbacks(session)
     host = session.host
     host.memory[PAYLOAD] = bytearray(0x1000)
     page = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD], "pages": page}
+    read = {**read, "pages": page}
     session.command(read)  # the first read of a relative counter: 0, no write
     unknown_dpm = 0x7FFF  # a DPM notification the PEP does not handle: it touches nothing
     host.inject.append({"op": "call", "address": device, "args": [unknown_dpm, 0], "pages": page})
@@ -401,6 +403,15 @@ def one_counter_announced(session: Session, processor: int, handle: int) -> None
     assert int.from_bytes(query[4:8], "little") & 0x7 == 0x3  # affinitized, relative
 
 
+def ready_to_read(session: Session) -> dict[str, Any]:
+    """\\_SB.PR00 registered and one counter announced: its FEEDBACK_READ of counter 0 into
+    PAYLOAD, as a `call` command."""
+    processor, handle = registered_processor(session)
+    assert handle
+    one_counter_announced(session, processor, handle)
+    return {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+
+
 def registered_processor(session: Session) -> tuple[int, int]:
     """PREPARE_DEVICE and REGISTER_DEVICE of \\_SB.PR00: the processor callback and the
     PEPHANDLE the image returned."""
@@ -428,11 +439,8 @@ def test_feedback_read_the_hot_path():
     """QUERY_CAPABILITIES, QUERY_FEEDBACK_COUNTERS and FEEDBACK_READ: the counter reads of the
     image's own RDMSRs, answered by the host, in the payload's NominalCount/ActualCount."""
     session = booted(FakeHost(advancing=True))
-    processor, handle = registered_processor(session)
-    assert handle
     host = session.host
-    one_counter_announced(session, processor, handle)
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
+    read = ready_to_read(session)
     counts = []
     for _ in range(3):
         host.memory[PAYLOAD] = bytearray(0x1000)
@@ -606,18 +614,15 @@ def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
     FEEDBACK_READ asks for neither the page nor the processor; the processor request and its
     CLI and STI reach the host, in order, with the first counter request and with the `done`."""
     session = booted(FakeHost(advancing=True))
-    processor, handle = registered_processor(session)
-    one_counter_announced(session, processor, handle)
+    read = ready_to_read(session)
     host, channel = session.host, session.channel
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
-    here = {"index": 0, "group": 0, "number": 0}
     counts = []
     for _ in range(2):
         host.memory[PAYLOAD] = bytearray(0x1000)
         before, carried = len(host.requests), len(channel.carried)
         asked_before = len(channel.asked)
         pages = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
-        done = session.command({**read, "processor": here, "pages": pages})
+        done = session.command({**read, "processor": PROCESSOR_0, "pages": pages})
         assert done["rax"] & 0xFF == 1
         asked = channel.asked[asked_before:]
         assert "read" not in asked and "current_processor" not in asked, asked
@@ -642,11 +647,8 @@ def test_a_call_with_its_timestamp_answers_the_time_stamp_reads_itself():
     message (ppm-sim makes the read there and checks it), and only the counter reads are
     asked."""
     session = booted(FakeHost(advancing=True))
-    processor, handle = registered_processor(session)
-    one_counter_announced(session, processor, handle)
+    read = ready_to_read(session)
     host, channel = session.host, session.channel
-    read = {"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]}
-    here = {"index": 0, "group": 0, "number": 0}
     channel.timestamp_step = 1000
     counts = []
     for _ in range(2):
@@ -654,7 +656,9 @@ def test_a_call_with_its_timestamp_answers_the_time_stamp_reads_itself():
         asked, reads = len(channel.asked), len(channel.deferred_reads)
         pages = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
         timestamp = host.tsc + 1000
-        done = session.command({**read, "processor": here, "pages": pages, "timestamp": timestamp})
+        done = session.command(
+            {**read, "processor": PROCESSOR_0, "pages": pages, "timestamp": timestamp}
+        )
         assert done["rax"] & 0xFF == 1
         assert channel.asked[asked:] == ["rdmsr", "rdmsr"]
         deferred = channel.deferred_reads[reads:]
@@ -678,12 +682,11 @@ def test_a_call_without_its_processor_asks_for_each():
     """Without `processor` (ppm-sim may inject a notification at any of them), every
     interrupt change and the current processor are host requests of their own."""
     session = booted(FakeHost(advancing=True))
-    processor, handle = registered_processor(session)
-    one_counter_announced(session, processor, handle)
+    read = ready_to_read(session)
     host = session.host
     host.memory[PAYLOAD] = bytearray(0x1000)
     before = len(host.requests)
-    session.command({"op": "call", "address": processor, "args": [handle, 0xA, PAYLOAD]})
+    session.command(read)
     asked = [r["host"] for r in host.requests[before:]]
     assert asked.count("interrupts") == 2 and "current_processor" in asked and "read" in asked
     assert not any(deferred for _, deferred in session.channel.carried)
