@@ -128,9 +128,6 @@ NONVOLATILE_REGS = {
 _NONZERO = re.compile(rb"[^\x00]+")
 
 
-_PAINT_CHUNK = bytes([PAINT]) * 512
-
-
 def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
     """The [start, end) runs of bytes that differ: 256-byte slices compared first (memcmp),
     the differing ones XORed and scanned for non-zero runs."""
@@ -166,17 +163,6 @@ class Registers:
     def write(self, register: int, value: int) -> None:
         self.value.value = value
         uclib.uc_reg_write(self.handle, register, self.pointer)
-
-
-def _painted_prefix(data: bytes) -> int:
-    """How many leading bytes of `data` still hold the paint: whole 512-byte chunks compared
-    at C speed, then the first chunk that differs byte by byte."""
-    chunk = len(_PAINT_CHUNK)
-    offset = 0
-    while offset + chunk <= len(data) and data[offset : offset + chunk] == _PAINT_CHUNK:
-        offset += chunk
-    tail = data[offset : offset + chunk]
-    return offset + len(tail) - len(tail.lstrip(_PAINT_CHUNK[:1]))
 
 
 def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
@@ -224,10 +210,19 @@ class Runner(Services):
         self.seh_log: list[dict[str, Any]] = []
         self.mirrors: list[dict[int, bytes]] = []  # per call level: page -> bytes served
         self.stack_floor = 0  # lowest stack address of the command before a nested repaint
+        # [stack_low, painted_below) holds the paint (a command repaints only above it).
+        self.painted_below = 0
+        self.paint = b""  # the stack's size in PAINT bytes
+        # Views of `paint`, 2^k bytes each, largest first: a painted prefix is found by
+        # memcmps at offsets (_lowest_touched).
+        self.paint_pieces: list[memoryview] = []
+        self.stack_buffer = ctypes.create_string_buffer(0)  # _lowest_touched's read
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
-        # Stale pages a command released and left readable until the next call starts (the
-        # next command usually sends the same payload page again: no protect, no unprotect).
+        # Stale pages a call released and left readable until the image could touch them: the
+        # next call starts or the interrupted call resumes (the next command, or the next
+        # notification nested at the same window, usually sends the same payload page again:
+        # no protect, no unprotect).
         self.unprotected: set[int] = set()
         self.interrupts = True
         # The current call's processor, when ppm-sim sent one (no interrupt can arrive in the
@@ -387,9 +382,11 @@ class Runner(Services):
             raise Fatal(f"read of {page:#x}: {len(data)} bytes instead of {PAGE}")
         return data
 
-    def _protect_stale(self, pages: tuple[tuple[int, bytes], ...]) -> None:
-        """A call starts: the stale pages the last command left readable become PROT_NONE,
-        but for those this call is sent again (installed readable as they are)."""
+    def _protect_stale(self, pages: tuple[tuple[int, bytes], ...] = ()) -> None:
+        """A call starts (with `pages`) or an interrupted call resumes (none): the stale pages
+        left readable become PROT_NONE, but for those this call is sent again (installed
+        readable as they are). Unicorn rebuilds its whole memory map on each protection change,
+        the dearest part of a nested call."""
         if not self.unprotected:
             return
         sent = {page for page, _ in pages}
@@ -430,10 +427,7 @@ class Runner(Services):
             # call's writes (ppm-sim applies them), so the interrupted call does not repeat them.
             outer = next((level for level in self.mirrors if page in level), None)
             if outer is None:
-                if self.mirrors:  # an interrupted call runs on: stale at once
-                    self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
-                else:
-                    self.unprotected.add(page)
+                self.unprotected.add(page)  # protected by _protect_stale
                 self.stale.add(page)
             if after == before:
                 continue
@@ -468,6 +462,7 @@ class Runner(Services):
                     self.timestamp = (
                         integer(message, "timestamp") if "timestamp" in message else None
                     )
+                    self._protect_stale()  # the interrupted call resumes
                     return message
                 if message["op"] != "call":
                     raise ProtocolError(
@@ -624,6 +619,12 @@ class Runner(Services):
         self.stack_low = STACK_GUARD + PAGE
         self.stack_top = self.stack_low + stack_bytes
         uc.mem_map(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE)
+        self.painted_below = self.stack_low
+        self.paint = bytes([PAINT]) * stack_bytes
+        self.paint_pieces = [
+            memoryview(self.paint)[: 1 << n] for n in range(stack_bytes.bit_length() - 1, -1, -1)
+        ]
+        self.stack_buffer = ctypes.create_string_buffer(stack_bytes)
         uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
         # Structured exception dispatch from the image's own .pdata, .xdata and scope tables.
         unwinder = seh.Unwinder if arch == "x64" else arm64_unwind.Unwinder
@@ -706,11 +707,15 @@ class Runner(Services):
         if arch.return_on_stack:
             uc.mem_write(sp, SENTINEL.to_bytes(8, "little"))
         if nested:
-            # The interrupted command's low-water mark so far, before this call repaints it.
-            self.stack_floor = min(self.stack_floor, self._lowest_touched(sp))
+            # The interrupted command's low-water mark so far, before this call repaints it
+            # (below that mark the paint is intact).
+            touched = self._lowest_touched(sp)
+            self.stack_floor = min(self.stack_floor, touched)
+            self._paint(touched, sp)
         else:
             self.stack_floor = self.stack_top
-        uc.mem_write(self.stack_low, bytes([PAINT]) * (sp - self.stack_low))
+            self._paint(self.painted_below, sp)
+            self.painted_below = self.stack_low  # unknown until this command ends
         for register, value in zip(arch.arg_registers, args, strict=False):
             self.regs.write(register, value)
         self.regs.write(arch.sp, sp)
@@ -742,6 +747,7 @@ class Runner(Services):
             writes = self._release_mirrors()
         lowest = self._lowest_touched(entry_sp)
         if not nested:
+            self.painted_below = lowest
             lowest = min(lowest, self.stack_floor)
         record = self.stack_report.setdefault(address, [0, 0])
         record[0] += 1
@@ -760,10 +766,27 @@ class Runner(Services):
             done["instructions"] = own
         return done
 
+    def _paint(self, start: int, end: int) -> None:
+        """Paints the stack's [start, end) (nothing when empty)."""
+        if start < end:
+            status = uclib.uc_mem_write(self.regs.handle, start, self.paint, end - start)
+            if status != 0:
+                raise UcError(status)
+
     def _lowest_touched(self, below: int) -> int:
-        """The lowest stack address written since the last paint (`below` if none)."""
-        painted = bytes(self.uc.mem_read(self.stack_low, below - self.stack_low))
-        return self.stack_low + _painted_prefix(painted)
+        """The lowest stack address written since the last paint (`below` if none): the
+        painted prefix of [stack_low, below), a piece of each power of two taken while it
+        matches (a memcmp at an offset each, no slices)."""
+        size = below - self.stack_low
+        status = uclib.uc_mem_read(self.regs.handle, self.stack_low, self.stack_buffer, size)
+        if status != 0:
+            raise UcError(status)
+        stack = ctypes.string_at(self.stack_buffer, size)
+        painted = 0
+        for piece in self.paint_pieces:
+            if stack.startswith(piece, painted):
+                painted += len(piece)
+        return self.stack_low + painted
 
     def _emulate(self, address: int) -> None:
         """Runs from `address` to the return sentinel. A touch of a stale ppm-sim page stops

@@ -311,6 +311,7 @@ class Services:
         level, keywords = integer(enable, "level", 8), integer(enable, "keywords")
         arguments = [provider, EVENT_CONTROL_CODE_ENABLE_PROVIDER, level, keywords, 0, 0, context]
         result = self.execute(callback, arguments, self.interrupts, nested=True)
+        self._protect_stale()  # EtwRegister resumes
         crash = result.get("crash")
         if crash is not None:
             raise Crash(crash["code"], crash["parameters"], crash["what"], crash["address"])

@@ -71,7 +71,8 @@ class FakeHost:
         self.tsc = 1_000_000
         self.pool: dict[int, int] = {}
         self.registered: dict[str, Any] | None = None
-        self.inject: deque[dict[str, Any]] = deque()  # commands to send before an answer
+        # Commands to send, all of them, before the answer to the next `inject_on` request.
+        self.inject: deque[dict[str, Any]] = deque()
         self.inject_on: str | None = None
         self.interrupts: list[bool] = []
         self.etw_enable: dict[str, int] | None = None  # a session enabling the provider at boot
@@ -224,15 +225,17 @@ class FakeChannel(Channel):
             if self.timestamp_step is not None:
                 answer = {**answer, "timestamp": self.host.tsc + self.timestamp_step}
             if self.host.inject_on == message["host"] and self.host.inject:
-                # An interrupt: ppm-sim sends a call and answers only after its `done`.
+                # An interrupt: ppm-sim sends the calls, one after the other's `done`, and
+                # answers only after the last one's.
                 self.host.inject_on = None
-                self.incoming.append(self.host.inject.popleft())
+                self.incoming.extend(self.host.inject)
+                self.host.inject.clear()
                 self.deferred.append(answer)
             else:
                 self.incoming.append(answer)
         else:
             self.finals.append(message)
-            if self.deferred:
+            if self.deferred and not self.incoming:
                 self.incoming.append(self.deferred.pop())
 
     def receive(self) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Session
+from unicorn import UC_PROT_NONE, UC_PROT_READ, UC_PROT_WRITE
 
 from ppm_image import printf
 from ppm_image.layout import KMDF_MAX_FUNCTIONS, KMDF_TABLE, STATUS_PRIVILEGED_INSTRUCTION
@@ -151,6 +152,12 @@ def test_stack_low_water_mark_and_overflow():
     entry = next(item for item in stack if item["symbol"] == "FxDriverEntry")
     assert entry["calls"] == 1
     assert 1024 < entry["deepest_bytes"] < 24576
+    # A shallow command after the deep boot gets its own figure: the paint is renewed
+    # wherever the boot wrote (ppm_image_readmsr pushes nothing: its return address only).
+    address = readmsr_address(session)
+    session.command({"op": "call", "address": address, "args": [0xE7]})
+    stack = session.command({"op": "report"})["stack"]
+    assert next(item for item in stack if item["entry"] == address)["deepest_bytes"] == 8
     small = Session(stack_bytes=4096)
     if entry["deepest_bytes"] < 4096:
         pytest.skip("the boot path fits in 4 KiB: no overflow to provoke")
@@ -221,6 +228,49 @@ def test_nested_call_while_waiting_for_a_host_answer():
     # The interrupted call's stack figure includes the nested call's, which ran below it.
     stack = {item["entry"]: item for item in session.command({"op": "report"})["stack"]}
     assert stack[address]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
+
+
+def test_nested_calls_at_one_window_share_their_page_and_leave_it_protected():
+    """ppm-sim delivers several notifications at one interrupt window, each with the same
+    payload page: the page is made readable for the first and stays so while the next ones
+    resend it (Unicorn rebuilds its memory map on every protection change); when the
+    interrupted call resumes it is PROT_NONE, so a touch fetches it again."""
+    host = FakeHost()
+    session = booted(host)
+    device, _ = callbacks(session)
+    runner = session.runner
+    page = prepare_device_page("\\_SB.PR00")
+    host.memory[PAYLOAD] = page
+    nested = {
+        "op": "call",
+        "address": device,
+        "args": [PEP_DPM_PREPARE_DEVICE, PAYLOAD],
+        "pages": [[PAYLOAD, bytes(page).hex()]],
+    }
+    session.command(nested)  # the page is mapped once, and stale after the call
+    protections: list[tuple[int, int]] = []
+    protect = runner.uc.mem_protect
+    runner.uc.mem_protect = lambda address, size, perms: (
+        protections.append((address, perms)),
+        protect(address, size, perms),
+    )[-1]
+    host.inject.extend([nested, nested, nested])
+    host.inject_on = "rdmsr"
+    done = session.command({"op": "call", "address": readmsr_address(session), "args": [0xE7]})
+    assert done["rax"] == host.msrs[0xE7]
+    assert not host.inject, "the nested calls were made"
+    assert [final["done"]["writes"] for final in session.channel.finals[-3:]] == [
+        [[PAYLOAD + 8, "01"]]
+    ] * 3
+    # PROT_NONE as the interrupted call starts without it, readable for the first nested
+    # call, PROT_NONE again when the interrupted call resumes: nothing in between.
+    assert protections == [
+        (PAYLOAD, UC_PROT_NONE),
+        (PAYLOAD, UC_PROT_READ | UC_PROT_WRITE),
+        (PAYLOAD, UC_PROT_NONE),
+    ]
+    regions = [perms for begin, end, perms in runner.uc.mem_regions() if begin <= PAYLOAD <= end]
+    assert regions == [UC_PROT_NONE]
 
 
 def test_a_nested_call_takes_the_interrupted_calls_page_from_its_own_pages():
