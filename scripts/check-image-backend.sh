@@ -5,10 +5,11 @@
 #
 # Usage: scripts/check-image-backend.sh [--self-test]
 #   (no option)  scripts/image-runner.sh --self-test (ruff, pytest of tools/image), then
-#                `ppm-sim validate --pep image --verifier` over every built-in scenario (debug
-#                ppm-sim, the shared target/): each scenario under Driver Verifier's rules, then
-#                each architecture's systematic runs (docs/verifier.md), its output and wall
-#                time printed; then
+#                `ppm-sim validate --pep image --verifier` over every built-in scenario (the
+#                release ppm-sim of scripts/lib/setup.sh's release_ppm_sim, in the shared
+#                target/): each scenario under Driver Verifier's rules, then each
+#                architecture's systematic runs (docs/verifier.md), its output and wall time
+#                printed; then
 #                sim/tests/scenarios/registry-issues.toml on both backends: the ignored registry
 #                values the image lists in its State key must be the engine's, line for line
 #   --self-test  also proves the checks can fail: three copies of the image broken on purpose
@@ -46,6 +47,9 @@ if [[ $# -gt 1 ]]; then
     echo "usage: $0 [--self-test]" >&2
     exit 2
 fi
+LOG_NAME=check-image-backend
+# shellcheck source=scripts/lib/setup.sh
+source "$ROOT/scripts/lib/setup.sh"
 
 IMAGE=$ROOT/target/driver-image/x64/ppm_pep.sys
 for arch in x64 arm64; do
@@ -67,9 +71,10 @@ start=$SECONDS
 bash scripts/image-runner.sh --self-test
 echo "   $((SECONDS - start)) s"
 
-echo "== ppm-sim (debug)"
-cargo build -q -p ppm-sim
-SIM=$ROOT/target/debug/ppm-sim
+echo "== ppm-sim (release, line tables: the build scripts/measure-read-path.sh uses too)"
+start=$SECONDS
+SIM=$(release_ppm_sim)
+echo "   $((SECONDS - start)) s"
 
 echo "== ppm-sim validate --pep image --verifier (every built-in scenario, Driver Verifier's rules)"
 start=${EPOCHREALTIME/./}

@@ -56,9 +56,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
 echo "building ppm-sim (release, line tables) in $TARGET ..." >&2
-(cd "$ROOT" && CARGO_TARGET_DIR="$TARGET" CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
-    cargo build --release --quiet -p ppm-sim) || die "the build failed"
-BIN="$TARGET/release/ppm-sim"
+BIN=$(CARGO_TARGET_DIR="$TARGET" release_ppm_sim) || die "the build failed"
 [ -x "$BIN" ] || die "$BIN was not built"
 
 # callgrind NOTIFICATION PROCESSORS ITERATIONS OUT [VALGRIND OPTIONS...]: runs the bench under

@@ -1,5 +1,5 @@
-# How every host-side script gets what it needs: Debian packages and Python virtual
-# environments. Sourced, never run; the caller sets LOG_NAME (its name, for messages).
+# How every host-side script gets what it needs: Debian packages, Python virtual
+# environments and the release ppm-sim. Sourced, never run; the caller sets LOG_NAME (its name, for messages).
 #
 # debian_install PACKAGE ...
 #     apt-installs the packages (as root; otherwise fails naming them). Refreshes the package
@@ -10,6 +10,11 @@
 #     makes VENV a virtual environment with exactly the pinned REQUIREMENTS (a requirements
 #     file) installed; reinstalled when the file changes (its installed copy is the stamp),
 #     left alone otherwise. python3-venv is apt-installed when python3 lacks it.
+# release_ppm_sim
+#     builds ppm-sim as the checks that run it at length use it, release with line tables
+#     (callgrind maps instructions to source lines; the image runs take half a debug build's
+#     time), in CARGO_TARGET_DIR (default target/), and prints the binary's path. One build for
+#     every script that calls it: the same profile and environment each time.
 
 # How long apt-get waits for the dpkg lock, in seconds.
 SETUP_APT_LOCK_TIMEOUT=600
@@ -43,4 +48,13 @@ python_venv() {
     fi
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements" >&2
     cp "$requirements" "$stamp"
+}
+
+release_ppm_sim() {
+    local root target
+    root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+    target=${CARGO_TARGET_DIR:-$root/target}
+    (cd "$root" && CARGO_TARGET_DIR="$target" CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+        cargo build --release --quiet -p ppm-sim) || return 1
+    echo "$target/release/ppm-sim"
 }
