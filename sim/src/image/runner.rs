@@ -271,12 +271,12 @@ impl Runner {
                 pages.push((page * PAGE, bytes));
             }
         }
-        let line = line(command, &pages)?;
+        let framed = framed(command, &pages)?;
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
         UNDER_WAY.with(|under_way| under_way.borrow_mut().push(served));
         let timestamps = command.get("timestamp").is_some();
-        let result = self.exchange(&line, host, timestamps);
+        let result = self.exchange(&framed, host, timestamps);
         UNDER_WAY.with(|under_way| under_way.borrow_mut().pop());
         result.map_err(|error| self.fail(error))
     }
@@ -393,7 +393,7 @@ impl Runner {
     }
 
     fn send(&self, message: &Value) -> Result<(), RunnerError> {
-        self.send_line(&line(message, &[])?)
+        self.send_line(&framed(message, &[])?)
     }
 
     fn send_line(&self, line: &[u8]) -> Result<(), RunnerError> {
@@ -452,52 +452,45 @@ impl Drop for Runner {
 /// `bytes` as lowercase hex (a page per `read` request: kept cheap, also in debug builds).
 #[must_use]
 pub fn hex(bytes: &[u8]) -> String {
-    let mut text = Vec::with_capacity(bytes.len() * 2);
-    push_hex(&mut text, bytes);
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let text = bytes
+        .iter()
+        .flat_map(|byte| [DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 0x0F)]])
+        .collect();
     String::from_utf8(text).unwrap_or_default()
 }
 
-/// Appends `bytes` to `text` as lowercase hex.
-fn push_hex(text: &mut Vec<u8>, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    text.extend(
-        bytes
-            .iter()
-            .flat_map(|byte| [DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 0x0F)]]),
-    );
-}
-
-/// `message`, a JSON object, as one protocol line, with `pages` (address, bytes) as its
-/// `pages` member, `[[address, hex], ...]`.
+/// `message`, a JSON object, as the protocol sends it: one line, its `pages` member naming the
+/// pages (`[[address, 4096], ...]`), then the pages' raw bytes, in that order.
 ///
-/// The pages are written here, not through a [`Value`]: a page is 8 KiB of hex in every
-/// `call`, which `serde_json` would build as a `String` and scan for characters to escape
-/// (hex has none).
-fn line(message: &Value, pages: &[(u64, [u8; PAGE_BYTES])]) -> Result<Vec<u8>, RunnerError> {
-    let mut line = serde_json::to_vec(message)
+/// Raw, not hex in the line: a page in every `call` as 8 KiB of hex cost the runner a third of
+/// its work per nested call (decoding it, and scanning the long line for its end twice).
+fn framed(message: &Value, pages: &[(u64, [u8; PAGE_BYTES])]) -> Result<Vec<u8>, RunnerError> {
+    let mut framed = serde_json::to_vec(message)
         .map_err(|error| RunnerError(format!("cannot encode a message for the runner: {error}")))?;
     if !pages.is_empty() {
-        if line.pop() != Some(b'}') {
+        if framed.pop() != Some(b'}') {
             return Err(RunnerError(format!(
                 "pages sent with a message that is not an object: {message}"
             )));
         }
-        if line.len() > 1 {
-            line.push(b',');
+        if framed.len() > 1 {
+            framed.push(b',');
         }
-        line.extend_from_slice(b"\"pages\":[");
-        for (index, (address, bytes)) in pages.iter().enumerate() {
+        framed.extend_from_slice(b"\"pages\":[");
+        for (index, (address, _)) in pages.iter().enumerate() {
             if index > 0 {
-                line.push(b',');
+                framed.push(b',');
             }
-            line.extend_from_slice(format!("[{address},\"").as_bytes());
-            push_hex(&mut line, bytes);
-            line.extend_from_slice(b"\"]");
+            framed.extend_from_slice(format!("[{address},{PAGE_BYTES}]").as_bytes());
         }
-        line.extend_from_slice(b"]}");
+        framed.extend_from_slice(b"]}");
     }
-    line.push(b'\n');
-    Ok(line)
+    framed.push(b'\n');
+    for (_, bytes) in pages {
+        framed.extend_from_slice(bytes);
+    }
+    Ok(framed)
 }
 
 /// Hex text as bytes (`None` when it is not hex of whole bytes).
@@ -650,24 +643,25 @@ mod tests {
     }
 
     #[test]
-    fn a_line_carries_its_pages_as_the_runner_reads_them() {
+    fn a_message_carries_its_pages_as_the_runner_reads_them() {
         let mut page = [0u8; PAGE_BYTES];
         page[0] = 0xab;
-        page[PAGE_BYTES - 1] = 0x01;
+        page[PAGE_BYTES - 1] = b'\n';
+        let last = [0xff; PAGE_BYTES];
         let command = json!({"op": "call", "address": 7, "args": [1, 2]});
-        let sent = line(&command, &[(PAGE, page), (3 * PAGE, [0xff; PAGE_BYTES])]).expect("a line");
-        assert_eq!(sent.last(), Some(&b'\n'));
-        assert_eq!(sent.iter().position(|&byte| byte == b'\n'), Some(sent.len() - 1), "one line");
+        let sent = framed(&command, &[(PAGE, page), (3 * PAGE, last)]).expect("a message");
+        let end = sent.iter().position(|&byte| byte == b'\n').expect("a line");
         let mut expected = command.clone();
-        expected["pages"] = json!([[PAGE, hex(&page)], [3 * PAGE, hex(&[0xff; PAGE_BYTES])]]);
-        assert_eq!(serde_json::from_slice::<Value>(&sent).expect("JSON"), expected);
-        assert_eq!(line(&command, &[]).expect("a line"), format!("{command}\n").into_bytes());
-        let empty = line(&json!({}), &[(0, page)]).expect("a line");
+        expected["pages"] = json!([[PAGE, PAGE_BYTES], [3 * PAGE, PAGE_BYTES]]);
+        assert_eq!(serde_json::from_slice::<Value>(&sent[..end]).expect("JSON"), expected);
+        assert_eq!(&sent[end + 1..], [page, last].concat(), "the pages' bytes, in order");
+        assert_eq!(framed(&command, &[]).expect("a line"), format!("{command}\n").into_bytes());
+        let empty = framed(&json!({}), &[(0, page)]).expect("a message");
         assert_eq!(
-            serde_json::from_slice::<Value>(&empty).expect("JSON"),
-            json!({"pages": [[0, hex(&page)]]})
+            serde_json::from_slice::<Value>(&empty[..empty.len() - PAGE_BYTES]).expect("JSON"),
+            json!({"pages": [[0, PAGE_BYTES]]})
         );
-        assert!(line(&json!([1]), &[(0, page)]).is_err(), "pages need an object");
+        assert!(framed(&json!([1]), &[(0, page)]).is_err(), "pages need an object");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-"""The line protocol of docs/image-backend.md: one JSON object per line each way."""
+"""The line protocol of docs/image-backend.md: one JSON object per line each way; the pages a
+message names in `pages` follow its line as raw bytes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import sys
 from typing import IO, Any
 
 import orjson
+
+from .layout import MAX_CALL_PAGES, PAGE
 
 MAX_LINE_BYTES = 64 << 20
 
@@ -20,10 +23,9 @@ class Channel:
     Given no streams, it uses file descriptors 0 and 1 unbuffered-by-line directly (one
     os.write per line: the text layers' flush cost counted on a 6-request FEEDBACK_READ)."""
 
-    def __init__(self, reader: IO[str] | None = None, writer: IO[str] | None = None):
-        self.reader = reader
+    def __init__(self, reader: IO[bytes] | None = None, writer: IO[str] | None = None):
         self.writer = writer
-        self.input = sys.stdin.buffer if reader is None else None
+        self.input = sys.stdin.buffer if reader is None else reader
 
     def send(self, message: dict[str, Any]) -> None:
         data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
@@ -35,10 +37,7 @@ class Channel:
             self.writer.flush()
 
     def receive(self) -> dict[str, Any] | None:
-        if self.input is not None:
-            line = self.input.readline(MAX_LINE_BYTES + 1)
-        else:
-            line = self.reader.readline(MAX_LINE_BYTES + 1)
+        line = self.input.readline(MAX_LINE_BYTES + 1)
         if not line:
             return None
         if len(line) > MAX_LINE_BYTES:
@@ -49,7 +48,24 @@ class Channel:
             raise ProtocolError(f"not JSON: {error} in {line[:80]!r}") from error
         if not isinstance(message, dict):
             raise ProtocolError(f"not a JSON object: {line[:80]!r}")
+        if "pages" in message:
+            message["pages"] = self._pages(message["pages"])
         return message
+
+    def _pages(self, pages: Any) -> list[list[Any]]:
+        """A message's `pages`, [[address, 4096], ...]: each with its page's bytes, which follow
+        the line, in order, in place of the length."""
+        if not isinstance(pages, list) or len(pages) > MAX_CALL_PAGES:
+            raise ProtocolError(f"'pages' must be a list of at most {MAX_CALL_PAGES} pages")
+        out = []
+        for entry in pages:
+            if not isinstance(entry, list) or len(entry) != 2 or entry[1] != PAGE:
+                raise ProtocolError(f"each page must be [address, {PAGE}], got {entry!r}")
+            data = self.input.read(PAGE)
+            if len(data) != PAGE:
+                raise ProtocolError(f"the input ended inside the bytes of page {entry[0]!r}")
+            out.append([entry[0], data])
+        return out
 
 
 def integer(message: dict[str, Any], key: str, bits: int = 64) -> int:

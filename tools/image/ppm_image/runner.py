@@ -63,7 +63,6 @@ from .layout import (
     KMODE_EXCEPTION_NOT_HANDLED,
     MAX_CACHED_PAGES,
     MAX_CALL_ARGS,
-    MAX_CALL_PAGES,
     MAX_STACK_BYTES,
     NESTED_GAP,
     PAGE,
@@ -166,16 +165,11 @@ class Registers:
 
 
 def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
-    """A call's `pages`: [[address, hex], ...], each a whole page of ppm-sim's user half."""
-    pages = message.get("pages", [])
-    if not isinstance(pages, list) or len(pages) > MAX_CALL_PAGES:
-        raise ProtocolError(f"call: 'pages' must be a list of at most {MAX_CALL_PAGES} pages")
+    """A call's `pages` as the channel read them ([[address, bytes], ...]: Channel._pages),
+    each a whole page of ppm-sim's user half."""
     out = []
-    for entry in pages:
-        if not isinstance(entry, list) or len(entry) != 2:
-            raise ProtocolError("call: each page must be [address, hex]")
-        address = integer({"page": entry[0]}, "page")
-        data = hex_bytes({"bytes": entry[1]}, "bytes")
+    for address, data in message.get("pages", []):
+        address = integer({"page": address}, "page")
         if address % PAGE or address + PAGE > USER_LIMIT or len(data) != PAGE:
             raise ProtocolError(f"call: page {address:#x} is not a whole page of the user half")
         out.append((address, data))

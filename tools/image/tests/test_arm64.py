@@ -217,7 +217,7 @@ def test_arm64_a_call_with_its_timestamp_answers_cntvct_itself():
         {
             **read,
             "processor": PROCESSOR_0,
-            "pages": [[PAYLOAD, bytes(0x1000).hex()]],
+            "pages": [[PAYLOAD, bytes(0x1000)]],
             "timestamp": timestamp,
         }
     )
@@ -333,12 +333,12 @@ def test_mismatched_arch_is_refused():
         load = {"op": "load", "image": str(image), "map": str(map_path), "arch": arch}
         out = io.StringIO()
         line = json.dumps({**load, "stack_bytes": 24576}) + "\n"
-        assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+        assert Runner(Channel(io.BytesIO(line.encode()), out)).serve() == 2
         (reply,) = [json.loads(text) for text in out.getvalue().splitlines()]
         assert f"not an {arch} image" in reply["error"] and f": {found})" in reply["error"]
     out = io.StringIO()
     line = json.dumps({"op": "load", "image": "x", "map": "y", "arch": "riscv"}) + "\n"
-    assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+    assert Runner(Channel(io.BytesIO(line.encode()), out)).serve() == 2
     assert "x64 or arm64" in json.loads(out.getvalue())["error"]
 
 

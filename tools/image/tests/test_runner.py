@@ -129,7 +129,7 @@ def test_a_page_a_call_left_is_fetched_again_when_touched_unsent():
         page = prepare_device_page("\\_SB.PCI0")
         page[8] = accepted_before
         host.memory[PAYLOAD] = page
-        pages = [[PAYLOAD, bytes(page).hex()]] if sent else []
+        pages = [[PAYLOAD, bytes(page)]] if sent else []
         before = len(host.requests)
         done = session.command({**prepare, "pages": pages})
         assert done["writes"] == ([[PAYLOAD + 8, "00"]] if accepted_before else [])
@@ -245,7 +245,7 @@ def test_nested_calls_at_one_window_share_their_page_and_leave_it_protected():
         "op": "call",
         "address": device,
         "args": [PEP_DPM_PREPARE_DEVICE, PAYLOAD],
-        "pages": [[PAYLOAD, bytes(page).hex()]],
+        "pages": [[PAYLOAD, bytes(page)]],
     }
     session.command(nested)  # the page is mapped once, and stale after the call
     protections: list[tuple[int, int]] = []
@@ -282,7 +282,7 @@ def test_a_nested_call_takes_the_interrupted_calls_page_from_its_own_pages():
     device, _ = callbacks(session)
     host = session.host
     host.memory[PAYLOAD] = bytearray(0x1000)
-    page = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
+    page = [[PAYLOAD, bytes(host.memory[PAYLOAD])]]
     read = {**read, "pages": page}
     session.command(read)  # the first read of a relative counter: 0, no write
     unknown_dpm = 0x7FFF  # a DPM notification the PEP does not handle: it touches nothing
@@ -424,7 +424,7 @@ def test_bad_input_is_a_one_line_error():
         ('{"op": "load", "image": "x", "map": "y", "stack_bytes": 100}\n', "stack_bytes"),
     ):
         out = io.StringIO()
-        assert Runner(Channel(io.StringIO(line), out)).serve() == 2
+        assert Runner(Channel(io.BytesIO(line.encode()), out)).serve() == 2
         (reply,) = [json.loads(text) for text in out.getvalue().splitlines()]
         assert expected in reply["error"] and "\n" not in reply["error"]
 
@@ -671,7 +671,7 @@ def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
         host.memory[PAYLOAD] = bytearray(0x1000)
         before, carried = len(host.requests), len(channel.carried)
         asked_before = len(channel.asked)
-        pages = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
+        pages = [[PAYLOAD, bytes(host.memory[PAYLOAD])]]
         done = session.command({**read, "processor": PROCESSOR_0, "pages": pages})
         assert done["rax"] & 0xFF == 1
         asked = channel.asked[asked_before:]
@@ -704,7 +704,7 @@ def test_a_call_with_its_timestamp_answers_the_time_stamp_reads_itself():
     for _ in range(2):
         host.memory[PAYLOAD] = bytearray(0x1000)
         asked, reads = len(channel.asked), len(channel.deferred_reads)
-        pages = [[PAYLOAD, bytes(host.memory[PAYLOAD]).hex()]]
+        pages = [[PAYLOAD, bytes(host.memory[PAYLOAD])]]
         timestamp = host.tsc + 1000
         done = session.command(
             {**read, "processor": PROCESSOR_0, "pages": pages, "timestamp": timestamp}
@@ -745,15 +745,48 @@ def test_a_call_without_its_processor_asks_for_each():
 @pytest.mark.parametrize(
     "pages",
     [
-        [[PAYLOAD + 8, "00" * 0x1000]],  # not a page boundary
-        [[PAYLOAD, "00" * 16]],  # not a whole page
-        [[0x0000_8000_0000_0000, "00" * 0x1000]],  # above the user half
-        [PAYLOAD],  # not [address, hex]
-        "x",
+        [[PAYLOAD + 8, bytes(0x1000)]],  # not a page boundary
+        [[0x0000_8000_0000_0000, bytes(0x1000)]],  # above the user half
     ],
 )
-def test_a_call_with_malformed_pages_is_refused(pages):
+def test_a_call_with_pages_outside_the_user_half_is_refused(pages):
     session = booted()
     device, _ = callbacks(session)
     with pytest.raises(ProtocolError):
         session.command({"op": "call", "address": device, "args": [1, PAYLOAD], "pages": pages})
+
+
+def test_a_message_pages_follow_its_line_as_raw_bytes():
+    """The channel reads each page named in `pages` from the bytes after the line, in order,
+    and the next message from the byte after the last page (a page may hold a newline)."""
+    import io
+
+    from ppm_image.protocol import Channel
+
+    first, second = bytes([0x0A]) * 0x1000, bytes(range(256)) * 16
+    call = {"op": "call", "address": 1, "pages": [[PAYLOAD, 0x1000], [PAYLOAD + 0x1000, 0x1000]]}
+    stream = json.dumps(call).encode() + b"\n" + first + second + b'{"op": "quit"}\n'
+    channel = Channel(io.BytesIO(stream), io.StringIO())
+    assert channel.receive()["pages"] == [[PAYLOAD, first], [PAYLOAD + 0x1000, second]]
+    assert channel.receive() == {"op": "quit"}
+    assert channel.receive() is None
+
+
+@pytest.mark.parametrize(
+    ("pages", "after", "expected"),
+    [
+        ([[PAYLOAD, 16]], bytes(16), "each page must be"),  # not a whole page
+        ([PAYLOAD], b"", "each page must be"),  # not [address, 4096]
+        ("x", b"", "'pages' must be a list"),
+        ([[PAYLOAD, 0x1000]] * 9, bytes(9 * 0x1000), "at most 8 pages"),
+        ([[PAYLOAD, 0x1000]], bytes(0x800), "ended inside the bytes of page"),
+    ],
+)
+def test_a_message_with_malformed_pages_is_refused(pages, after, expected):
+    import io
+
+    from ppm_image.protocol import Channel
+
+    line = json.dumps({"op": "call", "address": 1, "pages": pages}).encode() + b"\n"
+    with pytest.raises(ProtocolError, match=expected):
+        Channel(io.BytesIO(line + after), io.StringIO()).receive()
