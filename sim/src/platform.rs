@@ -43,6 +43,10 @@ pub use ambient::{
     interrupt_windows_inert, nest, no_interrupt_can_arrive, swap_trace, take_trace, while_resuming,
 };
 
+/// How many time-stamp values [`SimPlatform::timestamps_ahead`] gives: the interrupt windows
+/// an image call may pass between two of its requests with its reads answered by the runner.
+pub const TIMESTAMPS_AHEAD: usize = 8;
+
 /// One MSR read the engine made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsrRead {
@@ -293,10 +297,8 @@ impl SimPlatform {
         index
     }
 
-    /// What [`Platform::read_timestamp`] on the calling thread's processor returns now, without
-    /// reading: nothing recorded, no interrupt window. The same value as a read made next when
-    /// the thread's interrupt windows are inert ([`interrupt_windows_inert`]: no time passes
-    /// there) and nothing else happens on the processor before it.
+    /// The calling thread's processor's time-stamp counter now, without reading it: nothing
+    /// recorded, no interrupt window.
     #[must_use]
     pub fn timestamp_now(&self) -> Option<u64> {
         #[cfg(any(test, feature = "sabotage"))]
@@ -304,6 +306,26 @@ impl SimPlatform {
             return None;
         }
         Some(self.machine.timestamp(current_processor()))
+    }
+
+    /// What [`Platform::read_timestamp`] on the calling thread's processor returns when it is
+    /// the k-th interrupt window from now (k = 1, 2, … [`TIMESTAMPS_AHEAD`]; the read's own
+    /// window counts), if only interrupt windows happen on the processor before it: each takes
+    /// [`ambient::window_ns`] (none when the windows are inert). Nothing recorded, no window.
+    #[must_use]
+    pub fn timestamps_ahead(&self) -> Option<[u64; TIMESTAMPS_AHEAD]> {
+        #[cfg(any(test, feature = "sabotage"))]
+        if self.faults.no_timestamp {
+            return None;
+        }
+        let processor = current_processor();
+        let now = self.machine.processor_now_ns(processor);
+        let step = ambient::window_ns();
+        let mut at = now;
+        Some(std::array::from_fn(|_| {
+            at = at.saturating_add(step);
+            self.machine.timestamp_at(processor, at)
+        }))
     }
 
     /// `CPUID` as the engine sees it on `processor` (a test's faults applied), without

@@ -82,11 +82,12 @@ impl ImageCallbacks {
     /// into this call (none is modelled, or this is one, delivered nested), the command also
     /// names the current processor, so the runner answers `KeGetCurrentProcessorNumberEx`
     /// itself and reports it and the image's interrupt masking with its next request
-    /// (`deferred`, docs/image-backend.md). Where the thread's interrupt windows are also
-    /// inert (no time passes there), it carries the time-stamp counter, as does each answer,
-    /// so that the runner answers the image's time-stamp reads itself and reports them the
-    /// same way. A `FEEDBACK_READ` so makes three round trips instead of nine, a nested one
-    /// five; the machine sees the same operations in the same order.
+    /// (`deferred`, docs/image-backend.md). It then also carries the time-stamp counter as
+    /// a read returns it after each of the next interrupt windows (all one value where the
+    /// windows are inert; a nested call's windows take their time), as does each answer, so
+    /// that the runner answers the image's time-stamp reads itself and reports them the same
+    /// way. A `FEEDBACK_READ` so makes three round trips instead of nine, nested or not; the
+    /// machine sees the same operations in the same order.
     ///
     /// Under Driver Verifier's rules the command also carries the IRQL the notification is
     /// made at and its label (`verifier::notification_context`), and a `FEEDBACK_READ` with
@@ -107,6 +108,9 @@ impl ImageCallbacks {
             json!({"op": "call", "address": address, "args": args, "interrupts": true});
         if platform::no_interrupt_can_arrive() {
             command["processor"] = processor_answer(self.platform.processor_index_now());
+            if let Some(ahead) = self.platform.timestamps_ahead() {
+                command["timestamps"] = json!(ahead);
+            }
         }
         let mut masked = false;
         if self.runner.verifier {
@@ -121,9 +125,6 @@ impl ImageCallbacks {
                 self.platform.mask_interrupts();
                 masked = true;
             }
-        }
-        if inert && let Some(timestamp) = self.platform.timestamp_now() {
-            command["timestamp"] = json!(timestamp);
         }
         let done = self.runner.command_with_pages(&command, &[data], &host);
         if masked {

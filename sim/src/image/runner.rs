@@ -12,6 +12,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value, json};
 
+use crate::platform::TIMESTAMPS_AHEAD;
+
 /// The runner's page: `read` requests are at most this long.
 const PAGE: u64 = 4096;
 /// [`PAGE`], as a buffer length.
@@ -69,11 +71,13 @@ pub trait Host {
     /// A request this host cannot answer.
     fn serve(&self, name: &str, message: &Value) -> Result<Value, String>;
 
-    /// The time-stamp counter as a read on the calling processor would return it now, without
-    /// reading it (`None`: this host cannot say). It travels with every answer of a command
-    /// that carries a `timestamp`, so that the runner answers the image's next time-stamp
-    /// read itself and reports it as `deferred`.
-    fn timestamp(&self) -> Option<u64> {
+    /// The time-stamp counter as a read on the calling processor would return it as the k-th
+    /// interrupt window from now ([`SimPlatform::timestamps_ahead`]; `None`: this host cannot
+    /// say). They travel with every answer of a command that carries `timestamps`, so that
+    /// the runner answers the image's time-stamp reads itself and reports them as `deferred`.
+    ///
+    /// [`SimPlatform::timestamps_ahead`]: crate::platform::SimPlatform::timestamps_ahead
+    fn timestamps(&self) -> Option<[u64; TIMESTAMPS_AHEAD]> {
         None
     }
 }
@@ -275,7 +279,7 @@ impl Runner {
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
         UNDER_WAY.with(|under_way| under_way.borrow_mut().push(served));
-        let timestamps = command.get("timestamp").is_some();
+        let timestamps = command.get("timestamps").is_some();
         let result = self.exchange(&framed, host, timestamps);
         UNDER_WAY.with(|under_way| under_way.borrow_mut().pop());
         result.map_err(|error| self.fail(error))
@@ -289,8 +293,8 @@ impl Runner {
 
     /// Runs `command` (its protocol line) to its `done`. The pages of this process the runner
     /// has for this command (those sent with it, then those it fetches: [`UNDER_WAY`]'s last)
-    /// are the only ones its writes may land in. `timestamps`: the command carries a
-    /// `timestamp`, and so does each answer ([`Host::timestamp`]).
+    /// are the only ones its writes may land in. `timestamps`: the command carries
+    /// `timestamps`, and so does each answer ([`Host::timestamps`]).
     fn exchange(
         &self,
         command: &[u8],
@@ -326,9 +330,9 @@ impl Runner {
                 host.serve(request, &message).map_err(RunnerError)?
             };
             if timestamps
-                && let (Some(timestamp), Value::Object(fields)) = (host.timestamp(), &mut answer)
+                && let (Some(ahead), Value::Object(fields)) = (host.timestamps(), &mut answer)
             {
-                fields.insert("timestamp".to_owned(), json!(timestamp));
+                fields.insert("timestamps".to_owned(), json!(ahead));
             }
             self.send(&answer)?;
         }
@@ -526,7 +530,7 @@ fn serve_deferred(message: &Value, host: &dyn Host) -> Result<(), RunnerError> {
                 host.serve("interrupts", request).map_err(RunnerError)?;
             }
             Some(name @ ("current_processor" | "rdtsc" | "mrs")) => {
-                // An answer the runner gave itself, from the `processor` or `timestamp` it was
+                // An answer the runner gave itself, from the `processor` or `timestamps` it was
                 // sent: the request is served here, in its place among the operations (its
                 // interrupt window may take time), and must agree.
                 let key = if name == "current_processor" { "index" } else { "value" };

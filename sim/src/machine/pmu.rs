@@ -392,13 +392,19 @@ impl Machine {
     /// per-processor offset; it never stops (invariant TSC).
     #[must_use]
     pub fn timestamp(&self, index: u32) -> u64 {
+        self.timestamp_at(index, self.processor_now_ns(index))
+    }
+
+    /// Processor `index`'s time-stamp counter when its clock reads `at_ns`.
+    #[must_use]
+    pub fn timestamp_at(&self, index: u32, at_ns: u64) -> u64 {
         let offset = u128::from(index).wrapping_add(1) * 3_000_000_019;
         // ARM64: the virtual count (`CNTVCT_EL0`) at the generic timer's rate.
         let rate_hz = self
             .cpu()
             .arm
             .map_or_else(|| u128::from(self.nominal_hz), |arm| u128::from(arm.cntfrq_hz));
-        let counts = u128::from(self.processor_now_ns(index)) * rate_hz / 1_000_000_000;
+        let counts = u128::from(at_ns) * rate_hz / 1_000_000_000;
         u64::try_from((offset + counts) & u128::from(u64::MAX)).unwrap_or(0)
     }
 

@@ -208,6 +208,14 @@ pub fn interrupt_windows_inert() -> bool {
     THREAD.with(|thread| thread.nesting.borrow().is_none())
 }
 
+/// The processor time each interrupt window takes on the calling thread: `call_ns` while
+/// nested notifications are modelled (a delivery under way included: its windows still take
+/// the time), else none.
+#[must_use]
+pub fn window_ns() -> u64 {
+    THREAD.with(|thread| thread.nesting.borrow().as_ref().map_or(0, |nesting| nesting.call_ns))
+}
+
 /// Whether no notification can be injected on the calling thread now.
 ///
 /// None is modelled ([`interrupt_windows_inert`]), or a nested delivery is under way (one

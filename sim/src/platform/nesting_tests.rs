@@ -132,3 +132,38 @@ fn an_msr_read_takes_its_time_and_an_smi_lands_after_the_actual_read() {
     let _ = platform.read_msr(msr::IA32_APERF);
     assert_eq!(machine.processor_now_ns(0), 157_500, "no SMI due yet");
 }
+
+#[test]
+fn the_timestamps_ahead_are_what_reads_after_that_many_windows_return() {
+    let platform = platform(PlatformFaults::default());
+    let _on = OnProcessor::enter(None, 1);
+    // Inert windows take no time: every entry is the counter now, and a read returns it.
+    let ahead = platform.timestamps_ahead().expect("the machine can say");
+    assert!(ahead.iter().all(|&counter| counter == ahead[0]), "{ahead:?}");
+    let _ = platform.current_processor_index();
+    assert_eq!(platform.read_timestamp(), Some(ahead[1]));
+    // Nested notifications modelled, a delivery under way (its windows deliver nothing but
+    // take their time): the read that is the 4th window returns the 4th entry, the next the 5th.
+    let delivered = Rc::new(RefCell::new(Vec::new()));
+    let hook: NestingHook = {
+        let delivered = Rc::clone(&delivered);
+        let platform = platform.clone();
+        Rc::new(move |_, _| {
+            let ahead = platform.timestamps_ahead().expect("the machine can say");
+            let _ = platform.current_processor_index();
+            let reads = platform.with_interrupts_masked(|_| platform.read_timestamp());
+            let after = platform.read_timestamp();
+            delivered.borrow_mut().push((ahead, reads, after));
+        })
+    };
+    let _nesting = nest(hook, 250);
+    let _ = platform.current_processor_index();
+    let delivered = delivered.borrow();
+    let [(ahead, masked_read, after)] = delivered.as_slice() else {
+        panic!("one delivery: {delivered:?}");
+    };
+    assert!(ahead.windows(2).all(|pair| pair[1] > pair[0]), "{ahead:?}");
+    // The processor's window, the masking's, the read's own: the 3rd; the unmasking's, the
+    // next read's: the 5th.
+    assert_eq!((*masked_read, *after), (Some(ahead[2]), Some(ahead[4])));
+}

@@ -89,6 +89,7 @@ MAX_STACK_BYTES = 1 << 20
 MAX_COPY_BYTES = 16 << 20
 MAX_CALL_ARGS = 8
 MAX_CALL_PAGES = 8  # pages of ppm-sim memory a call may carry
+MAX_TIMESTAMPS = 8  # time-stamp counters ahead a message may carry (ppm-sim's TIMESTAMPS_AHEAD)
 MAX_CACHED_PAGES = 256  # stale ppm-sim pages kept mapped between calls
 NESTED_GAP = 0x100  # bytes left between an interrupted frame's RSP and a nested call's frame
 PAINT = 0xDB  # the byte the stack is painted with before a command (low-water mark)

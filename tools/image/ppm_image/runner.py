@@ -64,6 +64,7 @@ from .layout import (
     MAX_CACHED_PAGES,
     MAX_CALL_ARGS,
     MAX_STACK_BYTES,
+    MAX_TIMESTAMPS,
     NESTED_GAP,
     PAGE,
     PAGE_FAULT_IN_NONPAGED_AREA,
@@ -176,6 +177,20 @@ def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
     return tuple(out)
 
 
+def _timestamps(message: dict[str, Any]) -> list[Any] | None:
+    """A message's `timestamps`: the time-stamp counter as a read returns it as the 1st, 2nd, …
+    interrupt window from here (the read's own window included), or None. Each counter is
+    checked when a read uses it (most answers' are never used)."""
+    timestamps = message.get("timestamps")
+    if timestamps is None:
+        return None
+    if not isinstance(timestamps, list) or not 1 <= len(timestamps) <= MAX_TIMESTAMPS:
+        raise ProtocolError(
+            f"'timestamps' must be a list of 1 to {MAX_TIMESTAMPS} counters, got {timestamps!r}"
+        )
+    return timestamps
+
+
 def kmdf_names(header: Path = KMDF_HEADER) -> dict[int, str]:
     text = header.read_text(encoding="utf-8")
     return {
@@ -224,9 +239,11 @@ class Runner(Services):
         # masking deferred.
         self.processor: dict[str, Any] | None = None
         self.deferred: list[dict[str, Any]] = []  # requests reported with the next message
-        # The time-stamp counter as ppm-sim would answer a read now: sent with a call whose
-        # interrupt windows are inert and with each answer in it (None: ask).
-        self.timestamp: int | None = None
+        # The time-stamp counter as ppm-sim would answer a read as the 1st, 2nd, … interrupt
+        # window from the last message: sent with a call that names its processor and with
+        # each answer in it (None: ask).
+        self.timestamps: list[Any] | None = None
+        self.windows = 0  # interrupt windows the call passed since `timestamps` came
         self.pool_next = POOL
         self.pool_mapped = POOL
         self.device_add: int = 0
@@ -453,9 +470,8 @@ class Runner(Services):
                 if "op" not in message:
                     if "error" in message:
                         raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
-                    self.timestamp = (
-                        integer(message, "timestamp") if "timestamp" in message else None
-                    )
+                    self.timestamps = _timestamps(message)
+                    self.windows = 0
                     self._protect_stale()  # the interrupted call resumes
                     return message
                 if message["op"] != "call":
@@ -490,14 +506,18 @@ class Runner(Services):
             self.ask(request)
         else:
             self.deferred.append(request)
+            self.windows += 1
 
     def read_timestamp(self, request: dict[str, Any]) -> int:
-        """RDTSC (ARM64: MRS CNTVCT_EL0): the counter ppm-sim sent, the read reported with the
-        next message (ppm-sim makes it there, in order, and checks the value), or a request."""
-        if self.timestamp is None:
+        """RDTSC (ARM64: MRS CNTVCT_EL0): the counter ppm-sim sent for this many interrupt
+        windows (the read's own included), the read reported with the next message (ppm-sim
+        makes it there, in order, and checks the value), or a request."""
+        self.windows += 1
+        if self.timestamps is None or self.windows > len(self.timestamps):
             return integer(self.ask(request), "value")
-        self.deferred.append({**request, "value": self.timestamp})
-        return self.timestamp
+        value = integer({"timestamps": self.timestamps[self.windows - 1]}, "timestamps")
+        self.deferred.append({**request, "value": value})
+        return value
 
     def current_processor(self) -> dict[str, Any]:
         """KeGetCurrentProcessorNumberEx's answer: the call's processor (the request reported
@@ -505,6 +525,7 @@ class Runner(Services):
         ppm-sim's."""
         if self.processor is not None:
             self.deferred.append({"host": "current_processor", "index": self.processor["index"]})
+            self.windows += 1
             return self.processor
         return self.ask({"host": "current_processor"})
 
@@ -671,18 +692,25 @@ class Runner(Services):
         processor: dict[str, Any] | None = None,
         pages: tuple[tuple[int, bytes], ...] = (),
         irql: int | None = None,
-        timestamp: int | None = None,
+        timestamps: list[Any] | None = None,
     ) -> dict:
         """Calls `address` with `args` (the Windows convention of the image's architecture);
         {"rax"} (the return register: RAX or X0) or {"crash"}. `processor`: the call's, when
-        no interrupt can arrive in it, and `timestamp` its time-stamp counter; `pages`:
+        no interrupt can arrive in it, and `timestamps` its time-stamp counter ahead; `pages`:
         ppm-sim's pages sent with the call; `irql`: the IRQL the kernel calls at (the caller's
         for a nested call, PASSIVE_LEVEL for a command); `instructions` in the answer: the
         image's own, nested calls' excluded, when counted."""
         uc = self.uc
         arch = self.arch
         saved = uc.context_save() if nested else None
-        saved_state = (self.crash, self.interrupts, self.processor, self.irql, self.timestamp)
+        saved_state = (
+            self.crash,
+            self.interrupts,
+            self.processor,
+            self.irql,
+            self.timestamps,
+            self.windows,
+        )
         outer_nested = self.nested_instructions
         self.nested_instructions = 0
         start_count = self.counter.count if self.counter is not None else 0
@@ -717,7 +745,7 @@ class Runner(Services):
             self.regs.write(register, value)
         self.interrupts = interrupts
         self.processor = processor
-        self.timestamp = timestamp
+        self.timestamps, self.windows = timestamps, 0
         if irql is not None:
             self.irql = irql
         elif not nested:
@@ -749,7 +777,14 @@ class Runner(Services):
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        self.crash, self.interrupts, self.processor, self.irql, self.timestamp = saved_state
+        (
+            self.crash,
+            self.interrupts,
+            self.processor,
+            self.irql,
+            self.timestamps,
+            self.windows,
+        ) = saved_state
         executed = (self.counter.count if self.counter is not None else 0) - start_count
         own = executed - self.nested_instructions
         self.nested_instructions = outer_nested + (executed if nested else 0)
@@ -1182,9 +1217,9 @@ class Runner(Services):
                 "group": integer(processor, "group", 16),
                 "number": integer(processor, "number", 8),
             }
-        timestamp = integer(message, "timestamp") if "timestamp" in message else None
-        if timestamp is not None and processor is None:
-            raise ProtocolError("call: 'timestamp' is sent only with 'processor'")
+        timestamps = _timestamps(message)
+        if timestamps is not None and processor is None:
+            raise ProtocolError("call: 'timestamps' is sent only with 'processor'")
         irql = message.get("irql", 0)
         if not isinstance(irql, int) or isinstance(irql, bool) or not 0 <= irql <= 15:
             raise ProtocolError("call: 'irql' must be an integer in 0..=15")
@@ -1199,7 +1234,7 @@ class Runner(Services):
             verifier.depth += 1
         try:
             done = self._run(
-                address, values, interrupts, nested, processor, _pages(message), irql, timestamp
+                address, values, interrupts, nested, processor, _pages(message), irql, timestamps
             )
         finally:
             if verifier is not None:

@@ -199,9 +199,11 @@ class FakeChannel(Channel):
         self.finals: list[dict[str, Any]] = []
         self.deferred: list[dict[str, Any]] = []  # answers held back until a nested call ends
         self.carried: list[tuple[str, list[bool]]] = []  # (message, its deferred masking)
-        # As ppm-sim for a call that carries `timestamp`: each answer carries the value the
-        # next time-stamp read returns (the fake's clock plus this step: 1000 for RDTSC, 10 for
-        # CNTVCT_EL0); None: answers carry none.
+        # As ppm-sim for a call that carries `timestamps` and whose interrupt windows take
+        # time: every window (a deferred request, an asked time-stamp read) moves the fake's
+        # clock by this step (1000 for RDTSC, 10 for CNTVCT_EL0: what its reads add), and each
+        # answer carries the clock as a read returns it after 1, 2, … windows; None: answers
+        # carry none.
         self.timestamp_step: int | None = None
         self.deferred_reads: list[dict[str, Any]] = []  # time-stamp reads reported deferred
         self.asked: list[str] = []  # the host requests made, deferred ones excepted
@@ -213,6 +215,11 @@ class FakeChannel(Channel):
         self.carried.append((message.get("host", "done"), masking))
         for request in deferred:
             assert request["host"] in ("interrupts", "current_processor", "rdtsc", "mrs"), request
+            if self.timestamp_step is not None and request["host"] in (
+                "interrupts",
+                "current_processor",
+            ):
+                self.host.tsc += self.timestamp_step  # the window's time (reads add their own)
             answer = self.host.answer(request)
             if request["host"] == "current_processor":
                 assert answer["index"] == request["index"], (request, answer)
@@ -223,7 +230,7 @@ class FakeChannel(Channel):
             self.asked.append(message["host"])
             answer = self.host.answer(message)
             if self.timestamp_step is not None:
-                answer = {**answer, "timestamp": self.host.tsc + self.timestamp_step}
+                answer = {**answer, "timestamps": self.timestamps()}
             if self.host.inject_on == message["host"] and self.host.inject:
                 # An interrupt: ppm-sim sends the calls, one after the other's `done`, and
                 # answers only after the last one's.
@@ -237,6 +244,10 @@ class FakeChannel(Channel):
             self.finals.append(message)
             if self.deferred and not self.incoming:
                 self.incoming.append(self.deferred.pop())
+
+    def timestamps(self) -> list[int]:
+        """The clock as a read returns it after 1, 2, … 8 windows from now (`timestamp_step`)."""
+        return [self.host.tsc + self.timestamp_step * windows for windows in range(1, 9)]
 
     def receive(self) -> dict[str, Any] | None:
         return self.incoming.popleft() if self.incoming else None

@@ -212,19 +212,20 @@ def test_arm64_a_call_with_its_timestamp_answers_cntvct_itself():
     channel.timestamp_step = 10
     host.memory[PAYLOAD] = bytearray(0x1000)
     before, reads = len(host.requests), len(channel.deferred_reads)
-    timestamp = host.tsc + 10
+    timestamps = channel.timestamps()
     done = session.command(
         {
             **read,
             "processor": PROCESSOR_0,
             "pages": [[PAYLOAD, bytes(0x1000)]],
-            "timestamp": timestamp,
+            "timestamps": timestamps,
         }
     )
     assert done["rax"] & 0xFF == 1
     deferred = channel.deferred_reads[reads:]
     cntvct = [tuple(r[name] for name in ("op0", "op1", "crn", "crm", "op2")) for r in deferred]
-    assert cntvct == [CNTVCT_EL0, CNTVCT_EL0] and deferred[0]["value"] == timestamp
+    # The first read is the third window, after the processor's and the masking's.
+    assert cntvct == [CNTVCT_EL0, CNTVCT_EL0] and deferred[0]["value"] == timestamps[2]
     asked = [
         tuple(r[name] for name in ("op0", "op1", "crn", "crm", "op2"))
         for r in host.requests[before:]

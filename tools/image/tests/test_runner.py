@@ -691,10 +691,11 @@ def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
     assert counts[1] > counts[0]
 
 
-def test_a_call_with_its_timestamp_answers_the_time_stamp_reads_itself():
-    """A call that carries its processor and the time-stamp counter: FEEDBACK_READ's two RDTSC
-    are no requests of their own; each travels, with the value used, in `deferred` on the next
-    message (ppm-sim makes the read there and checks it), and only the counter reads are
+def test_a_call_with_its_timestamps_answers_the_time_stamp_reads_itself():
+    """A call that carries its processor and the time-stamp counter ahead: FEEDBACK_READ's two
+    RDTSC are no requests of their own, though every interrupt window takes time (a nested
+    call's do); each travels, with the value used, in `deferred` on the next message (the
+    host makes the read there and checks it: FakeChannel.send), and only the counter reads are
     asked."""
     session = booted(FakeHost(advancing=True))
     read = ready_to_read(session)
@@ -705,27 +706,52 @@ def test_a_call_with_its_timestamp_answers_the_time_stamp_reads_itself():
         host.memory[PAYLOAD] = bytearray(0x1000)
         asked, reads = len(channel.asked), len(channel.deferred_reads)
         pages = [[PAYLOAD, bytes(host.memory[PAYLOAD])]]
-        timestamp = host.tsc + 1000
+        timestamps = channel.timestamps()
         done = session.command(
-            {**read, "processor": PROCESSOR_0, "pages": pages, "timestamp": timestamp}
+            {**read, "processor": PROCESSOR_0, "pages": pages, "timestamps": timestamps}
         )
         assert done["rax"] & 0xFF == 1
         assert channel.asked[asked:] == ["rdmsr", "rdmsr"]
         deferred = channel.deferred_reads[reads:]
         assert [r["host"] for r in deferred] == ["rdtsc", "rdtsc"]
-        assert deferred[0]["value"] == timestamp
-        assert deferred[1]["value"] > timestamp  # from the last counter read's answer
+        # The third window: after the processor's and the masking's.
+        assert deferred[0]["value"] == timestamps[2]
+        assert deferred[1]["value"] > timestamps[2]  # from the last counter read's answer
         page = bytearray(0x1000)
         apply(page, done["writes"])
         counts.append(int.from_bytes(page[8:16], "little"))
     assert counts[1] > counts[0]
 
 
-def test_a_timestamp_without_its_processor_is_refused():
-    session = booted()
+def test_a_read_past_the_timestamps_sent_is_asked():
+    """A time-stamp read beyond the windows ppm-sim sent counters for is a request."""
+    session = booted(FakeHost(advancing=True))
+    read = ready_to_read(session)
+    host, channel = session.host, session.channel
+    channel.timestamp_step = 1000
+    host.memory[PAYLOAD] = bytearray(0x1000)
+    asked = len(channel.asked)
+    pages = [[PAYLOAD, bytes(host.memory[PAYLOAD])]]
+    two = channel.timestamps()[:2]  # the read is the third window: no counter for it
+    done = session.command({**read, "processor": PROCESSOR_0, "pages": pages, "timestamps": two})
+    assert done["rax"] & 0xFF == 1
+    assert channel.asked[asked:] == ["rdtsc", "rdmsr", "rdmsr"]
+
+
+def test_malformed_timestamps_are_refused():
+    """`timestamps` only with `processor`, a list of 1 to 8 counters, each checked when a read
+    uses it."""
+    session = booted(FakeHost(advancing=True))
     _, processor = callbacks(session)
-    with pytest.raises(ProtocolError, match="timestamp"):
-        session.command({"op": "call", "address": processor, "args": [0], "timestamp": 5})
+    with pytest.raises(ProtocolError, match="timestamps"):
+        session.command({"op": "call", "address": processor, "args": [0], "timestamps": [5]})
+    call = {"op": "call", "address": processor, "args": [0], "processor": PROCESSOR_0}
+    for timestamps in ([], [5] * 9, 5):
+        with pytest.raises(ProtocolError, match="timestamps"):
+            session.command({**call, "timestamps": timestamps})
+    read = {**ready_to_read(session), "pages": [[PAYLOAD, bytes(0x1000)]]}
+    with pytest.raises(ProtocolError, match="timestamps"):
+        session.command({**read, "processor": PROCESSOR_0, "timestamps": [-1] * 8})
 
 
 def test_a_call_without_its_processor_asks_for_each():
