@@ -43,9 +43,12 @@ pub use ambient::{
     interrupt_windows_inert, nest, no_interrupt_can_arrive, swap_trace, take_trace, while_resuming,
 };
 
-/// How many time-stamp values [`SimPlatform::timestamps_ahead`] gives: the interrupt windows
-/// an image call may pass between two of its requests with its reads answered by the runner.
-pub const TIMESTAMPS_AHEAD: usize = 8;
+/// How many time-stamp values [`SimPlatform::timestamps_ahead`] gives where interrupt windows
+/// take time.
+///
+/// The windows an image call may pass between two of its requests with its reads answered by
+/// the runner (a `FEEDBACK_READ`'s first read is its third).
+pub const TIMESTAMPS_AHEAD: usize = 4;
 
 /// One MSR read the engine made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,11 +312,13 @@ impl SimPlatform {
     }
 
     /// What [`Platform::read_timestamp`] on the calling thread's processor returns when it is
-    /// the k-th interrupt window from now (k = 1, 2, … [`TIMESTAMPS_AHEAD`]; the read's own
-    /// window counts), if only interrupt windows happen on the processor before it: each takes
-    /// [`ambient::window_ns`] (none when the windows are inert). Nothing recorded, no window.
+    /// the k-th interrupt window from now (the read's own window counts), if only interrupt
+    /// windows happen on the processor before it: one value where the windows are inert (they
+    /// take no time, so every such read returns it), else one for each of the next
+    /// [`TIMESTAMPS_AHEAD`] windows, each taking [`ambient::window_ns`]. Nothing recorded, no
+    /// window.
     #[must_use]
-    pub fn timestamps_ahead(&self) -> Option<[u64; TIMESTAMPS_AHEAD]> {
+    pub fn timestamps_ahead(&self) -> Option<Vec<u64>> {
         #[cfg(any(test, feature = "sabotage"))]
         if self.faults.no_timestamp {
             return None;
@@ -321,11 +326,14 @@ impl SimPlatform {
         let processor = current_processor();
         let now = self.machine.processor_now_ns(processor);
         let step = ambient::window_ns();
-        let mut at = now;
-        Some(std::array::from_fn(|_| {
-            at = at.saturating_add(step);
-            self.machine.timestamp_at(processor, at)
-        }))
+        if step == 0 {
+            return Some(vec![self.machine.timestamp_at(processor, now)]);
+        }
+        let windows = (0..TIMESTAMPS_AHEAD).scan(now, |at, _| {
+            *at = at.saturating_add(step);
+            Some(self.machine.timestamp_at(processor, *at))
+        });
+        Some(windows.collect())
     }
 
     /// `CPUID` as the engine sees it on `processor` (a test's faults applied), without

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::runner::{Host, hex, unhex};
 use crate::cpu::sysreg;
 use crate::driver_entry::{PluginInformation, SimKernel, SimParameters, SimState};
-use crate::platform::{OnProcessor, SimPlatform, TIMESTAMPS_AHEAD};
+use crate::platform::{OnProcessor, SimPlatform};
 
 /// `STATUS_OBJECT_NAME_NOT_FOUND`.
 const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32.cast_signed();
@@ -628,7 +628,7 @@ impl Host for ImageHost<'_> {
         self.answer_request(name, message)
     }
 
-    fn timestamps(&self) -> Option<[u64; TIMESTAMPS_AHEAD]> {
+    fn timestamps(&self) -> Option<Vec<u64>> {
         self.platform.as_ref().and_then(SimPlatform::timestamps_ahead)
     }
 }

@@ -12,8 +12,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value, json};
 
-use crate::platform::TIMESTAMPS_AHEAD;
-
 /// The runner's page: `read` requests are at most this long.
 const PAGE: u64 = 4096;
 /// [`PAGE`], as a buffer length.
@@ -77,7 +75,7 @@ pub trait Host {
     /// the runner answers the image's time-stamp reads itself and reports them as `deferred`.
     ///
     /// [`SimPlatform::timestamps_ahead`]: crate::platform::SimPlatform::timestamps_ahead
-    fn timestamps(&self) -> Option<[u64; TIMESTAMPS_AHEAD]> {
+    fn timestamps(&self) -> Option<Vec<u64>> {
         None
     }
 }

@@ -179,8 +179,9 @@ def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
 
 def _timestamps(message: dict[str, Any]) -> list[Any] | None:
     """A message's `timestamps`: the time-stamp counter as a read returns it as the 1st, 2nd, …
-    interrupt window from here (the read's own window included), or None. Each counter is
-    checked when a read uses it (most answers' are never used)."""
+    interrupt window from here (the read's own window included; one value: every read's, the
+    windows take no time), or None. Each counter is checked when a read uses it (most answers'
+    are never used)."""
     timestamps = message.get("timestamps")
     if timestamps is None:
         return None
@@ -240,8 +241,8 @@ class Runner(Services):
         self.processor: dict[str, Any] | None = None
         self.deferred: list[dict[str, Any]] = []  # requests reported with the next message
         # The time-stamp counter as ppm-sim would answer a read as the 1st, 2nd, … interrupt
-        # window from the last message: sent with a call that names its processor and with
-        # each answer in it (None: ask).
+        # window from the last message (one value: any read's): sent with a call that names its
+        # processor and with each answer in it (None: ask).
         self.timestamps: list[Any] | None = None
         self.windows = 0  # interrupt windows the call passed since `timestamps` came
         self.pool_next = POOL
@@ -510,12 +511,15 @@ class Runner(Services):
 
     def read_timestamp(self, request: dict[str, Any]) -> int:
         """RDTSC (ARM64: MRS CNTVCT_EL0): the counter ppm-sim sent for this many interrupt
-        windows (the read's own included), the read reported with the next message (ppm-sim
-        makes it there, in order, and checks the value), or a request."""
+        windows (the read's own included; one value: the windows take no time), the read
+        reported with the next message (ppm-sim makes it there, in order, and checks the
+        value), or a request."""
         self.windows += 1
-        if self.timestamps is None or self.windows > len(self.timestamps):
+        timestamps = self.timestamps
+        if timestamps is None or 1 < len(timestamps) < self.windows:
             return integer(self.ask(request), "value")
-        value = integer({"timestamps": self.timestamps[self.windows - 1]}, "timestamps")
+        counter = timestamps[0] if len(timestamps) == 1 else timestamps[self.windows - 1]
+        value = integer({"timestamps": counter}, "timestamps")
         self.deferred.append({**request, "value": value})
         return value
 

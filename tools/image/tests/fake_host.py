@@ -199,12 +199,15 @@ class FakeChannel(Channel):
         self.finals: list[dict[str, Any]] = []
         self.deferred: list[dict[str, Any]] = []  # answers held back until a nested call ends
         self.carried: list[tuple[str, list[bool]]] = []  # (message, its deferred masking)
-        # As ppm-sim for a call that carries `timestamps` and whose interrupt windows take
-        # time: every window (a deferred request, an asked time-stamp read) moves the fake's
-        # clock by this step (1000 for RDTSC, 10 for CNTVCT_EL0: what its reads add), and each
-        # answer carries the clock as a read returns it after 1, 2, … windows; None: answers
-        # carry none.
+        # As ppm-sim for a call that carries `timestamps`: the step the fake's clock moves by
+        # at a time-stamp read (1000 for RDTSC, 10 for CNTVCT_EL0: what its reads add); None:
+        # answers carry no `timestamps`. With `windows_take_time` (a nested call's windows) a
+        # deferred request's window moves the clock by the step too, and each answer carries
+        # the clock as the 1st … 4th window's read returns it; without (inert windows, as the
+        # fake's reads in one stretch between answers are at most one), one value: the next
+        # read's.
         self.timestamp_step: int | None = None
+        self.windows_take_time = True
         self.deferred_reads: list[dict[str, Any]] = []  # time-stamp reads reported deferred
         self.asked: list[str] = []  # the host requests made, deferred ones excepted
 
@@ -215,9 +218,10 @@ class FakeChannel(Channel):
         self.carried.append((message.get("host", "done"), masking))
         for request in deferred:
             assert request["host"] in ("interrupts", "current_processor", "rdtsc", "mrs"), request
-            if self.timestamp_step is not None and request["host"] in (
-                "interrupts",
-                "current_processor",
+            if (
+                self.timestamp_step is not None
+                and self.windows_take_time
+                and request["host"] in ("interrupts", "current_processor")
             ):
                 self.host.tsc += self.timestamp_step  # the window's time (reads add their own)
             answer = self.host.answer(request)
@@ -246,8 +250,10 @@ class FakeChannel(Channel):
                 self.incoming.append(self.deferred.pop())
 
     def timestamps(self) -> list[int]:
-        """The clock as a read returns it after 1, 2, … 8 windows from now (`timestamp_step`)."""
-        return [self.host.tsc + self.timestamp_step * windows for windows in range(1, 9)]
+        """The clock as a read returns it after 1 … 4 windows from now, or the next read's
+        (`timestamp_step`, `windows_take_time`)."""
+        windows = range(1, 5) if self.windows_take_time else range(1, 2)
+        return [self.host.tsc + self.timestamp_step * window for window in windows]
 
     def receive(self) -> dict[str, Any] | None:
         return self.incoming.popleft() if self.incoming else None
