@@ -119,10 +119,11 @@ pub fn counts_differ(reported: f64, made: f64) -> bool {
     (reported - made).abs() > 2.0 + made * ACCURACY_TOLERANCE
 }
 
-/// `feedback.no_spike`: whether the rate `rate_mhz × ΔActual / ΔNominal` of an interval's
-/// counts can lie within the slowest..fastest C0 frequency the processor ran at over it,
-/// ±[`SPIKE_TOLERANCE`], once each count is allowed two of its steps of rounding: two counts of
-/// `ΔActual`, two `nominal_step`s of `ΔNominal`.
+/// `feedback.no_spike`: whether an interval's rate, within its counts' rounding, can be true.
+///
+/// The rate `rate_mhz × ΔActual / ΔNominal` must reach the slowest..fastest C0 frequency the
+/// processor ran at over the interval, ±[`SPIKE_TOLERANCE`], once each count is allowed two of
+/// its steps of rounding: two counts of `ΔActual`, two `nominal_step`s of `ΔNominal`.
 ///
 /// `nominal_step` is how far `NominalCount` moves per tick of the counter behind it: 1 where the
 /// nominal counter counts at the nominal rate (MPERF), `NominalRate` / `CNTFRQ_EL0` on the

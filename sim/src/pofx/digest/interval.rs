@@ -228,20 +228,15 @@ fn spike(
             .then(|| format!("{} ms: ΔActual {delta_actual} with ΔNominal 0", at_ms()));
     }
     let rate = facts.nominal_mhz * delta_actual as f64 / delta_nominal as f64;
-    match range {
-        None => {
-            Some(format!("{} ms: {rate:.1} MHz reported while the processor was idle", at_ms()))
-        }
-        Some(range) => {
-            let counts = (delta_nominal, delta_actual);
-            let (slowest, fastest) = range;
-            (!verdict::counted_rate_within(facts.nominal_mhz, counts, facts.nominal_step(), range))
-                .then(|| {
-                    format!(
-                        "{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz",
-                        at_ms()
-                    )
-                })
-        }
-    }
+    let Some(range) = range else {
+        return Some(format!(
+            "{} ms: {rate:.1} MHz reported while the processor was idle",
+            at_ms()
+        ));
+    };
+    let (slowest, fastest) = range;
+    let counts = (delta_nominal, delta_actual);
+    (!verdict::counted_rate_within(facts.nominal_mhz, counts, facts.nominal_step(), range)).then(
+        || format!("{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz", at_ms()),
+    )
 }
