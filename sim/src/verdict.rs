@@ -83,16 +83,17 @@ impl Findings {
 ///
 /// Against the true rate of that interval: [`ACCURACY_TOLERANCE`], plus the cycles the
 /// processor truly made in the windows between the interval's pairs' actual and nominal reads
-/// (`skew_cycles`, of `true_cycles` over the interval), plus two counts of rounding each way.
+/// (`skew_cycles`, of `true_cycles` over the interval), plus two steps of rounding each way:
+/// two counts of `ΔActual`, two `nominal_step`s of `ΔNominal` (see [`counted_rate_within`]).
 #[allow(clippy::cast_precision_loss, reason = "ratios of counts; f64 keeps 15 digits")]
 #[must_use]
 pub fn interval_allowance(
     skew_cycles: u128,
     true_cycles: u128,
-    delta_nominal: i128,
-    delta_actual: i128,
+    (delta_nominal, delta_actual): (i128, i128),
+    nominal_step: f64,
 ) -> f64 {
-    let rounding = 2.0 / delta_nominal as f64 + 2.0 / delta_actual.max(1) as f64;
+    let rounding = 2.0 * nominal_step / delta_nominal as f64 + 2.0 / delta_actual.max(1) as f64;
     ACCURACY_TOLERANCE + skew_cycles as f64 / true_cycles as f64 + rounding
 }
 
@@ -118,13 +119,37 @@ pub fn counts_differ(reported: f64, made: f64) -> bool {
     (reported - made).abs() > 2.0 + made * ACCURACY_TOLERANCE
 }
 
-/// `feedback.no_spike`: whether an interval's `rate` (MHz) lies within the slowest..fastest C0
-/// frequency the processor ran at over it, ±[`SPIKE_TOLERANCE`].
+/// `feedback.no_spike`: whether an interval's rate, within its counts' rounding, can be true.
+///
+/// The rate `rate_mhz × ΔActual / ΔNominal` must reach the slowest..fastest C0 frequency the
+/// processor ran at over the interval, ±[`SPIKE_TOLERANCE`], once each count is allowed two of
+/// its steps of rounding: two counts of `ΔActual`, two `nominal_step`s of `ΔNominal`.
+///
+/// `nominal_step` is how far `NominalCount` moves per tick of the counter behind it: 1 where the
+/// nominal counter counts at the nominal rate (MPERF), `NominalRate` / `CNTFRQ_EL0` on the
+/// Activity Monitors (104⅙ counts for 2 000 MHz on a 19.2 MHz system counter). Over a long
+/// interval the steps are negligible; over a short one (counters re-baselined a few µs before
+/// the interval's last read) they are the counter's resolution: 24 ticks of 19.2 MHz measure a
+/// 2 000 MHz rate only to ±4 % a tick. A `ΔNominal` of two steps or less bounds no rate.
+#[allow(clippy::cast_precision_loss, reason = "ratios of counts; f64 keeps 15 digits")]
 #[must_use]
-pub fn rate_within(rate: f64, slowest: u32, fastest: u32) -> bool {
+pub fn counted_rate_within(
+    rate_mhz: f64,
+    (delta_nominal, delta_actual): (i128, i128),
+    nominal_step: f64,
+    (slowest, fastest): (u32, u32),
+) -> bool {
+    let (nominal, actual) = (delta_nominal as f64, delta_actual as f64);
+    let (fewest_nominal, most_nominal) =
+        (2.0f64.mul_add(-nominal_step, nominal), 2.0f64.mul_add(nominal_step, nominal));
+    if fewest_nominal <= 0.0 {
+        return true;
+    }
+    let lowest = rate_mhz * (actual - 2.0).max(0.0) / most_nominal;
+    let highest = rate_mhz * (actual + 2.0) / fewest_nominal;
     let low = f64::from(slowest) * (1.0 - SPIKE_TOLERANCE);
     let high = f64::from(fastest) * (1.0 + SPIKE_TOLERANCE);
-    (low..=high).contains(&rate)
+    lowest <= high && highest >= low
 }
 
 #[cfg(test)]
@@ -161,15 +186,33 @@ mod tests {
         assert!(counts_differ(998_997.0, 1_000_000.0));
         assert!(!counts_exceed(1_001_001, 1_000_000.0));
         assert!(counts_exceed(1_001_003, 1_000_000.0));
-        // 2000..=3000 MHz ±1 %: 1980..=3030.
-        assert!(rate_within(1980.5, 2000, 3000) && rate_within(3029.5, 2000, 3000));
-        assert!(!rate_within(1979.5, 2000, 3000) && !rate_within(3030.5, 2000, 3000));
+        // 2000..=3000 MHz ±1 %: 1980..=3030 (10⁹ counts round by 2 ppb).
+        let rate =
+            |mhz: f64| counted_rate_within(mhz, (1_000_000_000, 1_000_000_000), 1.0, (2000, 3000));
+        assert!(rate(1980.5) && rate(3029.5));
+        assert!(!rate(1979.5) && !rate(3030.5));
+        // The counts' rounding: a 2 000 MHz interval of 24 AMU ticks (2 500 nominal counts of
+        // 104⅙) measured as 2 380 actual cycles, 1 904 MHz, is within two ticks of the truth;
+        // the same rate over 21 000 000 counts, or a quarter of the actual cycles, is not.
+        let tick = 2_000.0 / 19.2;
+        assert!(counted_rate_within(2_000.0, (2_500, 2_380), tick, (2_000, 2_000)));
+        assert!(!counted_rate_within(2_000.0, (21_000_000, 19_992_000), tick, (2_000, 2_000)));
+        assert!(!counted_rate_within(2_000.0, (2_500, 595), tick, (2_000, 2_000)));
+        assert!(!counted_rate_within(2_000.0, (2_500, 4_000), tick, (2_000, 2_000)));
+        // MPERF's step is one count: 2 500 counts measure 1 904 MHz to 0.1 %, a spike.
+        assert!(!counted_rate_within(2_000.0, (2_500, 2_380), 1.0, (2_000, 2_000)));
+        assert!(counted_rate_within(2_000.0, (2_500, 2_498), 1.0, (2_000, 2_000)));
+        // Actual cycles without nominal ones are never a rate.
+        assert!(!counted_rate_within(2_000.0, (21_000_000, 0), 1.0, (2_000, 2_000)));
         // No skew, 1 000 000 counts each: 0.1 % and 4 ppm of rounding.
-        let allowed = interval_allowance(0, 1, 1_000_000, 1_000_000);
+        let million = (1_000_000, 1_000_000);
+        let allowed = interval_allowance(0, 1, million, 1.0);
         assert!((allowed - 0.001_004).abs() < 1e-12, "{allowed}");
         assert!(
-            (interval_allowance(500, 1_000_000, 1_000_000, 1_000_000) - allowed - 0.0005).abs()
-                < 1e-12
+            (interval_allowance(500, 1_000_000, million, 1.0) - allowed - 0.0005).abs() < 1e-12
         );
+        // Two AMU ticks of 104⅙ nominal counts (2 000 MHz on 19.2 MHz): 0.1 % and 210⅓ ppm.
+        let amu = interval_allowance(0, 1, million, 2_000.0 / 19.2);
+        assert!((amu - 0.001_210_333).abs() < 1e-9, "{amu}");
     }
 }

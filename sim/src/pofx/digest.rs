@@ -229,6 +229,16 @@ impl Facts<'_> {
         self.machine.runtime_ns(at_ns) / NS_PER_MS
     }
 
+    /// How far `NominalCount` moves per tick of the nominal counter: 1 on x86 (MPERF and the
+    /// fixed counters count at the nominal rate), `NominalRate` / `CNTFRQ_EL0` on ARM64 (the
+    /// PEP scales the constant counter's ticks to `NominalRate`).
+    #[allow(clippy::cast_precision_loss, reason = "a rate's ratio; f64 keeps 15 digits")]
+    fn nominal_step(&self) -> f64 {
+        self.constant_hz.map_or(1.0, |constant_hz| {
+            (f64::from(self.frequency_rate_mhz) * 1e6 / constant_hz.max(1) as f64).max(1.0)
+        })
+    }
+
     /// ARM64: `constant` ticks of the constant counter in cycles of `NominalRate`, rounded down
     /// (the PEP reports the constant count so scaled); `None` on x86, where counts are reported
     /// as they are.

@@ -134,8 +134,12 @@ pub(super) fn interval_accuracy(
     let truth = activity.cycles as f64 / (facts.nominal_mhz * activity.c0 as f64);
     let error = (measured - truth).abs() / truth;
     // Cycles are in activity units (MHz × busy % × ns), as the truth's.
-    let allowed =
-        verdict::interval_allowance(skew_cycles, activity.cycles, delta_nominal, delta_actual);
+    let allowed = verdict::interval_allowance(
+        skew_cycles,
+        activity.cycles,
+        (delta_nominal, delta_actual),
+        facts.nominal_step(),
+    );
     let ppm = |value: f64| (value * 1e6).round() as u64;
     // The closest to its tolerance so far (the largest error / allowed; on a tie, the
     // tightest tolerance); the first interval sets it.
@@ -208,8 +212,8 @@ fn dropped(facts: &Facts<'_>, delta_nominal: i128, activity: Activity) -> Option
 }
 
 /// Whether one interval's rate is implausible: outside the slowest..fastest C0 frequency of the
-/// interval ([`verdict::rate_within`]), activity reported while the processor never left idle,
-/// or actual counts with no nominal counts.
+/// interval by more than its counts' rounding ([`verdict::counted_rate_within`]), activity
+/// reported while the processor never left idle, or actual counts with no nominal counts.
 #[allow(clippy::cast_precision_loss)] // Ratios of counts; f64 keeps 15 digits.
 fn spike(
     facts: &Facts<'_>,
@@ -224,12 +228,15 @@ fn spike(
             .then(|| format!("{} ms: ΔActual {delta_actual} with ΔNominal 0", at_ms()));
     }
     let rate = facts.nominal_mhz * delta_actual as f64 / delta_nominal as f64;
-    match range {
-        None => {
-            Some(format!("{} ms: {rate:.1} MHz reported while the processor was idle", at_ms()))
-        }
-        Some((slowest, fastest)) => (!verdict::rate_within(rate, slowest, fastest)).then(|| {
-            format!("{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz", at_ms())
-        }),
-    }
+    let Some(range) = range else {
+        return Some(format!(
+            "{} ms: {rate:.1} MHz reported while the processor was idle",
+            at_ms()
+        ));
+    };
+    let (slowest, fastest) = range;
+    let counts = (delta_nominal, delta_actual);
+    (!verdict::counted_rate_within(facts.nominal_mhz, counts, facts.nominal_step(), range)).then(
+        || format!("{} ms: {rate:.1} MHz outside the true {slowest}..={fastest} MHz", at_ms()),
+    )
 }
