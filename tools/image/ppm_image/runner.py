@@ -12,6 +12,7 @@ import ctypes
 import re
 import sys
 import traceback
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,9 @@ NONVOLATILE_REGS = {
     "r15": x86.UC_X86_REG_R15,
 }
 _NONZERO = re.compile(rb"[^\x00]+")
+# The runner's state of one call, saved by a nested call and restored when it returns.
+_CALL_STATE = ("crash", "interrupts", "processor", "irql", "timestamps", "windows")
+_call_state = attrgetter(*_CALL_STATE)
 
 
 def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
@@ -707,14 +711,7 @@ class Runner(Services):
         uc = self.uc
         arch = self.arch
         saved = uc.context_save() if nested else None
-        saved_state = (
-            self.crash,
-            self.interrupts,
-            self.processor,
-            self.irql,
-            self.timestamps,
-            self.windows,
-        )
+        saved_state = _call_state(self)
         outer_nested = self.nested_instructions
         self.nested_instructions = 0
         start_count = self.counter.count if self.counter is not None else 0
@@ -781,14 +778,8 @@ class Runner(Services):
         crash = self.crash
         if nested:
             uc.context_restore(saved)
-        (
-            self.crash,
-            self.interrupts,
-            self.processor,
-            self.irql,
-            self.timestamps,
-            self.windows,
-        ) = saved_state
+        for name, value in zip(_CALL_STATE, saved_state, strict=True):
+            setattr(self, name, value)
         executed = (self.counter.count if self.counter is not None else 0) - start_count
         own = executed - self.nested_instructions
         self.nested_instructions = outer_nested + (executed if nested else 0)
