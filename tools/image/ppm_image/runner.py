@@ -9,6 +9,7 @@ every shipped binary). Reads commands on stdin, writes answers and host requests
 from __future__ import annotations
 
 import ctypes
+import mmap
 import re
 import sys
 import traceback
@@ -227,10 +228,15 @@ class Runner(Services):
         # [stack_low, painted_below) holds the paint (a command repaints only above it).
         self.painted_below = 0
         self.paint = b""  # the stack's size in PAINT bytes
-        # Views of `paint`, 2^k bytes each, largest first: a painted prefix is found by
-        # memcmps at offsets (_lowest_touched).
-        self.paint_pieces: list[memoryview] = []
-        self.stack_buffer = ctypes.create_string_buffer(0)  # _lowest_touched's read
+        # 2^k for each bit of the stack's size, largest first: a painted prefix is found by
+        # memcmps of pieces of these lengths (_lowest_touched).
+        self.paint_pieces: list[int] = []
+        # The stack's memory: this process's, mapped into Unicorn (mem_map_ptr), so that
+        # painting it and finding its low-water mark copy nothing through Unicorn.
+        # It lives as long as the runner: Unicorn keeps a pointer into it.
+        self.stack_memory: mmap.mmap | None = None
+        self.stack = memoryview(b"")
+        self.paint_view = memoryview(b"")
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         # Stale pages a call released and left readable until the image could touch them: the
@@ -641,13 +647,14 @@ class Runner(Services):
         # The stack and its guard page (left unmapped below it).
         self.stack_low = STACK_GUARD + PAGE
         self.stack_top = self.stack_low + stack_bytes
-        uc.mem_map(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE)
+        self.stack_memory = mmap.mmap(-1, stack_bytes)  # anonymous: page-aligned, zeroed
+        self.stack = memoryview(self.stack_memory)
+        host = ctypes.addressof(ctypes.c_char.from_buffer(self.stack_memory))
+        uc.mem_map_ptr(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE, host)
         self.painted_below = self.stack_low
         self.paint = bytes([PAINT]) * stack_bytes
-        self.paint_pieces = [
-            memoryview(self.paint)[: 1 << n] for n in range(stack_bytes.bit_length() - 1, -1, -1)
-        ]
-        self.stack_buffer = ctypes.create_string_buffer(stack_bytes)
+        self.paint_view = memoryview(self.paint)
+        self.paint_pieces = [1 << n for n in range(stack_bytes.bit_length() - 1, -1, -1)]
         uc.mem_map(DATA, DATA_SIZE, UC_PROT_READ | UC_PROT_WRITE)
         # Structured exception dispatch from the image's own .pdata, .xdata and scope tables.
         unwinder = seh.Unwinder if arch == "x64" else arm64_unwind.Unwinder
@@ -793,23 +800,20 @@ class Runner(Services):
     def _paint(self, start: int, end: int) -> None:
         """Paints the stack's [start, end) (nothing when empty)."""
         if start < end:
-            status = uclib.uc_mem_write(self.regs.handle, start, self.paint, end - start)
-            if status != 0:
-                raise UcError(status)
+            low = self.stack_low
+            self.stack[start - low : end - low] = self.paint_view[: end - start]
 
     def _lowest_touched(self, below: int) -> int:
         """The lowest stack address written since the last paint (`below` if none): the
         painted prefix of [stack_low, below), a piece of each power of two taken while it
-        matches (a memcmp at an offset each, no slices)."""
+        is all paint (`paint.startswith` a view of the stack: a memcmp, nothing copied)."""
         size = below - self.stack_low
-        status = uclib.uc_mem_read(self.regs.handle, self.stack_low, self.stack_buffer, size)
-        if status != 0:
-            raise UcError(status)
-        stack = ctypes.string_at(self.stack_buffer, size)
+        stack, paint = self.stack, self.paint
         painted = 0
         for piece in self.paint_pieces:
-            if stack.startswith(piece, painted):
-                painted += len(piece)
+            end = painted + piece
+            if end <= size and paint.startswith(stack[painted:end]):
+                painted = end
         return self.stack_low + painted
 
     def _emulate(self, address: int) -> None:
