@@ -129,6 +129,7 @@ NONVOLATILE_REGS = {
 }
 _NONZERO = re.compile(rb"[^\x00]+")
 # The runner's state of one call, saved by a nested call and restored when it returns.
+MAX_LOW_WATER_HINTS = 256  # stack addresses whose last low-water mark is kept
 _CALL_STATE = ("crash", "interrupts", "processor", "irql", "timestamps", "windows")
 _call_state = attrgetter(*_CALL_STATE)
 
@@ -160,6 +161,7 @@ class Registers:
         self.handle = uc._uch
         self.value = ctypes.c_uint64()
         self.pointer = ctypes.byref(self.value)
+        self.batches: dict[tuple[int, ...], tuple[Any, Any, Any]] = {}
 
     def read(self, register: int) -> int:
         uclib.uc_reg_read(self.handle, register, self.pointer)
@@ -168,6 +170,24 @@ class Registers:
     def write(self, register: int, value: int) -> None:
         self.value.value = value
         uclib.uc_reg_write(self.handle, register, self.pointer)
+
+    def write_all(self, registers: tuple[int, ...], values: list[int]) -> None:
+        """Writes `values` to `registers` in one call (uc_reg_write_batch), through arrays
+        kept per register list."""
+        batch = self.batches.get(registers)
+        if batch is None:
+            numbers = (ctypes.c_int * len(registers))(*registers)
+            slots = (ctypes.c_uint64 * len(registers))()
+            base = ctypes.addressof(slots)
+            pointers = (ctypes.c_void_p * len(registers))(
+                *(base + 8 * n for n in range(len(registers)))
+            )
+            batch = self.batches[registers] = (numbers, slots, pointers)
+        numbers, slots, pointers = batch
+        slots[:] = values
+        status = uclib.uc_reg_write_batch(self.handle, numbers, pointers, len(registers))
+        if status != 0:
+            raise UcError(status)
 
 
 def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
@@ -237,6 +257,8 @@ class Runner(Services):
         self.stack_memory: mmap.mmap | None = None
         self.stack = memoryview(b"")
         self.paint_view = memoryview(b"")
+        # The last low-water mark found below each stack address (_lowest_touched's hints).
+        self.low_water: dict[int, int] = {}
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         # Stale pages a call released and left readable until the image could touch them: the
@@ -453,12 +475,13 @@ class Runner(Services):
                 self.stale.add(page)
             if after == before:
                 continue
+            runs = _changed_runs(before, after)
             if outer is not None:
                 baseline = bytearray(outer[page])
-                for start, end in _changed_runs(before, after):
+                for start, end in runs:
                     baseline[start:end] = after[start:end]
                 outer[page] = bytes(baseline)
-            for start, end in _changed_runs(before, after):
+            for start, end in runs:
                 address = page + start
                 data = after[start:end]
                 if ranges and ranges[-1][0] + len(ranges[-1][1]) == address:
@@ -732,10 +755,12 @@ class Runner(Services):
             raise Crash(
                 UNEXPECTED_KERNEL_MODE_TRAP, [8, 0, 0, 0], "no stack left for a nested call"
             )
+        low = self.stack_low
         for number, value in enumerate(extra):
-            uc.mem_write(stack_args + 8 * number, value.to_bytes(8, "little"))
+            at = stack_args + 8 * number - low
+            self.stack[at : at + 8] = value.to_bytes(8, "little")
         if arch.return_on_stack:
-            uc.mem_write(sp, SENTINEL.to_bytes(8, "little"))
+            self.stack[sp - low : sp - low + 8] = SENTINEL.to_bytes(8, "little")
         if nested:
             # The interrupted command's low-water mark so far, before this call repaints it
             # (below that mark the paint is intact).
@@ -746,11 +771,11 @@ class Runner(Services):
             self.stack_floor = self.stack_top
             self._paint(self.painted_below, sp)
             self.painted_below = self.stack_low  # unknown until this command ends
-        for register, value in zip(arch.arg_registers, args, strict=False):
-            self.regs.write(register, value)
-        self.regs.write(arch.sp, sp)
-        for register, value in arch.call_registers(interrupts, SENTINEL):
-            self.regs.write(register, value)
+        registers = arch.call_registers(interrupts, SENTINEL)
+        self.regs.write_all(
+            (*arch.arg_registers[: len(args)], arch.sp, *(register for register, _ in registers)),
+            [*args[: len(arch.arg_registers)], sp, *(value for _, value in registers)],
+        )
         self.interrupts = interrupts
         self.processor = processor
         self.timestamps, self.windows = timestamps, 0
@@ -805,15 +830,24 @@ class Runner(Services):
 
     def _lowest_touched(self, below: int) -> int:
         """The lowest stack address written since the last paint (`below` if none): the
-        painted prefix of [stack_low, below), a piece of each power of two taken while it
-        is all paint (`paint.startswith` a view of the stack: a memcmp, nothing copied)."""
+        painted prefix of [stack_low, below). The last answer for the same `below` is
+        checked first (the same code path touches the same bytes: one memcmp and one byte);
+        otherwise a piece of each power of two is taken while it is all paint
+        (`paint.startswith` a view of the stack: a memcmp, nothing copied)."""
         size = below - self.stack_low
         stack, paint = self.stack, self.paint
+        hint = self.low_water.get(below)
+        if hint is not None and paint.startswith(stack[:hint]):
+            if hint == size or stack[hint] != PAINT:
+                return self.stack_low + hint
         painted = 0
         for piece in self.paint_pieces:
             end = painted + piece
             if end <= size and paint.startswith(stack[painted:end]):
                 painted = end
+        if len(self.low_water) >= MAX_LOW_WATER_HINTS:
+            self.low_water.clear()
+        self.low_water[below] = painted
         return self.stack_low + painted
 
     def _emulate(self, address: int) -> None:

@@ -165,6 +165,26 @@ def test_stack_low_water_mark_and_overflow():
     assert crash["code"] == 0x7F and crash["parameters"][0] == 8
 
 
+def test_low_water_mark_follows_the_stack_not_the_last_answer():
+    """The mark found below an address is reused only while the stack still shows it: a
+    deeper or a shallower touch below the same address is found anew."""
+    runner = booted().runner
+    low, top = runner.stack_low, runner.stack_top
+    runner._paint(low, top)
+    assert runner._lowest_touched(top) == top  # untouched
+    runner.stack[top - low - 64] = 0
+    assert runner._lowest_touched(top) == top - 64
+    runner.stack[top - low - 300] = 0  # deeper
+    assert runner._lowest_touched(top) == top - 300
+    runner._paint(low, top)
+    runner.stack[top - low - 40] = 0  # shallower
+    assert runner._lowest_touched(top) == top - 40
+    runner.stack[0] = 0  # the very bottom
+    assert runner._lowest_touched(top) == low
+    runner._paint(low, top)
+    assert runner._lowest_touched(top) == top
+
+
 def test_kmdf_report_names_the_indices():
     session = booted()
     report = session.command({"op": "report"})
