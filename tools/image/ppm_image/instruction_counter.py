@@ -53,6 +53,7 @@ class InstructionCounter:
     def __init__(self, uc: Uc, begin: int, end: int):
         self._library = ctypes.CDLL(str(library()))
         self._count = ctypes.c_uint64(0)
+        self._begin, self._end = begin, end
         self._hook = uc_hook_h()
         status = uclib.uc_hook_add(
             uc._uch,
@@ -69,3 +70,10 @@ class InstructionCounter:
     @property
     def count(self) -> int:
         return self._count.value
+
+    def restarted(self, address: int) -> None:
+        """The instruction at `address` stopped on a page the runner then fetched and runs
+        again: it counts once, not once per start (else a count would follow which pages
+        ppm-sim sent with the call and which were fetched)."""
+        if self._begin <= address <= self._end:
+            self._count.value -= 1

@@ -870,6 +870,8 @@ class Runner(Services):
                         self.crash = crash
                         return
                     start = self._rip()
+                    if self.counter is not None:
+                        self.counter.restarted(start)
                     continue
                 if self.crash is None:
                     self.crash = self._hang() if self.watchdog.fired else self._crash_from(error)

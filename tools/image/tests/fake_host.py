@@ -276,21 +276,24 @@ class Session:
         stack_bytes: int = 24576,
         arch: str = "x64",
         image: Path | None = None,
+        verifier: dict[str, Any] | None = None,
     ):
-        """`image`: a patched copy of the architecture's image (its map is the original's)."""
+        """`image`: a patched copy of the architecture's image (its map is the original's);
+        `verifier`: the load's Driver Verifier options (none: no rules)."""
         self.host = host or FakeHost()
         self.channel = FakeChannel(self.host)
         self.runner = Runner(self.channel)
         image, map_path = (image or IMAGES[arch][0]), IMAGES[arch][1]
-        self.loaded = self.command(
-            {
-                "op": "load",
-                "image": str(image),
-                "map": str(map_path),
-                "arch": arch,
-                "stack_bytes": stack_bytes,
-            }
-        )
+        load = {
+            "op": "load",
+            "image": str(image),
+            "map": str(map_path),
+            "arch": arch,
+            "stack_bytes": stack_bytes,
+        }
+        if verifier is not None:
+            load["verifier"] = verifier
+        self.loaded = self.command(load)
 
     def command(self, message: dict[str, Any]) -> dict[str, Any]:
         """As the runner's loop serves `message`: its `done` (with what was deferred to it

@@ -165,6 +165,32 @@ def test_stack_low_water_mark_and_overflow():
     assert crash["code"] == 0x7F and crash["parameters"][0] == 8
 
 
+def test_an_instruction_count_does_not_follow_which_pages_were_fetched():
+    """Under the verifier's count, PREPARE_DEVICE costs the same whether ppm-sim sent the
+    payload's page or the image's first touch fetched it (the touching instruction stops,
+    the page comes, and it runs again: counted once)."""
+    session = Session(verifier={})
+    assert session.boot() == {"status": 0}
+    device, _ = callbacks(session)
+    counts = {}
+    for sent in (True, False):
+        page = prepare_device_page("\\_SB.PCI0")
+        session.host.memory[PAYLOAD] = page
+        call = {"op": "call", "address": device, "args": [PEP_DPM_PREPARE_DEVICE, PAYLOAD]}
+        if sent:
+            call["pages"] = [[PAYLOAD, bytes(page)]]
+        before = len(session.host.requests)
+        done = session.command(call)
+        fetches = [
+            request
+            for request in session.host.requests[before:]
+            if request.get("host") == "read" and request["address"] == PAYLOAD
+        ]
+        assert len(fetches) == (0 if sent else 1)
+        counts[sent] = done["instructions"]
+    assert counts[True] == counts[False] > 0
+
+
 def test_low_water_mark_follows_the_stack_not_the_last_answer():
     """The mark found below an address is reused only while the stack still shows it: a
     deeper or a shallower touch below the same address is found anew."""
