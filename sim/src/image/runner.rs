@@ -117,22 +117,78 @@ pub struct Runner {
 /// The most pages a `call` may carry (docs/image-backend.md; the runner's `MAX_CALL_PAGES`).
 const MAX_CALL_PAGES: usize = 8;
 
-thread_local! {
-    /// The commands the calling thread has under way, outermost first, each as the pages of
-    /// this process served to it (a nested call runs inside a host request of the command it
-    /// interrupts, on the same thread, with the pipes free). A nested command sends the
-    /// interrupted commands' pages along: the runner takes them afresh for both calls. Per
-    /// thread for the reason [`crate::platform::ambient`] gives: the nested call reaches the
-    /// runner through the engine's callbacks, which carry no emulator state.
-    static UNDER_WAY: RefCell<Vec<Vec<u64>>> = const { RefCell::new(Vec::new()) };
+/// A command under way on the calling thread.
+#[derive(Default)]
+struct UnderWay {
+    /// The pages of this process served to it: sent with it, fetched, or sent with an answer.
+    served: Vec<u64>,
+    /// The pages served to the commands nested in it since its last answer, each once.
+    nested: Vec<u64>,
 }
 
-/// The pages served to the calling thread's innermost command under way (`f` of nothing when
-/// none is).
-fn served_here<R>(f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
+impl UnderWay {
+    /// A command nested in this one finished, having been served `pages`.
+    fn nested_finished(&mut self, pages: Vec<u64>) {
+        for page in pages {
+            if !self.nested.contains(&page) {
+                self.nested.push(page);
+            }
+        }
+    }
+
+    /// The pages an answer to this command carries (`memory`: this process's): those served
+    /// to the commands nested in it since its last answer (their notifications' payloads)
+    /// that it was not served itself, read afresh, served to it from now.
+    fn resume_pages(&mut self, memory: &File) -> Vec<(u64, [u8; PAGE_BYTES])> {
+        let nested = std::mem::take(&mut self.nested);
+        read_pages(memory, nested.into_iter().map(|page| page * PAGE), &mut self.served)
+    }
+}
+
+/// The pages of this process (`memory`) that hold `addresses`, each once, read now (up to the
+/// protocol's limit, none already in `served`), added to `served`. An address whose page
+/// cannot be read, or lies outside the user half, is left to the runner's own fetch.
+fn read_pages(
+    memory: &File,
+    addresses: impl Iterator<Item = u64>,
+    served: &mut Vec<u64>,
+) -> Vec<(u64, [u8; PAGE_BYTES])> {
+    let mut pages = Vec::new();
+    for address in addresses {
+        let page = address / PAGE;
+        if address == 0
+            || page >= USER_PAGES
+            || served.contains(&page)
+            || pages.len() == MAX_CALL_PAGES
+        {
+            continue;
+        }
+        let mut bytes = [0u8; PAGE_BYTES];
+        if memory.read_exact_at(&mut bytes, page * PAGE).is_ok() {
+            served.push(page);
+            pages.push((page * PAGE, bytes));
+        }
+    }
+    pages
+}
+
+thread_local! {
+    /// The commands the calling thread has under way, outermost first (a nested call runs
+    /// inside a host request of the command it interrupts, on the same thread, with the pipes
+    /// free). A nested command sends the interrupted commands' pages along, and the answer
+    /// that resumes the interrupted command sends the nested commands' pages: the runner takes
+    /// them afresh each time, and keeps them live instead of protecting and unprotecting them
+    /// at each interrupt window. Per thread for the reason [`crate::platform::ambient`] gives:
+    /// the nested call reaches the runner through the engine's callbacks, which carry no
+    /// emulator state.
+    static UNDER_WAY: RefCell<Vec<UnderWay>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's innermost command under way (`f` of an empty one when none is).
+fn here<R>(f: impl FnOnce(&mut UnderWay) -> R) -> R {
     UNDER_WAY.with(|under_way| {
         let mut under_way = under_way.borrow_mut();
-        let mut none = Vec::new();
+        let mut none = UnderWay::default();
         f(under_way.last_mut().unwrap_or(&mut none))
     })
 }
@@ -253,33 +309,28 @@ impl Runner {
         }
         let (nested, interrupted) = UNDER_WAY.with(|under_way| {
             let under_way = under_way.borrow();
-            let pages: Vec<u64> = under_way.iter().flatten().map(|page| page * PAGE).collect();
+            let pages: Vec<u64> =
+                under_way.iter().flat_map(|level| &level.served).map(|page| page * PAGE).collect();
             (!under_way.is_empty(), pages)
         });
         let mut served = Vec::new();
-        let mut pages = Vec::new();
-        for &address in addresses.iter().chain(&interrupted) {
-            let page = address / PAGE;
-            if address == 0
-                || page >= USER_PAGES
-                || served.contains(&page)
-                || pages.len() == MAX_CALL_PAGES
-            {
-                continue;
-            }
-            let mut bytes = [0u8; PAGE_BYTES];
-            if self.memory.read_exact_at(&mut bytes, page * PAGE).is_ok() {
-                served.push(page);
-                pages.push((page * PAGE, bytes));
-            }
-        }
+        let pages =
+            read_pages(&self.memory, addresses.iter().chain(&interrupted).copied(), &mut served);
         let framed = framed(command, &pages)?;
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
-        UNDER_WAY.with(|under_way| under_way.borrow_mut().push(served));
+        UNDER_WAY.with(|under_way| {
+            under_way.borrow_mut().push(UnderWay { served, nested: Vec::new() });
+        });
         let timestamps = command.get("timestamps").is_some();
         let result = self.exchange(&framed, host, timestamps);
-        UNDER_WAY.with(|under_way| under_way.borrow_mut().pop());
+        UNDER_WAY.with(|under_way| {
+            let mut under_way = under_way.borrow_mut();
+            let finished = under_way.pop().unwrap_or_default();
+            if let Some(interrupted) = under_way.last_mut() {
+                interrupted.nested_finished(finished.served);
+            }
+        });
         result.map_err(|error| self.fail(error))
     }
 
@@ -309,7 +360,7 @@ impl Runner {
                         "the runner's `done` is not an object: {done}"
                     )));
                 };
-                let served = served_here(|served| served.clone());
+                let served = here(|level| level.served.clone());
                 self.apply_writes(done, &served)?;
                 return Ok(done.clone());
             }
@@ -332,7 +383,8 @@ impl Runner {
             {
                 fields.insert("timestamps".to_owned(), json!(ahead));
             }
-            self.send(&answer)?;
+            let pages = here(|level| level.resume_pages(&self.memory));
+            self.send_line(&framed(&answer, &pages)?)?;
         }
     }
 
@@ -355,9 +407,9 @@ impl Runner {
             return Ok(json!({"fault": true}));
         }
         let page = address / PAGE;
-        served_here(|served| {
-            if !served.contains(&page) {
-                served.push(page);
+        here(|level| {
+            if !level.served.contains(&page) {
+                level.served.push(page);
             }
         });
         Ok(json!({"bytes": hex(&bytes)}))
@@ -633,6 +685,25 @@ mod tests {
         assert!(error.0.contains("Some(41)") && error.0.contains("Some(42)"), "{error}");
         let valueless = json!({"deferred": [{"host": "rdtsc"}]});
         serve_deferred(&valueless, &clock).expect_err("no value used");
+    }
+
+    #[test]
+    fn an_answer_resumes_with_the_pages_its_nested_commands_were_served_each_once() {
+        let mut memory = vec![0u8; 3 * PAGE_BYTES];
+        let page = (memory.as_ptr() as u64).div_ceil(PAGE);
+        let offset = usize::try_from(page * PAGE - memory.as_ptr() as u64).expect("small");
+        memory[offset + PAGE_BYTES..offset + 2 * PAGE_BYTES].fill(0x5a);
+        let this_process = File::open("/proc/self/mem").expect("this process's memory");
+        let mut interrupted = UnderWay { served: vec![page], nested: Vec::new() };
+        interrupted.nested_finished(vec![page, page + 1]); // its own page was sent along
+        interrupted.nested_finished(vec![page + 1]);
+        assert_eq!(interrupted.nested, [page, page + 1], "each page once");
+        let resumed = interrupted.resume_pages(&this_process);
+        assert_eq!(resumed.len(), 1, "only the page it was not served");
+        assert_eq!(resumed[0].0, (page + 1) * PAGE);
+        assert!(resumed[0].1.iter().all(|&byte| byte == 0x5a), "as this process holds it now");
+        assert_eq!(interrupted.served, [page, page + 1], "served to it from now");
+        assert!(interrupted.resume_pages(&this_process).is_empty(), "taken once");
     }
 
     #[test]

@@ -438,6 +438,16 @@ class Runner(Services):
             self.uc.mem_protect(page, PAGE, UC_PROT_NONE)
         self.unprotected &= sent
 
+    def _resume_pages(self, pages: tuple[tuple[int, bytes], ...]) -> None:
+        """An answer resumes the call that asked, with the pages of the notifications nested
+        in it meanwhile, as ppm-sim's memory holds them now: they become this call's (live,
+        compared at its end), so they need no protection until a later call leaves them."""
+        if pages and not self.mirrors:
+            raise ProtocolError("an answer carried pages while no call was under way")
+        for page, data in pages:
+            if not any(page in level for level in self.mirrors):
+                self._install_page(page, data)
+
     def _share_outer_pages(self, sent: dict[int, bytes]) -> None:
         """A nested call starts: ppm-sim wrote its payload, maybe into a page an interrupted
         call mirrors. Each such page is taken afresh (from the nested call's `sent` pages,
@@ -450,13 +460,18 @@ class Runner(Services):
             for page, before in list(level.items()):
                 fresh = sent[page] if page in sent else self._read_page(page)
                 current = bytes(self.uc.mem_read(page, PAGE))
-                merged, baseline = bytearray(fresh), bytearray(fresh)
-                for start, end in _changed_runs(before, current):
-                    merged[start:end] = current[start:end]
-                    baseline[start:end] = before[start:end]
-                self.uc.mem_write(page, bytes(merged))
-                level[page] = bytes(baseline)
-                nested[page] = bytes(merged)
+                if current == before:  # the interrupted call changed nothing here
+                    merged = baseline = fresh
+                else:
+                    laid, kept = bytearray(fresh), bytearray(fresh)
+                    for start, end in _changed_runs(before, current):
+                        laid[start:end] = current[start:end]
+                        kept[start:end] = before[start:end]
+                    merged, baseline = bytes(laid), bytes(kept)
+                if merged != current:
+                    self.uc.mem_write(page, merged)
+                level[page] = baseline
+                nested[page] = merged
 
     def _release_mirrors(self) -> list[list[Any]]:
         """The byte ranges the image changed in ppm-sim's pages this call, coalesced; the
@@ -506,6 +521,7 @@ class Runner(Services):
                         raise Fatal(f"ppm-sim answered {request.get('host')}: {message['error']}")
                     self.timestamps = _timestamps(message)
                     self.windows = 0
+                    self._resume_pages(_pages(message))
                     self._protect_stale()  # the interrupted call resumes
                     return message
                 if message["op"] != "call":

@@ -210,6 +210,10 @@ class FakeChannel(Channel):
         self.windows_take_time = True
         self.deferred_reads: list[dict[str, Any]] = []  # time-stamp reads reported deferred
         self.asked: list[str] = []  # the host requests made, deferred ones excepted
+        # As ppm-sim: the answer that resumes a call after nested ones carries the pages they
+        # carried, as the host's memory holds them then.
+        self.resume_pages = True
+        self.nested_pages: list[int] = []
 
     def send(self, message: dict[str, Any]) -> None:
         # What each message carried in `deferred`, served first, as ppm-sim does.
@@ -240,6 +244,8 @@ class FakeChannel(Channel):
                 # answers only after the last one's.
                 self.host.inject_on = None
                 self.incoming.extend(self.host.inject)
+                for call in self.host.inject:
+                    self.nested_pages += [address for address, _ in call.get("pages", [])]
                 self.host.inject.clear()
                 self.deferred.append(answer)
             else:
@@ -247,7 +253,13 @@ class FakeChannel(Channel):
         else:
             self.finals.append(message)
             if self.deferred and not self.incoming:
-                self.incoming.append(self.deferred.pop())
+                answer = self.deferred.pop()
+                pages = dict.fromkeys(self.nested_pages)
+                self.nested_pages.clear()
+                if self.resume_pages and pages:
+                    fresh = [[page, bytes(self.host.memory[page])] for page in pages]
+                    answer = {**answer, "pages": fresh}
+                self.incoming.append(answer)
 
     def timestamps(self) -> list[int]:
         """The clock as a read returns it after 1 … 4 windows from now, or the next read's

@@ -276,13 +276,17 @@ def test_nested_call_while_waiting_for_a_host_answer():
     assert stack[address]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
 
 
-def test_nested_calls_at_one_window_share_their_page_and_leave_it_protected():
+@pytest.mark.parametrize("resume_pages", [True, False])
+def test_nested_calls_at_one_window_share_their_page(resume_pages):
     """ppm-sim delivers several notifications at one interrupt window, each with the same
     payload page: the page is made readable for the first and stays so while the next ones
-    resend it (Unicorn rebuilds its memory map on every protection change); when the
-    interrupted call resumes it is PROT_NONE, so a touch fetches it again."""
+    resend it (Unicorn rebuilds its memory map on every protection change). The answer that
+    resumes the interrupted call carries it afresh: it stays readable, the interrupted call's
+    own, until a call that does not carry it starts. Without it, it is PROT_NONE when the
+    interrupted call resumes, so a touch fetches it again."""
     host = FakeHost()
     session = booted(host)
+    session.channel.resume_pages = resume_pages
     device, _ = callbacks(session)
     runner = session.runner
     page = prepare_device_page("\\_SB.PR00")
@@ -302,21 +306,31 @@ def test_nested_calls_at_one_window_share_their_page_and_leave_it_protected():
     )[-1]
     host.inject.extend([nested, nested, nested])
     host.inject_on = "rdmsr"
-    done = session.command({"op": "call", "address": readmsr_address(session), "args": [0xE7]})
+    read_msr = {"op": "call", "address": readmsr_address(session), "args": [0xE7]}
+    done = session.command(read_msr)
     assert done["rax"] == host.msrs[0xE7]
+    assert done["writes"] == []
     assert not host.inject, "the nested calls were made"
     assert [final["done"]["writes"] for final in session.channel.finals[-3:]] == [
         [[PAYLOAD + 8, "01"]]
     ] * 3
     # PROT_NONE as the interrupted call starts without it, readable for the first nested
-    # call, PROT_NONE again when the interrupted call resumes: nothing in between.
+    # call; then nothing until the interrupted call resumes (PROT_NONE unless it came along).
+    resumed = [] if resume_pages else [(PAYLOAD, UC_PROT_NONE)]
     assert protections == [
         (PAYLOAD, UC_PROT_NONE),
         (PAYLOAD, UC_PROT_READ | UC_PROT_WRITE),
-        (PAYLOAD, UC_PROT_NONE),
+        *resumed,
     ]
+    session.command(read_msr)  # a call without the page
     regions = [perms for begin, end, perms in runner.uc.mem_regions() if begin <= PAYLOAD <= end]
     assert regions == [UC_PROT_NONE]
+
+
+def test_pages_with_an_answer_need_a_call_under_way():
+    runner = booted().runner
+    with pytest.raises(ProtocolError, match="no call was under way"):
+        runner._resume_pages(((PAYLOAD, bytes(0x1000)),))
 
 
 def test_a_nested_call_takes_the_interrupted_calls_page_from_its_own_pages():
