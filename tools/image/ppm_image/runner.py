@@ -17,7 +17,6 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-import capstone
 from unicorn import (
     UC_ERR_INSN_INVALID,
     UC_HOOK_CODE,
@@ -282,7 +281,6 @@ class Runner(Services):
         self.device_add: int = 0
         self.driver_unload: int = 0
         self.arch: Arch = ARCHES["x64"]
-        self.md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
         self.kmdf_index_names = kmdf_names()
         self.imports_by_stub: dict[int, tuple[str, str]] = {}
         # Driver Verifier's rules (verifier.py), when ppm-sim loads the image with `verifier`.

@@ -325,7 +325,6 @@ class RunnerProcess:
     input and output, each host request answered by `host`."""
 
     def __init__(self, host: FakeHost) -> None:
-        import os
         import subprocess
 
         self.host = host
@@ -334,7 +333,6 @@ class RunnerProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )
 
     def command(self, message: dict[str, Any]) -> dict[str, Any]:
