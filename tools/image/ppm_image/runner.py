@@ -127,8 +127,8 @@ NONVOLATILE_REGS = {
     "r15": x86.UC_X86_REG_R15,
 }
 _NONZERO = re.compile(rb"[^\x00]+")
-# The runner's state of one call, saved by a nested call and restored when it returns.
 MAX_LOW_WATER_HINTS = 256  # stack addresses whose last low-water mark is kept
+# The runner's state of one call, saved by a nested call and restored when it returns.
 _CALL_STATE = ("crash", "interrupts", "processor", "irql", "timestamps", "windows")
 _call_state = attrgetter(*_CALL_STATE)
 
