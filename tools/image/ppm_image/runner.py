@@ -260,6 +260,10 @@ class Runner(Services):
         self.low_water: dict[int, int] = {}
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
+        # Every mapped ppm-sim page's memory: this process's (an anonymous mmap each, mapped
+        # into Unicorn with mem_map_ptr), so that serving and comparing a page copies it once,
+        # not through Unicorn's API. A view keeps its mmap alive while Unicorn maps it.
+        self.host_pages: dict[int, memoryview] = {}
         # Stale pages a call released and left readable until the image could touch them: the
         # next call starts or the interrupted call resumes (the next command, or the next
         # notification nested at the same window, usually sends the same payload page again:
@@ -403,10 +407,14 @@ class Runner(Services):
             if len(self.stale) >= MAX_CACHED_PAGES:
                 for old in list(self.stale):
                     self.uc.mem_unmap(old, PAGE)
+                    del self.host_pages[old]
                 self.stale.clear()
                 self.unprotected.clear()
-            self.uc.mem_map(page, PAGE, UC_PROT_READ | UC_PROT_WRITE)
-        self.uc.mem_write(page, data)
+            memory = mmap.mmap(-1, PAGE)
+            host = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+            self.uc.mem_map_ptr(page, PAGE, UC_PROT_READ | UC_PROT_WRITE, host)
+            self.host_pages[page] = memoryview(memory)
+        self.host_pages[page][:] = data
         self.mirrors[-1][page] = data
 
     def _read_page(self, page: int) -> bytes:
@@ -457,7 +465,8 @@ class Runner(Services):
         for level in self.mirrors[:-1]:
             for page, before in list(level.items()):
                 fresh = sent[page] if page in sent else self._read_page(page)
-                current = bytes(self.uc.mem_read(page, PAGE))
+                memory = self.host_pages[page]
+                current = memory.tobytes()
                 if current == before:  # the interrupted call changed nothing here
                     merged = baseline = fresh
                 else:
@@ -467,7 +476,7 @@ class Runner(Services):
                         kept[start:end] = before[start:end]
                     merged, baseline = bytes(laid), bytes(kept)
                 if merged != current:
-                    self.uc.mem_write(page, merged)
+                    memory[:] = merged
                 level[page] = baseline
                 nested[page] = merged
 
@@ -479,7 +488,7 @@ class Runner(Services):
         ranges: list[list[Any]] = []
         for page in sorted(pages):
             before = pages[page]
-            after = bytes(self.uc.mem_read(page, PAGE))
+            after = self.host_pages[page].tobytes()
             # A page an interrupted call mirrors stays live for it; its baseline takes this
             # call's writes (ppm-sim applies them), so the interrupted call does not repeat them.
             outer = next((level for level in self.mirrors if page in level), None)
