@@ -127,7 +127,8 @@ NONVOLATILE_REGS = {
     "r15": x86.UC_X86_REG_R15,
 }
 _NONZERO = re.compile(rb"[^\x00]+")
-MAX_LOW_WATER_HINTS = 256  # stack addresses whose last low-water mark is kept
+MAX_LOW_WATER_HINTS = 256  # stack addresses whose recent low-water marks are kept
+LOW_WATER_HINTS = 4  # the marks kept per address: the notifications one window delivers
 # The runner's state of one call, saved by a nested call and restored when it returns.
 _CALL_STATE = ("crash", "interrupts", "processor", "irql", "timestamps", "windows")
 _call_state = attrgetter(*_CALL_STATE)
@@ -256,8 +257,9 @@ class Runner(Services):
         self.stack_memory: mmap.mmap | None = None
         self.stack = memoryview(b"")
         self.paint_view = memoryview(b"")
-        # The last low-water mark found below each stack address (_lowest_touched's hints).
-        self.low_water: dict[int, int] = {}
+        # The recent low-water marks found below each stack address, latest first
+        # (_lowest_touched's hints).
+        self.low_water: dict[int, list[int]] = {}
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
         # Every mapped ppm-sim page's memory: this process's (an anonymous mmap each, mapped
@@ -853,24 +855,28 @@ class Runner(Services):
 
     def _lowest_touched(self, below: int) -> int:
         """The lowest stack address written since the last paint (`below` if none): the
-        painted prefix of [stack_low, below). The last answer for the same `below` is
-        checked first (the same code path touches the same bytes: one memcmp and one byte);
-        otherwise a piece of each power of two is taken while it is all paint
+        painted prefix of [stack_low, below). The recent answers for the same `below` are
+        checked first (the same code path touches the same bytes: one memcmp and one byte
+        each; the notifications of one interrupt window take different paths from the same
+        stack pointer); otherwise a piece of each power of two is taken while it is all paint
         (`paint.startswith` a view of the stack: a memcmp, nothing copied)."""
         size = below - self.stack_low
         stack, paint = self.stack, self.paint
-        hint = self.low_water.get(below)
-        if hint is not None and paint.startswith(stack[:hint]):
-            if hint == size or stack[hint] != PAINT:
+        hints = self.low_water.get(below)
+        if hints is None:
+            if len(self.low_water) >= MAX_LOW_WATER_HINTS:
+                self.low_water.clear()
+            hints = self.low_water[below] = []
+        for hint in hints:
+            if paint.startswith(stack[:hint]) and (hint == size or stack[hint] != PAINT):
                 return self.stack_low + hint
         painted = 0
         for piece in self.paint_pieces:
             end = painted + piece
             if end <= size and paint.startswith(stack[painted:end]):
                 painted = end
-        if len(self.low_water) >= MAX_LOW_WATER_HINTS:
-            self.low_water.clear()
-        self.low_water[below] = painted
+        hints.insert(0, painted)
+        del hints[LOW_WATER_HINTS:]
         return self.stack_low + painted
 
     def _emulate(self, address: int) -> None:
