@@ -251,10 +251,8 @@ class Runner(Services):
         # 2^k for each bit of the stack's size, largest first: a painted prefix is found by
         # memcmps of pieces of these lengths (_lowest_touched).
         self.paint_pieces: list[int] = []
-        # The stack's memory: this process's, mapped into Unicorn (mem_map_ptr), so that
-        # painting it and finding its low-water mark copy nothing through Unicorn.
-        # It lives as long as the runner: Unicorn keeps a pointer into it.
-        self.stack_memory: mmap.mmap | None = None
+        # The stack's memory (_map_own_memory), so that painting it and finding its low-water
+        # mark copy nothing through Unicorn.
         self.stack = memoryview(b"")
         self.paint_view = memoryview(b"")
         # The recent low-water marks found below each stack address, latest first
@@ -262,9 +260,8 @@ class Runner(Services):
         self.low_water: dict[int, list[int]] = {}
         self.refresh: int | None = None  # a stale page the image touched (see _emulate)
         self.stale: set[int] = set()  # ppm-sim pages still mapped, PROT_NONE, from past calls
-        # Every mapped ppm-sim page's memory: this process's (an anonymous mmap each, mapped
-        # into Unicorn with mem_map_ptr), so that serving and comparing a page copies it once,
-        # not through Unicorn's API. A view keeps its mmap alive while Unicorn maps it.
+        # Every mapped ppm-sim page's memory (_map_own_memory), so that serving and comparing
+        # a page copies it once, not through Unicorn's API.
         self.host_pages: dict[int, memoryview] = {}
         # Stale pages a call released and left readable until the image could touch them: the
         # next call starts or the interrupted call resumes (the next command, or the next
@@ -412,12 +409,18 @@ class Runner(Services):
                     del self.host_pages[old]
                 self.stale.clear()
                 self.unprotected.clear()
-            memory = mmap.mmap(-1, PAGE)
-            host = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-            self.uc.mem_map_ptr(page, PAGE, UC_PROT_READ | UC_PROT_WRITE, host)
-            self.host_pages[page] = memoryview(memory)
+            self.host_pages[page] = self._map_own_memory(page, PAGE)
         self.host_pages[page][:] = data
         self.mirrors[-1][page] = data
+
+    def _map_own_memory(self, address: int, size: int) -> memoryview:
+        """Maps [address, address+size) readable and writable onto this process's memory (an
+        anonymous mmap: page-aligned, zeroed; Unicorn's mem_map_ptr) and returns a view of it.
+        The view keeps the mmap alive: hold it as long as Unicorn maps the range."""
+        memory = mmap.mmap(-1, size)
+        host = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+        self.uc.mem_map_ptr(address, size, UC_PROT_READ | UC_PROT_WRITE, host)
+        return memoryview(memory)
 
     def _read_page(self, page: int) -> bytes:
         """One page of ppm-sim's memory, as it is now."""
@@ -695,10 +698,7 @@ class Runner(Services):
         # The stack and its guard page (left unmapped below it).
         self.stack_low = STACK_GUARD + PAGE
         self.stack_top = self.stack_low + stack_bytes
-        self.stack_memory = mmap.mmap(-1, stack_bytes)  # anonymous: page-aligned, zeroed
-        self.stack = memoryview(self.stack_memory)
-        host = ctypes.addressof(ctypes.c_char.from_buffer(self.stack_memory))
-        uc.mem_map_ptr(self.stack_low, stack_bytes, UC_PROT_READ | UC_PROT_WRITE, host)
+        self.stack = self._map_own_memory(self.stack_low, stack_bytes)
         self.painted_below = self.stack_low
         self.paint = bytes([PAINT]) * stack_bytes
         self.paint_view = memoryview(self.paint)
