@@ -9,6 +9,7 @@ every shipped binary). Reads commands on stdin, writes answers and host requests
 from __future__ import annotations
 
 import ctypes
+import functools
 import mmap
 import re
 import sys
@@ -38,7 +39,7 @@ from unicorn import (
 )
 from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
-from unicorn.unicorn_py3.unicorn import uclib
+from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, uc_hook_h, uclib
 
 from . import arm64_unwind, printf, seh
 from . import image as pe_image
@@ -126,6 +127,8 @@ NONVOLATILE_REGS = {
     "r14": x86.UC_X86_REG_R14,
     "r15": x86.UC_X86_REG_R15,
 }
+# RDMSR's and RDTSC's result registers, written in one batch (Registers.write_all).
+EDX_EAX = (x86.UC_X86_REG_RAX, x86.UC_X86_REG_RDX)
 _NONZERO = re.compile(rb"[^\x00]+")
 MAX_LOW_WATER_HINTS = 256  # stack addresses whose recent low-water marks are kept
 LOW_WATER_HINTS = 4  # the marks kept per address: the notifications one window delivers
@@ -136,15 +139,23 @@ _call_state = attrgetter(*_CALL_STATE)
 
 def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
     """The [start, end) runs of bytes that differ: 256-byte slices compared first (memcmp),
-    the differing ones XORed and scanned for non-zero runs."""
+    the differing ones XORed; a slice's changed span is taken whole when it holds no unchanged
+    byte (the usual single write), else scanned for its non-zero runs."""
     runs: list[tuple[int, int]] = []
     for offset in range(0, len(after), 256):
         old, new = before[offset : offset + 256], after[offset : offset + 256]
         if old == new:
             continue
         changed = int.from_bytes(old, "little") ^ int.from_bytes(new, "little")
-        for run in _NONZERO.finditer(changed.to_bytes(len(new), "little")):
-            start, end = offset + run.start(), offset + run.end()
+        first = ((changed & -changed).bit_length() - 1) >> 3
+        last = (changed.bit_length() + 7) >> 3
+        difference = changed.to_bytes(len(new), "little")
+        if difference.find(0, first, last) < 0:
+            spans: Any = ((first, last),)
+        else:
+            spans = (run.span() for run in _NONZERO.finditer(difference, first, last))
+        for run_start, run_end in spans:
+            start, end = offset + run_start, offset + run_end
             if runs and runs[-1][1] == start:
                 runs[-1] = (runs[-1][0], end)
             else:
@@ -237,6 +248,8 @@ class Runner(Services):
         self.hang_seconds = HANG_SECONDS
         self.executed: set[int] = set()  # function start RVAs
         self.function_hooks: dict[int, int] = {}  # function address -> its one-shot hook
+        self.hook_functions: list[Any] = []  # the C functions of _code_hook's hooks
+        self.contexts: list[Any] = []  # per nesting level: the interrupted call's registers
         self.stack_report: dict[int, list[int]] = {}
         self.kmdf_calls: dict[int, int] = {}
         self.kmdf_count = 0
@@ -496,7 +509,11 @@ class Runner(Services):
             after = self.host_pages[page].tobytes()
             # A page an interrupted call mirrors stays live for it; its baseline takes this
             # call's writes (ppm-sim applies them), so the interrupted call does not repeat them.
-            outer = next((level for level in self.mirrors if page in level), None)
+            outer = None
+            for level in self.mirrors:
+                if page in level:
+                    outer = level
+                    break
             if outer is None:
                 self.unprotected.add(page)  # protected by _protect_stale
                 self.stale.add(page)
@@ -711,8 +728,8 @@ class Runner(Services):
         self.site_functions = set(self.sites) & set(symbols.rvas)
         site_hook = self._site if arch == "x64" else self._site_arm64
         for rva, site in self.sites.items():
-            uc.hook_add(UC_HOOK_CODE, site_hook, site, IMAGE_BASE + rva, IMAGE_BASE + rva)
-        uc.hook_add(UC_HOOK_CODE, self._stub, None, STUBS, UNLOAD_THUNK - 1)
+            self._code_hook(functools.partial(site_hook, site), IMAGE_BASE + rva)
+        self._code_hook(self._stub, STUBS, UNLOAD_THUNK - 1)
         # Coverage: a code hook on each function's first instruction that removes itself when
         # it fires, so a function costs one Python call in the whole run, not one per call.
         for rva in symbols.rvas:
@@ -763,9 +780,8 @@ class Runner(Services):
         ppm-sim's pages sent with the call; `irql`: the IRQL the kernel calls at (the caller's
         for a nested call, PASSIVE_LEVEL for a command); `instructions` in the answer: the
         image's own, nested calls' excluded, when counted."""
-        uc = self.uc
         arch = self.arch
-        saved = uc.context_save() if nested else None
+        saved = self._save_context(len(self.mirrors) - 1) if nested else None
         saved_state = _call_state(self)
         outer_nested = self.nested_instructions
         self.nested_instructions = 0
@@ -834,7 +850,9 @@ class Runner(Services):
         record[1] = max(record[1], entry_sp - lowest)
         crash = self.crash
         if nested:
-            uc.context_restore(saved)
+            status = uclib.uc_context_restore(self.regs.handle, saved)
+            if status != 0:
+                raise UcError(status)
         for name, value in zip(_CALL_STATE, saved_state, strict=True):
             setattr(self, name, value)
         executed = (self.counter.count if self.counter is not None else 0) - start_count
@@ -846,6 +864,17 @@ class Runner(Services):
         if self.verifier is not None and self.verifier.count_instructions:
             done["instructions"] = own
         return done
+
+    def _save_context(self, level: int) -> Any:
+        """The registers of the call a nested call interrupts at nesting `level` (0: the
+        command's), saved into that level's context (allocated once, then reused)."""
+        if level == len(self.contexts):
+            self.contexts.append(self.uc.context_save())
+        context = self.contexts[level].context
+        status = uclib.uc_context_save(self.regs.handle, context)
+        if status != 0:
+            raise UcError(status)
+        return context
 
     def _paint(self, start: int, end: int) -> None:
         """Paints the stack's [start, end) (nothing when empty)."""
@@ -959,6 +988,26 @@ class Runner(Services):
 
     # ---- hooks --------------------------------------------------------------------------
 
+    def _code_hook(self, callback: Any, begin: int, end: int | None = None) -> None:
+        """A code hook on [begin, end] (end: begin) whose C function is `callback(handle,
+        address, size, key)` itself, added through Unicorn's C API: no binding wrapper in
+        between, a microsecond less per hook on the path of every call. The callback catches
+        every exception itself (_stop): one escaping a ctypes callback is only printed."""
+        function = HOOK_CODE_CFUNC(callback)
+        handle = uc_hook_h()
+        status = uclib.uc_hook_add(
+            self.uc._uch,
+            ctypes.byref(handle),
+            UC_HOOK_CODE,
+            function,
+            None,
+            ctypes.c_uint64(begin),
+            ctypes.c_uint64(begin if end is None else end),
+        )
+        if status != 0:
+            raise UcError(status)
+        self.hook_functions.append(function)  # alive as long as the hook
+
     def _function_entered(self, uc: Uc, address: int, size: int, rva: int) -> None:
         self.executed.add(rva)
         handle = self.function_hooks.pop(address, None)
@@ -1056,11 +1105,13 @@ class Runner(Services):
         self.regs.write(self.arch.result, code)
         self.regs.write(self.arch.pc, dispatch.target)
 
-    def _site(self, uc: Uc, address: int, size: int, site: tuple[str, int]) -> None:
-        kind, length = site
-        if address - IMAGE_BASE in self.site_functions:  # no coverage hook of its own there
-            self.executed.add(address - IMAGE_BASE)
+    def _site(self, site: tuple[str, int], _: Any, address: int, size: int, __: Any) -> None:
+        """An x64 instruction the runner serves (RDMSR, WRMSR, RDTSC(P), CPUID, CLI, STI):
+        asks ppm-sim or answers from what it sent, sets the registers and RIP past it."""
         try:
+            kind, length = site
+            if address - IMAGE_BASE in self.site_functions:  # no coverage hook of its own
+                self.executed.add(address - IMAGE_BASE)
             if kind in ("rdmsr", "wrmsr"):
                 msr = self.regs.read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
                 if self.verifier is not None and self.verifier.access(
@@ -1081,10 +1132,11 @@ class Runner(Services):
                 if kind == "rdmsr":
                     self._edx_eax(integer(answer, "value"))
             elif kind in ("rdtsc", "rdtscp"):
-                self._edx_eax(self.read_timestamp({"host": "rdtsc"}))
+                value = self.read_timestamp({"host": "rdtsc"})
                 if kind == "rdtscp":  # IA32_TSC_AUX: the processor's index, as Windows sets it
                     index = integer(self.current_processor(), "index", 32)
                     self.regs.write(x86.UC_X86_REG_RCX, index)
+                self._edx_eax(value)
             elif kind == "cpuid":
                 leaf = self.regs.read(x86.UC_X86_REG_RAX) & 0xFFFFFFFF
                 subleaf = self.regs.read(x86.UC_X86_REG_RCX) & 0xFFFFFFFF
@@ -1115,16 +1167,17 @@ class Runner(Services):
             self._stop(error)
 
     def _edx_eax(self, value: int) -> None:
-        self.regs.write(x86.UC_X86_REG_RAX, value & 0xFFFFFFFF)
-        self.regs.write(x86.UC_X86_REG_RDX, value >> 32)
+        """EDX:EAX = `value` (RDMSR, RDTSC): one batch. (RIP is written on its own: Unicorn
+        2.1.4's batch write does not end the translation block as a write of RIP must.)"""
+        self.regs.write_all(EDX_EAX, [value & 0xFFFFFFFF, value >> 32])
 
-    def _site_arm64(self, uc: Uc, address: int, size: int, site: tuple) -> None:
+    def _site_arm64(self, site: tuple, _: Any, address: int, size: int, __: Any) -> None:
         """An ARM64 MRS (but of DAIF), MSR or DAIFSet/DAIFClr: asks ppm-sim, sets the
         registers and writes PC past the instruction (4 bytes)."""
-        kind, field, rt = site
-        if address - IMAGE_BASE in self.site_functions:
-            self.executed.add(address - IMAGE_BASE)
         try:
+            kind, field, rt = site
+            if address - IMAGE_BASE in self.site_functions:
+                self.executed.add(address - IMAGE_BASE)
             if kind == "mrs":
                 op0, op1, crn, crm, op2 = field
                 if (
@@ -1227,7 +1280,9 @@ class Runner(Services):
             passive_only = " ".join(printf.unicode_conversions(fmt))
         return self.verifier.check_call(name, site, irql, self.arg, address, passive_only)
 
-    def _stub(self, uc: Uc, address: int, size: int, _: Any) -> None:
+    def _stub(self, _: Any, address: int, size: int, __: Any) -> None:
+        """A call of an import, a KMDF function or a PoFx service: its stub's `ret` runs
+        after this sets the return register."""
         try:
             if address < KMDF_STUBS:
                 if address in self.imports_by_stub:
