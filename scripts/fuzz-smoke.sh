@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A short, deterministic fuzzing pass over every cargo-fuzz target: each replays its committed
 # corpus (fuzz/corpus/<target>, regression seeds included) and then fuzzes RUNS more inputs from
-# a fixed seed, under AddressSanitizer with debug assertions. It keeps the harness honest: a
+# a fixed seed, under AddressSanitizer with debug assertions and overflow checks (`-O -a`:
+# optimized, with the assertions that `-O` alone drops). It keeps the harness honest: a
 # harness that no longer matches the engine (a notification the engine now answers but the
 # harness still calls "unhandled") fails here, not months later in a long run.
 #
@@ -33,7 +34,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
 build() {
-    if ! cargo fuzz build -O "$@" >"$WORK/build.log" 2>&1; then
+    if ! cargo fuzz build -O -a "$@" >"$WORK/build.log" 2>&1; then
         tail -30 "$WORK/build.log"
         echo "fuzz-smoke: cargo fuzz build $* failed" >&2
         exit 2
@@ -46,10 +47,10 @@ run() {
     mkdir -p "$WORK/$target" "artifacts/$target"
     local seeds
     seeds="$(find "corpus/$target" -type f | wc -l)"
-    if ! cargo fuzz run -O "$@" "$target" "$WORK/$target" "corpus/$target" -- \
+    if ! cargo fuzz run -O -a "$@" "$target" "$WORK/$target" "corpus/$target" -- \
         -seed=1 -runs="$RUNS" -artifact_prefix="artifacts/$target/" >"$WORK/$target.log" 2>&1; then
         grep -E "panicked|ERROR|SUMMARY|Test unit written" "$WORK/$target.log" | head -20
-        echo "fuzz-smoke: $target crashed; the input is in fuzz/artifacts/$target/ (replay: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O $target <file>)" >&2
+        echo "fuzz-smoke: $target crashed; the input is in fuzz/artifacts/$target/ (replay: cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O -a $target <file>)" >&2
         exit 1
     fi
     local summary seconds
