@@ -34,6 +34,7 @@
 pub mod bench;
 pub mod builtin;
 pub mod checks;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod cpu;
 pub mod driver_entry;
@@ -41,6 +42,7 @@ pub mod image;
 pub mod machine;
 pub mod output;
 pub mod platform;
+#[cfg(feature = "cli")]
 pub mod plot;
 pub mod pofx;
 pub mod report;
