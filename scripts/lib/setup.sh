@@ -4,8 +4,8 @@
 # debian_install PACKAGE ...
 #     apt-installs the packages (as root; otherwise fails naming them). Refreshes the package
 #     lists once per process, waits up to 10 minutes for another apt/dpkg to release its lock
-#     (a fresh machine's first minutes often run one) instead of failing at once, and prints
-#     what it installs on stderr.
+#     (a fresh machine's first minutes often run one) instead of failing at once, runs one
+#     apt-get at a time across the project's scripts, and prints what it installs on stderr.
 # python_venv VENV REQUIREMENTS
 #     makes VENV a virtual environment with exactly the pinned REQUIREMENTS (a requirements
 #     file) installed; reinstalled when the file changes (its installed copy is the stamp),
@@ -26,7 +26,10 @@ debian_install() {
         return 1
     fi
     echo "$LOG_NAME: installing $*" >&2
-    local apt=(apt-get -qq -o "DPkg::Lock::Timeout=$SETUP_APT_LOCK_TIMEOUT")
+    # One apt-get at a time across this project's scripts (.ci/run runs two tracks at once):
+    # the dpkg lock is waited for, but `apt-get update`'s lock on the package lists is not.
+    local apt=(flock -w "$SETUP_APT_LOCK_TIMEOUT" "${TMPDIR:-/tmp}/ppm-pep-apt.lock"
+        apt-get -qq -o "DPkg::Lock::Timeout=$SETUP_APT_LOCK_TIMEOUT")
     if [[ -z ${SETUP_APT_UPDATED:-} ]]; then
         DEBIAN_FRONTEND=noninteractive "${apt[@]}" update >/dev/null
         SETUP_APT_UPDATED=1
