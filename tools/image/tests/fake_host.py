@@ -74,6 +74,9 @@ class FakeHost:
         # Commands to send, all of them, before the answer to the next `inject_on` request.
         self.inject: deque[dict[str, Any]] = deque()
         self.inject_on: str | None = None
+        # Further interrupts, each armed (as `inject_on`, `inject`) once the one before is
+        # delivered: a call they deliver may itself be interrupted.
+        self.later: deque[tuple[str, list[dict[str, Any]]]] = deque()
         self.interrupts: list[bool] = []
         self.etw_enable: dict[str, int] | None = None  # a session enabling the provider at boot
 
@@ -247,6 +250,9 @@ class FakeChannel(Channel):
                 for call in self.host.inject:
                     self.nested_pages += [address for address, _ in call.get("pages", [])]
                 self.host.inject.clear()
+                if self.host.later:
+                    self.host.inject_on, calls = self.host.later.popleft()
+                    self.host.inject.extend(calls)
                 self.deferred.append(answer)
             else:
                 self.incoming.append(answer)

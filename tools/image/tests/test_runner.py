@@ -276,6 +276,28 @@ def test_nested_call_while_waiting_for_a_host_answer():
     assert stack[address]["deepest_bytes"] > stack[device]["deepest_bytes"] > 0
 
 
+def test_a_call_nested_in_a_nested_call_restores_each_level():
+    """An interrupt inside a nested call: each interrupted call resumes with its own registers
+    (one saved context per nesting level), twice over to reuse both levels' contexts."""
+    host = FakeHost(msrs={0xE7: 0x1111, 0xE8: 0x2222, 0x10: 0x3333})
+    session = booted(host)
+    address = readmsr_address(session)
+    runner = session.runner
+    entry_sp = runner.arch.frame(runner.stack_top, 0)[0]
+    for _ in range(2):
+        host.inject_on = "rdmsr"
+        host.inject.append({"op": "call", "address": address, "args": [0xE8]})
+        host.later.append(("rdmsr", [{"op": "call", "address": address, "args": [0x10]}]))
+        finals = len(session.channel.finals)
+        done = session.command({"op": "call", "address": address, "args": [0xE7]})
+        assert done["rax"] == 0x1111
+        # Returned on its own stack, not on the nested call's below it.
+        assert runner.regs.read(runner.arch.sp) == entry_sp
+        nested = [final["done"]["rax"] for final in session.channel.finals[finals:]]
+        assert nested == [0x3333, 0x2222]  # the innermost ends first
+        assert not host.later and not host.inject
+
+
 @pytest.mark.parametrize("resume_pages", [True, False])
 def test_nested_calls_at_one_window_share_their_page(resume_pages):
     """ppm-sim delivers several notifications at one interrupt window, each with the same
@@ -717,6 +739,20 @@ def test_changed_runs_span_slices_and_coalesce():
     after[1000] = 0  # unchanged
     assert _changed_runs(before, bytes(after)) == [(250, 262), (4095, 4096)]
     assert _changed_runs(before, before) == []
+
+
+def test_changed_runs_within_one_slice_keep_their_unchanged_bytes_out():
+    """Several runs in one 256-byte slice, one byte between two of them unchanged (a write of
+    the value it held): each run on its own, the unchanged byte in none."""
+    from ppm_image.runner import _changed_runs
+
+    before = bytes(range(256)) * 16
+    after = bytearray(before)
+    after[10:12] = b"\xaa\xbb"
+    after[20:25] = b"\x01" * 5
+    after[22] = before[22]  # written with the byte it held
+    after[600] = before[600] ^ 0x80
+    assert _changed_runs(before, bytes(after)) == [(10, 12), (20, 22), (23, 25), (600, 601)]
 
 
 def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
