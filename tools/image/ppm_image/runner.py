@@ -1167,8 +1167,10 @@ class Runner(Services):
             self._stop(error)
 
     def _edx_eax(self, value: int) -> None:
-        """EDX:EAX = `value` (RDMSR, RDTSC): one batch. (RIP is written on its own: Unicorn
-        2.1.4's batch write does not end the translation block as a write of RIP must.)"""
+        """EDX:EAX = `value` (RDMSR, RDTSC): one batch. (RIP is written on its own: in Unicorn
+        2.1.4 only the single write of RIP keeps the translation block from syncing RIP back
+        as it exits; written in a batch from a hook, RIP is lost and the instruction runs
+        again.)"""
         self.regs.write_all(EDX_EAX, [value & 0xFFFFFFFF, value >> 32])
 
     def _site_arm64(self, site: tuple, _: Any, address: int, size: int, __: Any) -> None:
