@@ -1167,10 +1167,9 @@ class Runner(Services):
             self._stop(error)
 
     def _edx_eax(self, value: int) -> None:
-        """EDX:EAX = `value` (RDMSR, RDTSC): one batch. (RIP is written on its own: in Unicorn
-        2.1.4 only the single write of RIP keeps the translation block from syncing RIP back
-        as it exits; written in a batch from a hook, RIP is lost and the instruction runs
-        again.)"""
+        """EDX:EAX = `value` (RDMSR, RDTSC): one batch. (RIP is written on its own: written in
+        a batch from a hook, unicorn 2.1.4 loses it and the instruction runs again; in the 2.1
+        sources only the single write keeps the block from syncing RIP back as it exits.)"""
         self.regs.write_all(EDX_EAX, [value & 0xFFFFFFFF, value >> 32])
 
     def _site_arm64(self, site: tuple, _: Any, address: int, size: int, __: Any) -> None:
