@@ -163,6 +163,12 @@ def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
     return runs
 
 
+def _checked(status: int) -> None:
+    """A status from a call of Unicorn's C API (uclib): UcError unless it is UC_ERR_OK."""
+    if status != 0:
+        raise UcError(status)
+
+
 class Registers:
     """64-bit register access straight through Unicorn's C API: the binding's reg_read and
     reg_write cost ~5 us each (register-class lookup per call), ~30 per FEEDBACK_READ. Relies
@@ -196,9 +202,7 @@ class Registers:
             batch = self.batches[registers] = (numbers, slots, pointers)
         numbers, slots, pointers = batch
         slots[:] = values
-        status = uclib.uc_reg_write_batch(self.handle, numbers, pointers, len(registers))
-        if status != 0:
-            raise UcError(status)
+        _checked(uclib.uc_reg_write_batch(self.handle, numbers, pointers, len(registers)))
 
 
 def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
@@ -850,9 +854,7 @@ class Runner(Services):
         record[1] = max(record[1], entry_sp - lowest)
         crash = self.crash
         if nested:
-            status = uclib.uc_context_restore(self.regs.handle, saved)
-            if status != 0:
-                raise UcError(status)
+            _checked(uclib.uc_context_restore(self.regs.handle, saved))
         for name, value in zip(_CALL_STATE, saved_state, strict=True):
             setattr(self, name, value)
         executed = (self.counter.count if self.counter is not None else 0) - start_count
@@ -871,9 +873,7 @@ class Runner(Services):
         if level == len(self.contexts):
             self.contexts.append(self.uc.context_save())
         context = self.contexts[level].context
-        status = uclib.uc_context_save(self.regs.handle, context)
-        if status != 0:
-            raise UcError(status)
+        _checked(uclib.uc_context_save(self.regs.handle, context))
         return context
 
     def _paint(self, start: int, end: int) -> None:
@@ -995,17 +995,18 @@ class Runner(Services):
         every exception itself (_stop): one escaping a ctypes callback is only printed."""
         function = HOOK_CODE_CFUNC(callback)
         handle = uc_hook_h()
-        status = uclib.uc_hook_add(
-            self.uc._uch,
-            ctypes.byref(handle),
-            UC_HOOK_CODE,
-            function,
-            None,
-            ctypes.c_uint64(begin),
-            ctypes.c_uint64(begin if end is None else end),
+        last = begin if end is None else end
+        _checked(
+            uclib.uc_hook_add(
+                self.uc._uch,
+                ctypes.byref(handle),
+                UC_HOOK_CODE,
+                function,
+                None,
+                ctypes.c_uint64(begin),
+                ctypes.c_uint64(last),
+            )
         )
-        if status != 0:
-            raise UcError(status)
         self.hook_functions.append(function)  # alive as long as the hook
 
     def _function_entered(self, uc: Uc, address: int, size: int, rva: int) -> None:
