@@ -1,5 +1,6 @@
 //! Progress of a long run on stderr, terminal or not: what is running, the share of its
-//! expected reads made and the time so far.
+//! expected reads made, the time so far and, once the running scenario has made a hundredth of
+//! its reads, the time it has left at its pace so far.
 //!
 //! A ticker thread writes it, so a run that makes no read for a while (an image's `DriverEntry`
 //! over 2048 processors) still shows it, and `main` must not hold stderr's lock for the run. Nothing is
@@ -37,6 +38,8 @@ struct Shared {
     expected: AtomicU64,
     /// The reads it made so far.
     reads: AtomicU64,
+    /// When it started, in ms since `start`.
+    scenario_start_ms: AtomicU64,
     stop: AtomicBool,
     /// Whether stderr is a terminal.
     terminal: bool,
@@ -51,6 +54,7 @@ impl Shared {
             label: Mutex::new(String::new()),
             expected: AtomicU64::new(0),
             reads: AtomicU64::new(0),
+            scenario_start_ms: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             terminal,
             shown: Mutex::new(0),
@@ -114,13 +118,17 @@ impl Progress {
     /// reads.
     #[must_use]
     pub fn scenario(&self, label: &str, scenario: &Scenario) -> ReadObserver {
+        // Each sample reads every counter a correct PEP describes.
         let pofx = scenario.pofx;
         let expected = u64::from(scenario.platform.processors)
-            * (u64::from(pofx.duration_ms / pofx.sample_interval_ms.max(1)) + 1);
+            * (u64::from(pofx.duration_ms / pofx.sample_interval_ms.max(1)) + 1)
+            * u64::from(scenario.expected_counter_count().max(1));
         *self.shared.label.lock().unwrap_or_else(PoisonError::into_inner) =
             escaped(label).into_owned();
         self.shared.reads.store(0, Ordering::Relaxed);
         self.shared.expected.store(expected, Ordering::Relaxed);
+        let started = u64::try_from(self.shared.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.shared.scenario_start_ms.store(started, Ordering::Relaxed);
         if self.eager {
             self.shared.show();
         }
@@ -160,16 +168,33 @@ fn tick(shared: &Shared, quiet: Duration) {
     shared.erase();
 }
 
-/// The progress line after `elapsed`.
+/// The progress line after `elapsed` (since the progress started).
 fn status(shared: &Shared, elapsed: Duration) -> String {
     let label = shared.label.lock().unwrap_or_else(PoisonError::into_inner).clone();
     let expected = shared.expected.load(Ordering::Relaxed);
     let reads = shared.reads.load(Ordering::Relaxed);
     let percent = (reads.saturating_mul(100) / expected.max(1)).min(100);
+    let left = time_left(shared, elapsed)
+        .map_or_else(String::new, |left| format!(", about {} s left", left.as_secs()));
     format!(
-        "ppm-sim: {label}: {percent:>3} % of about {expected} reads, {} s so far",
+        "ppm-sim: {label}: {percent:>3} % of about {expected} reads, {} s so far{left}",
         elapsed.as_secs()
     )
+}
+
+/// The time the running scenario has left at its pace so far: `None` before it has made a
+/// hundredth of its expected reads (its start, an image's boot, says little of its pace) and
+/// once it has made them all.
+fn time_left(shared: &Shared, elapsed: Duration) -> Option<Duration> {
+    let expected = shared.expected.load(Ordering::Relaxed);
+    let reads = shared.reads.load(Ordering::Relaxed);
+    if reads == 0 || reads >= expected || reads.saturating_mul(100) < expected {
+        return None;
+    }
+    let started = Duration::from_millis(shared.scenario_start_ms.load(Ordering::Relaxed));
+    let spent = elapsed.saturating_sub(started).as_millis();
+    let left_ms = spent.saturating_mul(u128::from(expected - reads)) / u128::from(reads);
+    Some(Duration::from_millis(u64::try_from(left_ms).unwrap_or(u64::MAX)))
 }
 
 #[cfg(test)]
@@ -195,16 +220,45 @@ mod tests {
             foreign: false,
             interval: None,
         };
-        for _ in 0..expected / 2 {
+        // Before a hundredth of its reads a scenario's pace says nothing yet.
+        assert!(expected > 100);
+        let line = status(&progress.shared, Duration::from_secs(3));
+        assert!(line.ends_with(", 3 s so far"), "{line}");
+        (observer.0)(&read);
+        let line = status(&progress.shared, Duration::from_secs(3));
+        assert!(line.ends_with(", 3 s so far"), "{line}");
+        for _ in 1..expected / 2 {
             (observer.0)(&read);
         }
+        // The scenario started 2 s into the run: half its reads took 5 s, the rest take 5 s more.
+        progress.shared.scenario_start_ms.store(2000, Ordering::Relaxed);
         let line = status(&progress.shared, Duration::from_secs(7));
         // A control character in a name is shown escaped, never sent to the terminal.
         assert_eq!(
             line,
             format!(
-                "ppm-sim: validate 1/2 de\\u{{1b}}[2Jfault:  50 % of about {expected} reads, 7 s so far"
+                "ppm-sim: validate 1/2 de\\u{{1b}}[2Jfault:  50 % of about {expected} reads, 7 s so \
+                 far, about 5 s left"
             )
         );
+        for _ in expected / 2..expected {
+            (observer.0)(&read);
+        }
+        // All its reads made: nothing left to estimate.
+        let line = status(&progress.shared, Duration::from_secs(12));
+        assert!(line.ends_with(&format!("100 % of about {expected} reads, 12 s so far")), "{line}");
+    }
+
+    #[test]
+    fn a_scenario_is_expected_to_read_each_counter_of_each_sample() {
+        let progress =
+            Progress { shared: Arc::new(Shared::new(false)), ticker: None, eager: false };
+        let scenario = crate::builtin::get("nested-reads").expect("a built-in scenario");
+        // Two views of the counters, each read at every sample: 100 % only when both are read.
+        assert_eq!(scenario.expected_counter_count(), 2);
+        let _observer = progress.scenario("nested-reads", &scenario);
+        let samples = u64::from(scenario.platform.processors)
+            * (u64::from(scenario.pofx.duration_ms / scenario.pofx.sample_interval_ms) + 1);
+        assert_eq!(progress.shared.expected.load(Ordering::Relaxed), 2 * samples);
     }
 }
