@@ -15,7 +15,14 @@ IMPORT_STUBS = STUBS
 KMDF_STUBS = STUBS + 0x1000
 POFX_STUBS = STUBS + 0x2000
 UNLOAD_THUNK = STUBS + 0x3000
+# Where a command's call returns: a C code hook there stops the emulation (native.stop_at).
 SENTINEL = STUBS + 0x3F00
+# Where a call nested in a command returns: its emu_start's `until` (a stop requested in a
+# nested emu_start would also stop the run it interrupts, at the hooked instruction the nested
+# call came from, and a restart there would run that hook again).
+NESTED_SENTINEL = STUBS + 0x3F10
+# A command's emu_start's `until`, which emu_start needs and nothing reaches.
+UNREACHED = STUBS + 0x3F20
 STUBS_SIZE = 0x4000
 STACK_GUARD = KERNEL + 0x01_4000_0000
 DATA = KERNEL + 0x01_5000_0000

@@ -41,7 +41,7 @@ from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, uc_hook_h, uclib
 
-from . import arm64_unwind, printf, seh
+from . import arm64_unwind, native, printf, seh
 from . import image as pe_image
 from .arch import ARCHES, DAIF_I, DAIF_SHIFT, Arch
 from .instruction_counter import InstructionCounter
@@ -68,6 +68,7 @@ from .layout import (
     MAX_STACK_BYTES,
     MAX_TIMESTAMPS,
     NESTED_GAP,
+    NESTED_SENTINEL,
     PAGE,
     PAGE_FAULT_IN_NONPAGED_AREA,
     PAINT,
@@ -88,6 +89,7 @@ from .layout import (
     UNEXPECTED_KERNEL_MODE_TRAP,
     UNICODE_STRING_BUFFER,
     UNLOAD_THUNK,
+    UNREACHED,
     USER_LIMIT,
     WDFDEVICE_INIT,
     WDFDRIVER,
@@ -734,6 +736,7 @@ class Runner(Services):
         for rva, site in self.sites.items():
             self._code_hook(functools.partial(site_hook, site), IMAGE_BASE + rva)
         self._code_hook(self._stub, STUBS, UNLOAD_THUNK - 1)
+        native.stop_at(uc, SENTINEL)
         # Coverage: a code hook on each function's first instruction that removes itself when
         # it fires, so a function costs one Python call in the whole run, not one per call.
         for rva in symbols.rvas:
@@ -804,8 +807,9 @@ class Runner(Services):
         for number, value in enumerate(extra):
             at = stack_args + 8 * number - low
             self.stack[at : at + 8] = value.to_bytes(8, "little")
+        returns_to = NESTED_SENTINEL if nested else SENTINEL
         if arch.return_on_stack:
-            self.stack[sp - low : sp - low + 8] = SENTINEL.to_bytes(8, "little")
+            self.stack[sp - low : sp - low + 8] = returns_to.to_bytes(8, "little")
         if nested:
             # The interrupted command's low-water mark so far, before this call repaints it
             # (below that mark the paint is intact).
@@ -816,7 +820,7 @@ class Runner(Services):
             self.stack_floor = self.stack_top
             self._paint(self.painted_below, sp)
             self.painted_below = self.stack_low  # unknown until this command ends
-        registers = arch.call_registers(interrupts, SENTINEL)
+        registers = arch.call_registers(interrupts, returns_to)
         self.regs.write_all(
             (*arch.arg_registers[: len(args)], arch.sp, *(register for register, _ in registers)),
             [*args[: len(arch.arg_registers)], sp, *(value for _, value in registers)],
@@ -839,7 +843,7 @@ class Runner(Services):
         if not nested:
             self.watchdog.arm()
         try:
-            self._emulate(address)
+            self._emulate(address, nested)
             rax = self.regs.read(arch.result)
         finally:
             if not nested:
@@ -908,16 +912,18 @@ class Runner(Services):
         del hints[LOW_WATER_HINTS:]
         return self.stack_low + painted
 
-    def _emulate(self, address: int) -> None:
-        """Runs from `address` to the return sentinel. A touch of a stale ppm-sim page stops
-        the emulation (Unicorn 2.1.4 crashes when a protection hook changes protections), the
-        page is fetched again, and the instruction restarts."""
+    def _emulate(self, address: int, nested: bool) -> None:
+        """Runs from `address` to the return sentinel (a nested call's: NESTED_SENTINEL, its
+        emu_start's `until`; a command's: SENTINEL, where a hook stops the emulation). A touch
+        of a stale ppm-sim page stops the emulation (Unicorn 2.1.4 crashes when a protection
+        hook changes protections), the page is fetched again, and the instruction restarts."""
         uc = self.uc
         start = address
+        returns_to, until = (NESTED_SENTINEL, NESTED_SENTINEL) if nested else (SENTINEL, UNREACHED)
         while True:
             self.refresh = None
             try:
-                uc.emu_start(start, SENTINEL)
+                uc.emu_start(start, until)
             except UcError as error:
                 if self.fatal is not None:
                     raise self.fatal from None
@@ -936,7 +942,7 @@ class Runner(Services):
                 return
             if self.fatal is not None:
                 raise self.fatal
-            if self.crash is None and self._rip() != SENTINEL:
+            if self.crash is None and self._rip() != returns_to:
                 self.crash = (
                     self._hang()
                     if self.watchdog.fired
@@ -1082,7 +1088,7 @@ class Runner(Services):
         regs = {name: self.regs.read(reg) for name, reg in registers.items()}
         regs[pc] = address
         try:
-            dispatch = self.unwinder.dispatch(regs, lambda at: at == SENTINEL)
+            dispatch = self.unwinder.dispatch(regs, lambda at: at in (SENTINEL, NESTED_SENTINEL))
         except unwinding.UnwindError as error:
             dispatch = unwinding.Dispatch(None, None, f"unwind failed: {error}")
         self.seh_log.append(

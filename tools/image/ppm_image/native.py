@@ -1,0 +1,80 @@
+"""The runner's code hooks written in C (hooks.c), added through Unicorn's C API so that one
+costs a call instead of a Python call. Relies on unicorn 2.1.4's `uclib` and `Uc._uch` (the
+pinned version), as runner.Registers does."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from unicorn import UC_HOOK_CODE, Uc, UcError
+from unicorn.unicorn_py3.unicorn import uc_hook_h, uclib
+
+from .layout import Fatal
+
+SOURCE = Path(__file__).with_name("hooks.c")
+
+
+def _build() -> Path:
+    """The hooks' shared library, built once per source beside the virtual environment
+    (compiled to a temporary file and renamed into place: runners start in parallel)."""
+    source = SOURCE.read_bytes()
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    target = Path(sys.prefix).parent / f"hooks-{digest}.so"
+    if target.exists():
+        return target
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("clang")
+    if compiler is None:
+        raise Fatal("the image runner needs a C compiler (cc or clang) to build its hooks")
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        built = Path(scratch) / target.name
+        result = subprocess.run(
+            [compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(SOURCE)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise Fatal(f"cannot build the runner's C hooks: {result.stderr.strip()}")
+        os.replace(built, target)
+    return target
+
+
+@functools.cache
+def library() -> ctypes.CDLL:
+    """The hooks, loaded once per process."""
+    return ctypes.CDLL(str(_build()))
+
+
+def code_hook(uc: Uc, function: str, data: ctypes.c_void_p, begin: int, end: int) -> uc_hook_h:
+    """Adds the C function `function` of hooks.c as a code hook on [begin, end] with user data
+    `data` (which the caller keeps alive as long as the hook)."""
+    hook = uc_hook_h()
+    status = uclib.uc_hook_add(
+        uc._uch,
+        ctypes.byref(hook),
+        UC_HOOK_CODE,
+        ctypes.cast(getattr(library(), function), ctypes.c_void_p),
+        data,
+        ctypes.c_uint64(begin),
+        ctypes.c_uint64(end),
+    )
+    if status != 0:
+        raise UcError(status)
+    return hook
+
+
+def stop_at(uc: Uc, address: int) -> uc_hook_h:
+    """Emulation stops when it reaches `address`, before the instruction there runs: no
+    `emu_start` `until` (Unicorn discards and translates again the code at that exit on every
+    run, see docs/image-backend.md)."""
+    return code_hook(
+        uc, "ppm_stop_emulation", ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p), address, address
+    )
