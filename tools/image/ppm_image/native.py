@@ -47,6 +47,12 @@ def _build() -> Path:
     return target
 
 
+def checked(status: int) -> None:
+    """A status from a call of Unicorn's C API (uclib): UcError unless it is UC_ERR_OK."""
+    if status != 0:
+        raise UcError(status)
+
+
 @functools.cache
 def library() -> ctypes.CDLL:
     """The hooks, loaded once per process."""
@@ -66,8 +72,7 @@ def code_hook(uc: Uc, function: str, data: ctypes.c_void_p, begin: int, end: int
         ctypes.c_uint64(begin),
         ctypes.c_uint64(end),
     )
-    if status != 0:
-        raise UcError(status)
+    checked(status)
     return hook
 
 

@@ -96,6 +96,7 @@ from .layout import (
     Crash,
     Fatal,
 )
+from .native import checked
 from .protocol import Channel, ProtocolError, hex_bytes, integer
 from .services import Services
 from .verifier import Verifier, effective_irql, is_activity_monitor
@@ -165,12 +166,6 @@ def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
     return runs
 
 
-def _checked(status: int) -> None:
-    """A status from a call of Unicorn's C API (uclib): UcError unless it is UC_ERR_OK."""
-    if status != 0:
-        raise UcError(status)
-
-
 class Registers:
     """64-bit register access straight through Unicorn's C API: the binding's reg_read and
     reg_write cost ~5 us each (register-class lookup per call), ~30 per FEEDBACK_READ. Relies
@@ -204,7 +199,7 @@ class Registers:
             batch = self.batches[registers] = (numbers, slots, pointers)
         numbers, slots, pointers = batch
         slots[:] = values
-        _checked(uclib.uc_reg_write_batch(self.handle, numbers, pointers, len(registers)))
+        checked(uclib.uc_reg_write_batch(self.handle, numbers, pointers, len(registers)))
 
 
 def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
@@ -858,7 +853,7 @@ class Runner(Services):
         record[1] = max(record[1], entry_sp - lowest)
         crash = self.crash
         if nested:
-            _checked(uclib.uc_context_restore(self.regs.handle, saved))
+            checked(uclib.uc_context_restore(self.regs.handle, saved))
         for name, value in zip(_CALL_STATE, saved_state, strict=True):
             setattr(self, name, value)
         executed = (self.counter.count if self.counter is not None else 0) - start_count
@@ -877,7 +872,7 @@ class Runner(Services):
         if level == len(self.contexts):
             self.contexts.append(self.uc.context_save())
         context = self.contexts[level].context
-        _checked(uclib.uc_context_save(self.regs.handle, context))
+        checked(uclib.uc_context_save(self.regs.handle, context))
         return context
 
     def _paint(self, start: int, end: int) -> None:
@@ -1002,7 +997,7 @@ class Runner(Services):
         function = HOOK_CODE_CFUNC(callback)
         handle = uc_hook_h()
         last = begin if end is None else end
-        _checked(
+        checked(
             uclib.uc_hook_add(
                 self.uc._uch,
                 ctypes.byref(handle),
