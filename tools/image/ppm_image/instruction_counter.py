@@ -18,7 +18,7 @@ class InstructionCounter:
         self._count = ctypes.c_uint64(0)
         self._begin, self._end = begin, end
         data = ctypes.cast(ctypes.pointer(self._count), ctypes.c_void_p)
-        self._hook = native.code_hook(uc, "ppm_count_instruction", data, begin, end)
+        native.code_hook(uc, native.c_function("ppm_count_instruction"), data, begin, end)
 
     @property
     def count(self) -> int:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from unicorn import UC_HOOK_CODE, Uc, UcError
 from unicorn.unicorn_py3.unicorn import uc_hook_h, uclib
@@ -59,27 +60,32 @@ def library() -> ctypes.CDLL:
     return ctypes.CDLL(str(_build()))
 
 
-def code_hook(uc: Uc, function: str, data: ctypes.c_void_p, begin: int, end: int) -> uc_hook_h:
-    """Adds the C function `function` of hooks.c as a code hook on [begin, end] with user data
-    `data` (which the caller keeps alive as long as the hook)."""
+def c_function(name: str) -> ctypes.c_void_p:
+    """The address of hooks.c's function `name`."""
+    return ctypes.cast(getattr(library(), name), ctypes.c_void_p)
+
+
+def code_hook(uc: Uc, function: Any, data: ctypes.c_void_p | None, begin: int, end: int) -> None:
+    """Adds `function` (a C function's address, or a ctypes callback the caller keeps alive as
+    long as the hook) as a code hook on [begin, end] with user data `data`, through Unicorn's C
+    API: no binding wrapper in between."""
     hook = uc_hook_h()
-    status = uclib.uc_hook_add(
-        uc._uch,
-        ctypes.byref(hook),
-        UC_HOOK_CODE,
-        ctypes.cast(getattr(library(), function), ctypes.c_void_p),
-        data,
-        ctypes.c_uint64(begin),
-        ctypes.c_uint64(end),
+    checked(
+        uclib.uc_hook_add(
+            uc._uch,
+            ctypes.byref(hook),
+            UC_HOOK_CODE,
+            function,
+            data,
+            ctypes.c_uint64(begin),
+            ctypes.c_uint64(end),
+        )
     )
-    checked(status)
-    return hook
 
 
-def stop_at(uc: Uc, address: int) -> uc_hook_h:
+def stop_at(uc: Uc, address: int) -> None:
     """Emulation stops when it reaches `address`, before the instruction there runs: no
     `emu_start` `until` (Unicorn discards and translates again the code at that exit on every
     run, see docs/image-backend.md)."""
-    return code_hook(
-        uc, "ppm_stop_emulation", ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p), address, address
-    )
+    emu_stop = ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p)
+    code_hook(uc, c_function("ppm_stop_emulation"), emu_stop, address, address)

@@ -39,7 +39,7 @@ from unicorn import (
 )
 from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
-from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, uc_hook_h, uclib
+from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, uclib
 
 from . import arm64_unwind, native, printf, seh
 from . import image as pe_image
@@ -995,19 +995,7 @@ class Runner(Services):
         between, a microsecond less per hook on the path of every call. The callback catches
         every exception itself (_stop): one escaping a ctypes callback is only printed."""
         function = HOOK_CODE_CFUNC(callback)
-        handle = uc_hook_h()
-        last = begin if end is None else end
-        checked(
-            uclib.uc_hook_add(
-                self.uc._uch,
-                ctypes.byref(handle),
-                UC_HOOK_CODE,
-                function,
-                None,
-                ctypes.c_uint64(begin),
-                ctypes.c_uint64(last),
-            )
-        )
+        native.code_hook(self.uc, function, None, begin, begin if end is None else end)
         self.hook_functions.append(function)  # alive as long as the hook
 
     def _function_entered(self, uc: Uc, address: int, size: int, rva: int) -> None:
