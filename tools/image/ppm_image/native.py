@@ -36,14 +36,20 @@ def _build() -> Path:
         raise Fatal("the image runner needs a C compiler (cc or clang) to build its hooks")
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         built = Path(scratch) / target.name
-        result = subprocess.run(
-            [compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(SOURCE)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        try:
+            result = subprocess.run(
+                [compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(SOURCE)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        except OSError as error:
+            raise Fatal(f"cannot run the C compiler {compiler!r} ($CC or cc): {error}") from error
         if result.returncode != 0:
-            raise Fatal(f"cannot build the runner's C hooks: {result.stderr.strip()}")
+            raise Fatal(
+                f"cannot build the runner's C hooks: {compiler!r} exited with "
+                f"{result.returncode}: {result.stderr.strip() or '(no message)'}"
+            )
         os.replace(built, target)
     return target
 

@@ -1,12 +1,16 @@
 """The runner's C code hooks (native.py, hooks.c) on a bare Unicorn: the stop at a return
 address and the instruction counter."""
 
+import sys
+
+import pytest
 from unicorn import UC_ARCH_ARM64, UC_ARCH_X86, UC_MODE_64, UC_MODE_ARM, UC_PROT_ALL, Uc
 from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 
 from ppm_image import native
 from ppm_image.instruction_counter import InstructionCounter
+from ppm_image.layout import Fatal
 
 CODE, STACK, RETURN, UNREACHED = 0x10000, 0x20000, 0x30000, 0x30100
 
@@ -53,3 +57,21 @@ def test_the_counter_counts_the_instructions_in_its_range_only():
     uc.mem_write(STACK + 0x800, RETURN.to_bytes(8, "little"))
     uc.emu_start(CODE, UNREACHED)
     assert counter.count == 4
+
+
+@pytest.mark.parametrize(
+    ("compiler", "says"),
+    [
+        ("/nonexistent/cc", "cannot run the C compiler '/nonexistent/cc'"),
+        ("false", "exited with 1"),
+    ],
+)
+def test_a_compiler_that_cannot_build_the_hooks_is_one_clear_error(
+    tmp_path, monkeypatch, compiler, says
+):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))  # no library built there yet
+    monkeypatch.setenv("CC", compiler)
+    with pytest.raises(Fatal) as raised:
+        native._build()
+    assert says in str(raised.value)
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
