@@ -174,7 +174,8 @@ fn status(shared: &Shared, elapsed: Duration) -> String {
     let expected = shared.expected.load(Ordering::Relaxed);
     let reads = shared.reads.load(Ordering::Relaxed);
     let percent = (reads.saturating_mul(100) / expected.max(1)).min(100);
-    let left = time_left(shared, elapsed)
+    let started = Duration::from_millis(shared.scenario_start_ms.load(Ordering::Relaxed));
+    let left = time_left(expected, reads, elapsed.saturating_sub(started))
         .map_or_else(String::new, |left| format!(", about {} s left", left.as_secs()));
     format!(
         "ppm-sim: {label}: {percent:>3} % of about {expected} reads, {} s so far{left}",
@@ -182,18 +183,15 @@ fn status(shared: &Shared, elapsed: Duration) -> String {
     )
 }
 
-/// The time the running scenario has left at its pace so far: `None` before it has made a
-/// hundredth of its expected reads (its start, an image's boot, says little of its pace) and
-/// once it has made them all.
-fn time_left(shared: &Shared, elapsed: Duration) -> Option<Duration> {
-    let expected = shared.expected.load(Ordering::Relaxed);
-    let reads = shared.reads.load(Ordering::Relaxed);
+/// The time a scenario that made `reads` of its `expected` reads in `spent` has left at that
+/// pace: `None` before it has made a hundredth of them (its start, an image's boot, says
+/// little of its pace) and once it has made them all.
+fn time_left(expected: u64, reads: u64, spent: Duration) -> Option<Duration> {
     if reads == 0 || reads >= expected || reads.saturating_mul(100) < expected {
         return None;
     }
-    let started = Duration::from_millis(shared.scenario_start_ms.load(Ordering::Relaxed));
-    let spent = elapsed.saturating_sub(started).as_millis();
-    let left_ms = spent.saturating_mul(u128::from(expected - reads)) / u128::from(reads);
+    let left_ms =
+        spent.as_millis().saturating_mul(u128::from(expected - reads)) / u128::from(reads);
     Some(Duration::from_millis(u64::try_from(left_ms).unwrap_or(u64::MAX)))
 }
 
