@@ -838,7 +838,7 @@ class Runner(Services):
         if not nested:
             self.watchdog.arm()
         try:
-            self._emulate(address, nested)
+            self._emulate(address, returns_to)
             rax = self.regs.read(arch.result)
         finally:
             if not nested:
@@ -907,14 +907,15 @@ class Runner(Services):
         del hints[LOW_WATER_HINTS:]
         return self.stack_low + painted
 
-    def _emulate(self, address: int, nested: bool) -> None:
-        """Runs from `address` to the return sentinel (a nested call's: NESTED_SENTINEL, its
-        emu_start's `until`; a command's: SENTINEL, where a hook stops the emulation). A touch
-        of a stale ppm-sim page stops the emulation (Unicorn 2.1.4 crashes when a protection
-        hook changes protections), the page is fetched again, and the instruction restarts."""
+    def _emulate(self, address: int, returns_to: int) -> None:
+        """Runs from `address` to `returns_to`, the call's return: SENTINEL, where a hook stops
+        the emulation (emu_start's `until` is then an address nothing reaches), or
+        NESTED_SENTINEL, emu_start's `until`. A touch of a stale ppm-sim page stops the
+        emulation (Unicorn 2.1.4 crashes when a protection hook changes protections), the page
+        is fetched again, and the instruction restarts."""
         uc = self.uc
         start = address
-        returns_to, until = (NESTED_SENTINEL, NESTED_SENTINEL) if nested else (SENTINEL, UNREACHED)
+        until = UNREACHED if returns_to == SENTINEL else returns_to
         while True:
             self.refresh = None
             try:
