@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, IoSlice, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -139,37 +139,74 @@ impl UnderWay {
     /// The pages an answer to this command carries (`memory`: this process's): those served
     /// to the commands nested in it since its last answer (their notifications' payloads)
     /// that it was not served itself, read afresh, served to it from now.
-    fn resume_pages(&mut self, memory: &File) -> Vec<(u64, [u8; PAGE_BYTES])> {
+    fn resume_pages(&mut self, memory: &File, pages: &mut Pages) {
         let nested = std::mem::take(&mut self.nested);
-        read_pages(memory, nested.into_iter().map(|page| page * PAGE), &mut self.served)
+        read_pages(memory, nested.into_iter().map(|page| page * PAGE), &mut self.served, pages);
     }
 }
 
+/// The pages one message carries: their addresses, and their bytes one after the other.
+#[derive(Default)]
+struct Pages {
+    addresses: Vec<u64>,
+    /// Room for the most pages a message carries, zeroed once: the first
+    /// `addresses.len()` pages are the message's.
+    buffer: Vec<u8>,
+}
+
+impl Pages {
+    /// The pages' bytes, in the order of their addresses.
+    fn bytes(&self) -> &[u8] {
+        &self.buffer[..self.addresses.len() * PAGE_BYTES]
+    }
+}
+
+/// The buffers the calling thread builds its messages in: the line and the pages' bytes.
+/// Reused, so that a message allocates nothing: buffers of 8 to 36 KiB allocated afresh for
+/// each message cost page faults whenever the heap had returned their memory.
+#[derive(Default)]
+struct Outgoing {
+    line: Vec<u8>,
+    pages: Pages,
+}
+
+thread_local! {
+    /// The calling thread's [`Outgoing`]: a message is built and sent before the next one (a
+    /// nested command's) is, so one each is enough.
+    static OUTGOING: RefCell<Outgoing> = RefCell::new(Outgoing::default());
+    /// The calling thread's last line received from the runner, its buffer reused: a line is
+    /// parsed before the next one is read.
+    static INCOMING: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
 /// The pages of this process (`memory`) that hold `addresses`, each once, read now (up to the
-/// protocol's limit, none already in `served`), added to `served`. An address whose page
-/// cannot be read, or lies outside the user half, is left to the runner's own fetch.
+/// protocol's limit, none already in `served`) into `pages` (emptied first), added to
+/// `served`. An address whose page cannot be read, or lies outside the user half, is left to
+/// the runner's own fetch.
 fn read_pages(
     memory: &File,
     addresses: impl Iterator<Item = u64>,
     served: &mut Vec<u64>,
-) -> Vec<(u64, [u8; PAGE_BYTES])> {
-    let mut pages = Vec::new();
+    pages: &mut Pages,
+) {
+    pages.addresses.clear();
+    pages.buffer.resize(MAX_CALL_PAGES * PAGE_BYTES, 0);
     for address in addresses {
         let page = address / PAGE;
         if address == 0
             || page >= USER_PAGES
             || served.contains(&page)
-            || pages.len() == MAX_CALL_PAGES
+            || pages.addresses.len() == MAX_CALL_PAGES
         {
             continue;
         }
-        let mut bytes = [0u8; PAGE_BYTES];
-        if memory.read_exact_at(&mut bytes, page * PAGE).is_ok() {
+        let start = pages.addresses.len() * PAGE_BYTES;
+        let room = &mut pages.buffer[start..start + PAGE_BYTES];
+        if memory.read_exact_at(room, page * PAGE).is_ok() {
             served.push(page);
-            pages.push((page * PAGE, bytes));
+            pages.addresses.push(page * PAGE);
         }
     }
-    pages
 }
 
 thread_local! {
@@ -313,17 +350,20 @@ impl Runner {
                 under_way.iter().flat_map(|level| &level.served).map(|page| page * PAGE).collect();
             (!under_way.is_empty(), pages)
         });
-        let mut served = Vec::new();
-        let pages =
-            read_pages(&self.memory, addresses.iter().chain(&interrupted).copied(), &mut served);
-        let framed = framed(command, &pages)?;
         // Commands from other threads wait for the whole exchange; a nested one runs inside it.
         let _exclusive = if nested { None } else { Some(self.exclusive()) };
+        let mut served = Vec::new();
+        let sent = OUTGOING.with(|outgoing| {
+            let outgoing = &mut *outgoing.borrow_mut();
+            let addresses = addresses.iter().chain(&interrupted).copied();
+            read_pages(&self.memory, addresses, &mut served, &mut outgoing.pages);
+            self.send_framed(command, outgoing)
+        });
         UNDER_WAY.with(|under_way| {
             under_way.borrow_mut().push(UnderWay { served, nested: Vec::new() });
         });
         let timestamps = command.get("timestamps").is_some();
-        let result = self.exchange(&framed, host, timestamps);
+        let result = sent.and_then(|()| self.exchange(host, timestamps));
         UNDER_WAY.with(|under_way| {
             let mut under_way = under_way.borrow_mut();
             let finished = under_way.pop().unwrap_or_default();
@@ -340,29 +380,27 @@ impl Runner {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `command` (its protocol line) to its `done`. The pages of this process the runner
-    /// has for this command (those sent with it, then those it fetches: [`UNDER_WAY`]'s last)
-    /// are the only ones its writes may land in. `timestamps`: the command carries
-    /// `timestamps`, and so does each answer ([`Host::timestamps`]).
+    /// Serves the runner's host requests for the command just sent, to its `done`. The pages
+    /// of this process the runner has for this command (those sent with it, then those it
+    /// fetches: [`UNDER_WAY`]'s last) are the only ones its writes may land in.
+    /// `timestamps`: the command carries `timestamps`, and so does each answer
+    /// ([`Host::timestamps`]).
     fn exchange(
         &self,
-        command: &[u8],
         host: &dyn Host,
         timestamps: bool,
     ) -> Result<Map<String, Value>, RunnerError> {
-        self.send_line(command)?;
         loop {
-            let message = self.receive()?;
+            let mut message = self.receive()?;
             serve_deferred(&message, host)?;
-            if let Some(done) = message.get("done") {
+            if let Some(done) = message.as_object_mut().and_then(|fields| fields.remove("done")) {
                 let Value::Object(done) = done else {
                     return Err(RunnerError(format!(
                         "the runner's `done` is not an object: {done}"
                     )));
                 };
-                let served = here(|level| level.served.clone());
-                self.apply_writes(done, &served)?;
-                return Ok(done.clone());
+                here(|level| self.apply_writes(&done, &level.served))?;
+                return Ok(done);
             }
             if let Some(error) = message.get("error") {
                 return Err(RunnerError(format!("the image runner failed: {}", text(error))));
@@ -383,8 +421,11 @@ impl Runner {
             {
                 fields.insert("timestamps".to_owned(), json!(ahead));
             }
-            let pages = here(|level| level.resume_pages(&self.memory));
-            self.send_line(&framed(&answer, &pages)?)?;
+            OUTGOING.with(|outgoing| {
+                let outgoing = &mut *outgoing.borrow_mut();
+                here(|level| level.resume_pages(&self.memory, &mut outgoing.pages));
+                self.send_framed(&answer, outgoing)
+            })?;
         }
     }
 
@@ -447,24 +488,47 @@ impl Runner {
     }
 
     fn send(&self, message: &Value) -> Result<(), RunnerError> {
-        self.send_line(&framed(message, &[])?)
+        OUTGOING.with(|outgoing| {
+            let outgoing = &mut *outgoing.borrow_mut();
+            outgoing.pages.addresses.clear();
+            self.send_framed(message, outgoing)
+        })
     }
 
-    fn send_line(&self, line: &[u8]) -> Result<(), RunnerError> {
+    /// Sends `message` with `outgoing`'s pages ([`framed`]), the line built in `outgoing`'s.
+    fn send_framed(&self, message: &Value, outgoing: &mut Outgoing) -> Result<(), RunnerError> {
+        framed(message, &outgoing.pages.addresses, &mut outgoing.line)?;
         let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
-        pipes
-            .input
-            .write_all(line)
-            .and_then(|()| pipes.input.flush())
-            .map_err(|error| RunnerError(format!("the image runner stopped reading: {error}")))
+        let mut parts = [IoSlice::new(&outgoing.line), IoSlice::new(outgoing.pages.bytes())];
+        let mut parts = &mut parts[..];
+        while !parts.is_empty() {
+            match pipes.input.write_vectored(parts) {
+                Ok(0) => {
+                    return Err(RunnerError(
+                        "the image runner stopped reading: it accepts no more bytes".to_owned(),
+                    ));
+                }
+                Ok(written) => IoSlice::advance_slices(&mut parts, written),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    return Err(RunnerError(format!("the image runner stopped reading: {error}")));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn receive(&self) -> Result<Value, RunnerError> {
-        let mut line = String::new();
+        INCOMING.with(|line| self.receive_into(&mut line.borrow_mut()))
+    }
+
+    /// [`Self::receive`], the line read into `line`.
+    fn receive_into(&self, line: &mut String) -> Result<Value, RunnerError> {
+        line.clear();
         let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
         let read = (&mut pipes.output)
             .take(MAX_LINE_BYTES as u64)
-            .read_line(&mut line)
+            .read_line(line)
             .map_err(|error| RunnerError(format!("cannot read from the image runner: {error}")))?;
         drop(pipes);
         if read == 0 {
@@ -477,10 +541,10 @@ impl Runner {
                 "the image runner sent a line over {MAX_LINE_BYTES} bytes"
             )));
         }
-        serde_json::from_str(&line).map_err(|error| {
+        serde_json::from_str(line).map_err(|error| {
             RunnerError(format!(
                 "the image runner sent a malformed line ({error}): {}",
-                shorten_text(&line)
+                shorten_text(line)
             ))
         })
     }
@@ -514,37 +578,38 @@ pub fn hex(bytes: &[u8]) -> String {
     String::from_utf8(text).unwrap_or_default()
 }
 
-/// `message`, a JSON object, as the protocol sends it: one line, its `pages` member naming the
-/// pages (`[[address, 4096], ...]`), then the pages' raw bytes, in that order.
+/// `message`, a JSON object, as the protocol sends it, into `line` (emptied first): one line,
+/// its `pages` member naming the pages at `addresses` (`[[address, 4096], ...]`); the pages'
+/// raw bytes follow it, in that order.
 ///
 /// Raw, not hex in the line: a page in every `call` as 8 KiB of hex cost the runner a third of
 /// its work per nested call (decoding it, and scanning the long line for its end twice).
-fn framed(message: &Value, pages: &[(u64, [u8; PAGE_BYTES])]) -> Result<Vec<u8>, RunnerError> {
-    let mut framed = serde_json::to_vec(message)
+fn framed(message: &Value, addresses: &[u64], line: &mut Vec<u8>) -> Result<(), RunnerError> {
+    line.clear();
+    serde_json::to_writer(&mut *line, message)
         .map_err(|error| RunnerError(format!("cannot encode a message for the runner: {error}")))?;
-    if !pages.is_empty() {
-        if framed.pop() != Some(b'}') {
+    if !addresses.is_empty() {
+        if line.pop() != Some(b'}') {
             return Err(RunnerError(format!(
                 "pages sent with a message that is not an object: {message}"
             )));
         }
-        if framed.len() > 1 {
-            framed.push(b',');
+        if line.len() > 1 {
+            line.push(b',');
         }
-        framed.extend_from_slice(b"\"pages\":[");
-        for (index, (address, _)) in pages.iter().enumerate() {
+        line.extend_from_slice(b"\"pages\":[");
+        for (index, address) in addresses.iter().enumerate() {
             if index > 0 {
-                framed.push(b',');
+                line.push(b',');
             }
-            framed.extend_from_slice(format!("[{address},{PAGE_BYTES}]").as_bytes());
+            serde_json::to_writer(&mut *line, &[*address, PAGE]).map_err(|error| {
+                RunnerError(format!("cannot encode a page address for the runner: {error}"))
+            })?;
         }
-        framed.extend_from_slice(b"]}");
+        line.extend_from_slice(b"]}");
     }
-    framed.push(b'\n');
-    for (_, bytes) in pages {
-        framed.extend_from_slice(bytes);
-    }
-    Ok(framed)
+    line.push(b'\n');
+    Ok(())
 }
 
 /// Hex text as bytes (`None` when it is not hex of whole bytes).
@@ -698,12 +763,14 @@ mod tests {
         interrupted.nested_finished(vec![page, page + 1]); // its own page was sent along
         interrupted.nested_finished(vec![page + 1]);
         assert_eq!(interrupted.nested, [page, page + 1], "each page once");
-        let resumed = interrupted.resume_pages(&this_process);
-        assert_eq!(resumed.len(), 1, "only the page it was not served");
-        assert_eq!(resumed[0].0, (page + 1) * PAGE);
-        assert!(resumed[0].1.iter().all(|&byte| byte == 0x5a), "as this process holds it now");
+        let mut resumed = Pages::default();
+        interrupted.resume_pages(&this_process, &mut resumed);
+        assert_eq!(resumed.addresses, [(page + 1) * PAGE], "only the page it was not served");
+        assert_eq!(resumed.bytes().len(), PAGE_BYTES);
+        assert!(resumed.bytes().iter().all(|&byte| byte == 0x5a), "as this process holds it now");
         assert_eq!(interrupted.served, [page, page + 1], "served to it from now");
-        assert!(interrupted.resume_pages(&this_process).is_empty(), "taken once");
+        interrupted.resume_pages(&this_process, &mut resumed);
+        assert!(resumed.addresses.is_empty() && resumed.bytes().is_empty(), "taken once");
     }
 
     #[test]
@@ -716,25 +783,23 @@ mod tests {
     }
 
     #[test]
-    fn a_message_carries_its_pages_as_the_runner_reads_them() {
-        let mut page = [0u8; PAGE_BYTES];
-        page[0] = 0xab;
-        page[PAGE_BYTES - 1] = b'\n';
-        let last = [0xff; PAGE_BYTES];
+    fn a_message_names_its_pages_in_one_line() {
         let command = json!({"op": "call", "address": 7, "args": [1, 2]});
-        let sent = framed(&command, &[(PAGE, page), (3 * PAGE, last)]).expect("a message");
-        let end = sent.iter().position(|&byte| byte == b'\n').expect("a line");
+        let mut line = b"left over".to_vec();
+        framed(&command, &[PAGE, 3 * PAGE], &mut line).expect("a message");
+        let end = line.iter().position(|&byte| byte == b'\n');
+        assert_eq!(end, Some(line.len() - 1), "one line, ended by its newline");
         let mut expected = command.clone();
         expected["pages"] = json!([[PAGE, PAGE_BYTES], [3 * PAGE, PAGE_BYTES]]);
-        assert_eq!(serde_json::from_slice::<Value>(&sent[..end]).expect("JSON"), expected);
-        assert_eq!(&sent[end + 1..], [page, last].concat(), "the pages' bytes, in order");
-        assert_eq!(framed(&command, &[]).expect("a line"), format!("{command}\n").into_bytes());
-        let empty = framed(&json!({}), &[(0, page)]).expect("a message");
+        assert_eq!(serde_json::from_slice::<Value>(&line).expect("JSON"), expected);
+        framed(&command, &[], &mut line).expect("a line");
+        assert_eq!(line, format!("{command}\n").into_bytes());
+        framed(&json!({}), &[0], &mut line).expect("a message");
         assert_eq!(
-            serde_json::from_slice::<Value>(&empty[..empty.len() - PAGE_BYTES]).expect("JSON"),
+            serde_json::from_slice::<Value>(&line).expect("JSON"),
             json!({"pages": [[0, PAGE_BYTES]]})
         );
-        assert!(framed(&json!([1]), &[(0, page)]).is_err(), "pages need an object");
+        assert!(framed(&json!([1]), &[0], &mut line).is_err(), "pages need an object");
     }
 
     #[test]
