@@ -3,7 +3,9 @@
  * virtual environment's directory and adds them through Unicorn's C API): a Python hook costs
  * a microsecond and more per call, these cost a call.
  */
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The instruction counter (instruction_counter.py): adds one to the 64-bit counter its user
  * data points to. */
@@ -26,4 +28,44 @@ void ppm_stop_emulation(void *engine, uint64_t address, uint32_t size, void *emu
     (void)address;
     (void)size;
     ((ppm_emu_stop)emu_stop)(engine);
+}
+
+/* Whether the 32 bytes at `before` and `after` agree. */
+static int ppm_same_32(const uint8_t *before, const uint8_t *after)
+{
+    uint64_t old_words[4], new_words[4];
+    memcpy(old_words, before, 32);
+    memcpy(new_words, after, 32);
+    return ((old_words[0] ^ new_words[0]) | (old_words[1] ^ new_words[1]) |
+            (old_words[2] ^ new_words[2]) | (old_words[3] ^ new_words[3])) == 0;
+}
+
+/* The runs of bytes that differ between `before` and `after`, `length` bytes each, maximal and
+ * in order, as [start, end) pairs in `runs` (room for `capacity` pairs): how many there are
+ * (all are stored when that is at most `capacity`). Blocks of 32 bytes that agree are skipped
+ * whole. */
+size_t ppm_changed_runs(const uint8_t *before, const uint8_t *after, size_t length,
+                        uint32_t *runs, size_t capacity)
+{
+    size_t count = 0;
+    size_t at = 0;
+    while (at < length) {
+        if (length - at >= 32 && ppm_same_32(before + at, after + at)) {
+            at += 32;
+            continue;
+        }
+        if (before[at] == after[at]) {
+            ++at;
+            continue;
+        }
+        size_t start = at;
+        while (at < length && before[at] != after[at])
+            ++at;
+        if (count < capacity) {
+            runs[2 * count] = (uint32_t)start;
+            runs[2 * count + 1] = (uint32_t)at;
+        }
+        ++count;
+    }
+    return count;
 }

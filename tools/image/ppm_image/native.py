@@ -1,6 +1,7 @@
-"""The runner's code hooks written in C (hooks.c), added through Unicorn's C API so that one
-costs a call instead of a Python call. Relies on unicorn 2.1.4's `uclib` and `Uc._uch` (the
-pinned version), as runner.Registers does."""
+"""The runner's code written in C (hooks.c): code hooks, added through Unicorn's C API so that
+one costs a call instead of a Python call, and the comparison of a page with the bytes served.
+Relies on unicorn 2.1.4's `uclib` and `Uc._uch` (the pinned version), as runner.Registers
+does."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any
 from unicorn import UC_HOOK_CODE, Uc, UcError
 from unicorn.unicorn_py3.unicorn import uc_hook_h, uclib
 
-from .layout import Fatal
+from .layout import PAGE, Fatal
 
 SOURCE = Path(__file__).with_name("hooks.c")
 
@@ -95,3 +96,33 @@ def stop_at(uc: Uc, address: int) -> None:
     run, see docs/image-backend.md)."""
     emu_stop = ctypes.cast(uclib.uc_emu_stop, ctypes.c_void_p)
     code_hook(uc, c_function("ppm_stop_emulation"), emu_stop, address, address)
+
+
+# The most runs of changed bytes a page can hold: every other byte.
+_MOST_RUNS = PAGE // 2
+
+
+@functools.cache
+def _changed_runs_function() -> tuple[Any, Any]:
+    """hooks.c's ppm_changed_runs, typed, and the array its runs are stored in."""
+    function = library().ppm_changed_runs
+    function.restype = ctypes.c_size_t
+    function.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+    ]
+    return function, (ctypes.c_uint32 * (2 * _MOST_RUNS))()
+
+
+def changed_runs(before: bytes, after: int) -> list[tuple[int, int]]:
+    """The [start, end) runs of bytes that differ between `before` (at most a page) and the
+    runner's own memory at address `after`, maximal and in order."""
+    if len(before) > PAGE:
+        raise ValueError(f"changed_runs compares at most {PAGE} bytes, not {len(before)}")
+    function, runs = _changed_runs_function()
+    count = function(before, after, len(before), runs, _MOST_RUNS)
+    bounds = iter(runs[: 2 * count])
+    return list(zip(bounds, bounds, strict=True))

@@ -132,7 +132,6 @@ NONVOLATILE_REGS = {
 }
 # RDMSR's and RDTSC's result registers, written in one batch (Registers.write_all).
 EDX_EAX = (x86.UC_X86_REG_RAX, x86.UC_X86_REG_RDX)
-_NONZERO = re.compile(rb"[^\x00]+")
 MAX_LOW_WATER_HINTS = 256  # stack addresses whose recent low-water marks are kept
 LOW_WATER_HINTS = 4  # the marks kept per address: the notifications one window delivers
 # The runner's state of one call, saved by a nested call and restored when it returns.
@@ -140,30 +139,9 @@ _CALL_STATE = ("crash", "interrupts", "processor", "irql", "timestamps", "window
 _call_state = attrgetter(*_CALL_STATE)
 
 
-def _changed_runs(before: bytes, after: bytes) -> list[tuple[int, int]]:
-    """The [start, end) runs of bytes that differ: 256-byte slices compared first (memcmp),
-    the differing ones XORed; a slice's changed span is taken whole when it holds no unchanged
-    byte (the usual single write), else scanned for its non-zero runs."""
-    runs: list[tuple[int, int]] = []
-    for offset in range(0, len(after), 256):
-        old, new = before[offset : offset + 256], after[offset : offset + 256]
-        if old == new:
-            continue
-        changed = int.from_bytes(old, "little") ^ int.from_bytes(new, "little")
-        first = ((changed & -changed).bit_length() - 1) >> 3
-        last = (changed.bit_length() + 7) >> 3
-        difference = changed.to_bytes(len(new), "little")
-        if difference.find(0, first, last) < 0:
-            spans: Any = ((first, last),)
-        else:
-            spans = (run.span() for run in _NONZERO.finditer(difference, first, last))
-        for run_start, run_end in spans:
-            start, end = offset + run_start, offset + run_end
-            if runs and runs[-1][1] == start:
-                runs[-1] = (runs[-1][0], end)
-            else:
-                runs.append((start, end))
-    return runs
+def _address_of(memory: memoryview) -> int:
+    """Where `memory` (a view of a writable mmap) lies in this process."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(memory))
 
 
 class Registers:
@@ -277,6 +255,7 @@ class Runner(Services):
         # Every mapped ppm-sim page's memory (_map_own_memory), so that serving and comparing
         # a page copies it once, not through Unicorn's API.
         self.host_pages: dict[int, memoryview] = {}
+        self.host_addresses: dict[int, int] = {}  # where each of them lies in this process
         # Stale pages a call released and left readable until the image could touch them: the
         # next call starts or the interrupted call resumes (the next command, or the next
         # notification nested at the same window, usually sends the same payload page again:
@@ -420,10 +399,11 @@ class Runner(Services):
             if len(self.stale) >= MAX_CACHED_PAGES:
                 for old in list(self.stale):
                     self.uc.mem_unmap(old, PAGE)
-                    del self.host_pages[old]
+                    del self.host_pages[old], self.host_addresses[old]
                 self.stale.clear()
                 self.unprotected.clear()
-            self.host_pages[page] = self._map_own_memory(page, PAGE)
+            memory = self.host_pages[page] = self._map_own_memory(page, PAGE)
+            self.host_addresses[page] = _address_of(memory)
         self.host_pages[page][:] = data
         self.mirrors[-1][page] = data
 
@@ -431,10 +411,9 @@ class Runner(Services):
         """Maps [address, address+size) readable and writable onto this process's memory (an
         anonymous mmap: page-aligned, zeroed; Unicorn's mem_map_ptr) and returns a view of it.
         The view keeps the mmap alive: hold it as long as Unicorn maps the range."""
-        memory = mmap.mmap(-1, size)
-        host = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-        self.uc.mem_map_ptr(address, size, UC_PROT_READ | UC_PROT_WRITE, host)
-        return memoryview(memory)
+        memory = memoryview(mmap.mmap(-1, size))
+        self.uc.mem_map_ptr(address, size, UC_PROT_READ | UC_PROT_WRITE, _address_of(memory))
+        return memory
 
     def _read_page(self, page: int) -> bytes:
         """One page of ppm-sim's memory, as it is now."""
@@ -485,16 +464,16 @@ class Runner(Services):
             for page, before in list(level.items()):
                 fresh = sent[page] if page in sent else self._read_page(page)
                 memory = self.host_pages[page]
-                current = memory.tobytes()
-                if current == before:  # the interrupted call changed nothing here
+                runs = native.changed_runs(before, self.host_addresses[page])
+                if not runs:  # the interrupted call changed nothing here
                     merged = baseline = fresh
                 else:
                     laid, kept = bytearray(fresh), bytearray(fresh)
-                    for start, end in _changed_runs(before, current):
-                        laid[start:end] = current[start:end]
+                    for start, end in runs:
+                        laid[start:end] = memory[start:end]
                         kept[start:end] = before[start:end]
                     merged, baseline = bytes(laid), bytes(kept)
-                if merged != current:
+                if memory != merged:
                     memory[:] = merged
                 level[page] = baseline
                 nested[page] = merged
@@ -507,7 +486,7 @@ class Runner(Services):
         ranges: list[list[Any]] = []
         for page in sorted(pages):
             before = pages[page]
-            after = self.host_pages[page].tobytes()
+            after = self.host_pages[page]
             # A page an interrupted call mirrors stays live for it; its baseline takes this
             # call's writes (ppm-sim applies them), so the interrupted call does not repeat them.
             outer = None
@@ -518,9 +497,9 @@ class Runner(Services):
             if outer is None:
                 self.unprotected.add(page)  # protected by _protect_stale
                 self.stale.add(page)
-            if after == before:
+            runs = native.changed_runs(before, self.host_addresses[page])
+            if not runs:
                 continue
-            runs = _changed_runs(before, after)
             if outer is not None:
                 baseline = bytearray(outer[page])
                 for start, end in runs:

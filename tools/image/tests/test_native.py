@@ -1,6 +1,8 @@
-"""The runner's C code hooks (native.py, hooks.c) on a bare Unicorn: the stop at a return
-address and the instruction counter."""
+"""The runner's C code (native.py, hooks.c): on a bare Unicorn, the stop at a return address
+and the instruction counter; the comparison of a page with the bytes served."""
 
+import ctypes
+import random
 import sys
 
 import pytest
@@ -75,3 +77,58 @@ def test_a_compiler_that_cannot_build_the_hooks_is_one_clear_error(
         native._build()
     assert says in str(raised.value)
     assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
+def _changed(before: bytes, after: bytes) -> list[tuple[int, int]]:
+    """native.changed_runs of `before` against `after` held in this process's memory."""
+    memory = ctypes.create_string_buffer(after, len(after))
+    return native.changed_runs(before, ctypes.addressof(memory))
+
+
+def test_changed_runs_span_words_and_keep_unchanged_bytes_out():
+    before = bytes(range(256)) * 16
+    after = bytearray(before)
+    after[250:262] = bytes(byte ^ 0x80 for byte in before[250:262])  # across words
+    after[10:12] = b"\xaa\xbb"  # inside one word
+    after[20:25] = b"\x01" * 5
+    after[22] = before[22]  # written with the byte it held: in no run
+    after[4095] = before[4095] ^ 1  # the last byte
+    assert _changed(before, bytes(after)) == [
+        (10, 12),
+        (20, 22),
+        (23, 25),
+        (250, 262),
+        (4095, 4096),
+    ]
+    assert _changed(before, before) == []
+    assert _changed(b"", b"") == []
+
+
+def test_changed_runs_hold_a_page_of_every_other_byte_changed():
+    before = bytes(4096)
+    after = bytes([1, 0]) * 2048
+    assert _changed(before, after) == [(n, n + 1) for n in range(0, 4096, 2)]
+    with pytest.raises(ValueError, match="at most 4096"):
+        native.changed_runs(bytes(4097), 0)
+
+
+def test_changed_runs_are_the_maximal_runs_of_differing_bytes():
+    """Against the definition, over random pages with sparse and dense changes."""
+    rng = random.Random(29)
+    for _ in range(200):
+        size = rng.choice([1, 7, 8, 9, 63, 4096])
+        before = rng.randbytes(size)
+        after = bytearray(before)
+        for _ in range(rng.randrange(0, 12)):
+            start = rng.randrange(size)
+            end = min(size, start + rng.randrange(1, 40))
+            after[start:end] = rng.randbytes(end - start)
+        expected, start = [], None
+        for n in range(size + 1):
+            differs = n < size and before[n] != after[n]
+            if differs and start is None:
+                start = n
+            elif not differs and start is not None:
+                expected.append((start, n))
+                start = None
+        assert _changed(before, bytes(after)) == expected

@@ -729,32 +729,6 @@ def test_divide_error_without_a_handler_is_bugcheck_0x1e():
     assert session.command({"op": "report"})["seh"][-1]["handled"] is False
 
 
-def test_changed_runs_span_slices_and_coalesce():
-    from ppm_image.runner import _changed_runs
-
-    before = bytes(4096)
-    after = bytearray(before)
-    after[250:262] = b"\xff" * 12  # across the 256-byte slice boundary
-    after[4095] = 1
-    after[1000] = 0  # unchanged
-    assert _changed_runs(before, bytes(after)) == [(250, 262), (4095, 4096)]
-    assert _changed_runs(before, before) == []
-
-
-def test_changed_runs_within_one_slice_keep_their_unchanged_bytes_out():
-    """Several runs in one 256-byte slice, one byte between two of them unchanged (a write of
-    the value it held): each run on its own, the unchanged byte in none."""
-    from ppm_image.runner import _changed_runs
-
-    before = bytes(range(256)) * 16
-    after = bytearray(before)
-    after[10:12] = b"\xaa\xbb"
-    after[20:25] = b"\x01" * 5
-    after[22] = before[22]  # written with the byte it held
-    after[600] = before[600] ^ 0x80
-    assert _changed_runs(before, bytes(after)) == [(10, 12), (20, 22), (23, 25), (600, 601)]
-
-
 def test_a_call_naming_its_processor_defers_masking_and_answers_the_processor():
     """A call that carries its processor and its payload's page (no interrupt can arrive):
     FEEDBACK_READ asks for neither the page nor the processor; the processor request and its
