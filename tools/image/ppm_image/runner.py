@@ -464,16 +464,16 @@ class Runner(Services):
             for page, before in list(level.items()):
                 fresh = sent[page] if page in sent else self._read_page(page)
                 memory = self.host_pages[page]
-                runs = native.changed_runs(before, self.host_addresses[page])
-                if not runs:  # the interrupted call changed nothing here
+                current = memory.tobytes()
+                if current == before:  # the interrupted call changed nothing here
                     merged = baseline = fresh
                 else:
                     laid, kept = bytearray(fresh), bytearray(fresh)
-                    for start, end in runs:
-                        laid[start:end] = memory[start:end]
+                    for start, end in native.changed_runs(before, self.host_addresses[page]):
+                        laid[start:end] = current[start:end]
                         kept[start:end] = before[start:end]
                     merged, baseline = bytes(laid), bytes(kept)
-                if memory != merged:
+                if merged != current:
                     memory[:] = merged
                 level[page] = baseline
                 nested[page] = merged
@@ -486,7 +486,7 @@ class Runner(Services):
         ranges: list[list[Any]] = []
         for page in sorted(pages):
             before = pages[page]
-            after = self.host_pages[page]
+            after = self.host_pages[page].tobytes()
             # A page an interrupted call mirrors stays live for it; its baseline takes this
             # call's writes (ppm-sim applies them), so the interrupted call does not repeat them.
             outer = None
@@ -497,9 +497,9 @@ class Runner(Services):
             if outer is None:
                 self.unprotected.add(page)  # protected by _protect_stale
                 self.stale.add(page)
-            runs = native.changed_runs(before, self.host_addresses[page])
-            if not runs:
+            if after == before:  # most pages: one memcmp, no call into C
                 continue
+            runs = native.changed_runs(before, self.host_addresses[page])
             if outer is not None:
                 baseline = bytearray(outer[page])
                 for start, end in runs:
