@@ -69,9 +69,15 @@ class Channel:
 
 
 def integer(message: dict[str, Any], key: str, bits: int = 64) -> int:
-    value = message.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < (1 << bits):
-        raise ProtocolError(f"{key!r}: expected an unsigned {bits}-bit integer, got {value!r}")
+    """`message[key]`, an unsigned `bits`-bit integer."""
+    return unsigned(message.get(key), key, bits)
+
+
+def unsigned(value: Any, what: str, bits: int = 64) -> int:
+    """`value` (named `what` in the error), an unsigned `bits`-bit integer: an int, not a bool
+    (`type`, not `isinstance`: one check on the path of every call)."""
+    if type(value) is not int or not 0 <= value < (1 << bits):
+        raise ProtocolError(f"{what!r}: expected an unsigned {bits}-bit integer, got {value!r}")
     return value
 
 

@@ -97,7 +97,7 @@ from .layout import (
     Fatal,
 )
 from .native import checked
-from .protocol import Channel, ProtocolError, hex_bytes, integer
+from .protocol import Channel, ProtocolError, hex_bytes, integer, unsigned
 from .services import Services
 from .verifier import Verifier, effective_irql, is_activity_monitor
 from .watchdog import Watchdog
@@ -185,7 +185,7 @@ def _pages(message: dict[str, Any]) -> tuple[tuple[int, bytes], ...]:
     each a whole page of ppm-sim's user half."""
     out = []
     for address, data in message.get("pages", []):
-        address = integer({"page": address}, "page")
+        address = unsigned(address, "page")
         if address % PAGE or address + PAGE > USER_LIMIT or len(data) != PAGE:
             raise ProtocolError(f"call: page {address:#x} is not a whole page of the user half")
         out.append((address, data))
@@ -577,7 +577,7 @@ class Runner(Services):
         if timestamps is None or 1 < len(timestamps) < self.windows:
             return integer(self.ask(request), "value")
         counter = timestamps[0] if len(timestamps) == 1 else timestamps[self.windows - 1]
-        value = integer({"timestamps": counter}, "timestamps")
+        value = unsigned(counter, "timestamps")
         self.deferred.append({**request, "value": value})
         return value
 
@@ -1294,7 +1294,7 @@ class Runner(Services):
         args = message.get("args", [])
         if not isinstance(args, list) or len(args) > MAX_CALL_ARGS:
             raise ProtocolError(f"call: 'args' must be a list of at most {MAX_CALL_ARGS} integers")
-        values = [integer({"arg": a}, "arg") for a in args]
+        values = [unsigned(a, "arg") for a in args]
         interrupts = message.get("interrupts", True)
         if not isinstance(interrupts, bool):
             raise ProtocolError("call: 'interrupts' must be true or false")

@@ -42,7 +42,7 @@ from .layout import (
     Crash,
     Fatal,
 )
-from .protocol import ProtocolError, hex_bytes, integer
+from .protocol import ProtocolError, hex_bytes, integer, unsigned
 from .verifier import SLACK
 
 EVENT_CONTROL_CODE_ENABLE_PROVIDER = 1
@@ -246,7 +246,7 @@ class Services:
             if not isinstance(functions, list):
                 raise Fatal("register_plugin: 'functions' must be a list of offsets")
             for offset in functions:
-                offset = integer({"offset": offset}, "offset", 32)
+                offset = unsigned(offset, "offset", 32)
                 if offset + 8 > len(data) or offset >= PAGE:
                     raise Fatal(f"register_plugin: function offset {offset} outside the structure")
                 if offset % len(self.arch.stub_bytes):

@@ -511,6 +511,22 @@ def test_bad_input_is_a_one_line_error():
         assert expected in reply["error"] and "\n" not in reply["error"]
 
 
+def test_a_protocol_integer_is_an_unsigned_int_of_its_width():
+    from ppm_image.protocol import integer, unsigned
+
+    assert unsigned(0, "arg") == 0
+    assert unsigned((1 << 64) - 1, "arg") == (1 << 64) - 1
+    assert integer({"index": 7}, "index", 32) == 7
+    for value, bits in ((True, 64), (False, 64), (-1, 64), (1 << 64, 64), (1 << 32, 32)):
+        with pytest.raises(ProtocolError, match=f"'arg': expected an unsigned {bits}-bit"):
+            unsigned(value, "arg", bits)
+    for value in (1.0, "1", None, [1]):
+        with pytest.raises(ProtocolError, match="'arg'"):
+            unsigned(value, "arg")
+    with pytest.raises(ProtocolError, match="'index'.*None"):
+        integer({}, "index")
+
+
 def apply(page: bytearray, writes: list) -> None:
     for address, data in writes:
         raw = bytes.fromhex(data)
