@@ -12,6 +12,8 @@
 #   --self-test   ruff check, ruff format --check and pytest over tools/image (the tests
 #                 boot target/driver-image/x64/ppm_pep.sys and target/driver-image/arm64/ppm_pep.sys:
 #                 build them first with scripts/build-driver-image.sh --arch x64 / --arch arm64)
+# Environment: PPM_RUNNER_WRAPPER, a command (words split at spaces) the runner runs under,
+# e.g. scripts/measure-image-runner.sh's callgrind.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOL=$ROOT/tools/image
@@ -52,5 +54,8 @@ case $mode in
         "$VENV/bin/ruff" format --no-cache --check -q .
         exec "$VENV/bin/python" -m pytest -q
         ;;
-    run) exec "$VENV/bin/python" -m ppm_image.runner "$@" ;;
+    run)
+        read -ra wrapper <<<"${PPM_RUNNER_WRAPPER:-}"
+        exec "${wrapper[@]}" "$VENV/bin/python" -m ppm_image.runner "$@"
+        ;;
 esac
