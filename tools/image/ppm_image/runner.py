@@ -517,7 +517,11 @@ class Runner(Services):
     # ---- host requests ------------------------------------------------------------------
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One host request; a `call` command arriving meanwhile runs nested."""
+        """One host request; a `call` command arriving meanwhile runs nested. When a nested
+        call bugchecks, the machine is down: the interrupted call ends with the same bugcheck
+        when the answer comes, instead of running on (Unicorn, once a nested run is stopped,
+        skips every hook of the run it interrupted until that one ends)."""
+        bugcheck: dict[str, Any] | None = None
         self.watchdog.pause()  # ppm-sim's time is not the image's
         try:
             self.channel.send(self.with_deferred(request))
@@ -532,6 +536,13 @@ class Runner(Services):
                     self.windows = 0
                     self._resume_pages(_pages(message))
                     self._protect_stale()  # the interrupted call resumes
+                    if bugcheck is not None:
+                        raise Crash(
+                            bugcheck["code"],
+                            bugcheck["parameters"],
+                            bugcheck["what"],
+                            bugcheck["address"],
+                        )
                     return message
                 if message["op"] != "call":
                     raise ProtocolError(
@@ -543,6 +554,8 @@ class Runner(Services):
                 finally:
                     self.watchdog.pause()
                 self.channel.send(self.with_deferred({"done": done}))
+                if bugcheck is None:
+                    bugcheck = done.get("crash")
         finally:
             self.watchdog.resume()
 

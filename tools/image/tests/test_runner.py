@@ -904,3 +904,25 @@ def test_a_message_with_malformed_pages_is_refused(pages, after, expected):
     line = json.dumps({"op": "call", "address": 1, "pages": pages}).encode() + b"\n"
     with pytest.raises(ProtocolError, match=expected):
         Channel(io.BytesIO(line + after), io.StringIO()).receive()
+
+
+def test_a_nested_bugcheck_ends_the_interrupted_call_with_it():
+    """A notification nested in a call bugchecks (#UD): the machine is down, so the call it
+    interrupted ends with the same bugcheck when its request is answered, and makes no other
+    request (it does not run on with its hooks skipped, as Unicorn would run it)."""
+    host = FakeHost()
+    session = booted(host)
+    address = readmsr_address(session)
+    cave = address + 0x4A  # ppm_image_readmsr's int3 padding
+    assert session.runner.read(cave, 2) == b"\xcc" * 2
+    session.runner.uc.mem_write(cave, b"\x0f\x0b")  # ud2
+    host.inject_on = "rdmsr"
+    host.inject.append({"op": "call", "address": cave, "args": []})
+    asked = len(session.channel.asked)
+    finals = len(session.channel.finals)
+    outer = session.command({"op": "call", "address": address, "args": [0xE7]})
+    (nested,) = session.channel.finals[finals:]
+    assert nested["done"]["crash"]["what"] == "invalid instruction (#UD)"
+    assert nested["done"]["crash"]["address"] == cave
+    assert outer == nested["done"]
+    assert session.channel.asked[asked:] == ["rdmsr"]
