@@ -499,23 +499,10 @@ impl Runner {
     fn send_framed(&self, message: &Value, outgoing: &mut Outgoing) -> Result<(), RunnerError> {
         framed(message, &outgoing.pages.addresses, &mut outgoing.line)?;
         let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut parts = [IoSlice::new(&outgoing.line), IoSlice::new(outgoing.pages.bytes())];
-        let mut parts = &mut parts[..];
-        while !parts.is_empty() {
-            match pipes.input.write_vectored(parts) {
-                Ok(0) => {
-                    return Err(RunnerError(
-                        "the image runner stopped reading: it accepts no more bytes".to_owned(),
-                    ));
-                }
-                Ok(written) => IoSlice::advance_slices(&mut parts, written),
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    return Err(RunnerError(format!("the image runner stopped reading: {error}")));
-                }
-            }
-        }
-        Ok(())
+        let sent = write_message(&mut pipes.input, &outgoing.line, outgoing.pages.bytes());
+        drop(pipes);
+        shrink_large(&mut outgoing.line);
+        sent.map_err(|error| RunnerError(format!("the image runner stopped reading: {error}")))
     }
 
     fn receive(&self) -> Result<Value, RunnerError> {
@@ -525,6 +512,7 @@ impl Runner {
     /// [`Self::receive`], the line read into `line`.
     fn receive_into(&self, line: &mut String) -> Result<Value, RunnerError> {
         line.clear();
+        line.shrink_to(KEPT_BUFFER_BYTES);
         let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
         let read = (&mut pipes.output)
             .take(MAX_LINE_BYTES as u64)
@@ -576,6 +564,36 @@ pub fn hex(bytes: &[u8]) -> String {
         .flat_map(|byte| [DIGITS[usize::from(byte >> 4)], DIGITS[usize::from(byte & 0x0F)]])
         .collect();
     String::from_utf8(text).unwrap_or_default()
+}
+
+/// The most a reused message buffer keeps between messages: a report's line can be megabytes,
+/// a command's a few hundred bytes.
+const KEPT_BUFFER_BYTES: usize = 64 * 1024;
+
+/// `buffer` given back to the allocator above [`KEPT_BUFFER_BYTES`].
+fn shrink_large(buffer: &mut Vec<u8>) {
+    if buffer.capacity() > KEPT_BUFFER_BYTES {
+        buffer.clear();
+        buffer.shrink_to(KEPT_BUFFER_BYTES);
+    }
+}
+
+/// Writes `line`, then `pages`, all of them, with as few system calls as `writer` takes
+/// (one `writev` for both when the pipe has room).
+fn write_message(writer: &mut impl Write, line: &[u8], pages: &[u8]) -> std::io::Result<()> {
+    let mut parts = [IoSlice::new(line), IoSlice::new(pages)];
+    let mut parts = &mut parts[..];
+    // No empty part first: writing it would take no bytes, which reads as a closed pipe.
+    IoSlice::advance_slices(&mut parts, 0);
+    while !parts.is_empty() {
+        match writer.write_vectored(parts) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(written) => IoSlice::advance_slices(&mut parts, written),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }
 
 /// `message`, a JSON object, as the protocol sends it, into `line` (emptied first): one line,
@@ -800,6 +818,53 @@ mod tests {
             json!({"pages": [[0, PAGE_BYTES]]})
         );
         assert!(framed(&json!([1]), &[0], &mut line).is_err(), "pages need an object");
+    }
+
+    /// A pipe that takes at most `chunk` bytes a call, as a full one does.
+    struct Trickle {
+        chunk: usize,
+        taken: Vec<u8>,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let taken = bytes.len().min(self.chunk);
+            self.taken.extend_from_slice(&bytes[..taken]);
+            Ok(taken)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_message_is_written_whole_its_line_then_its_pages() {
+        let line = b"{\"pages\":[[4096,4096]]}\n";
+        let pages: Vec<u8> =
+            (0..2 * PAGE_BYTES).map(|n| u8::try_from(n % 251).expect("below 251")).collect();
+        for chunk in [1, 3, 4096, usize::MAX] {
+            let mut pipe = Trickle { chunk, taken: Vec::new() };
+            write_message(&mut pipe, line, &pages).expect("written");
+            assert_eq!(pipe.taken, [&line[..], &pages].concat(), "taking {chunk} a call");
+            let mut pipe = Trickle { chunk, taken: Vec::new() };
+            write_message(&mut pipe, line, &[]).expect("written");
+            assert_eq!(pipe.taken, line, "no pages: the line alone");
+        }
+        let mut closed = Trickle { chunk: 0, taken: Vec::new() };
+        let error = write_message(&mut closed, line, &pages).expect_err("a pipe that takes none");
+        assert_eq!(error.kind(), std::io::ErrorKind::WriteZero);
+    }
+
+    #[test]
+    fn a_reused_buffer_keeps_little() {
+        let mut buffer = vec![0u8; 4 * KEPT_BUFFER_BYTES];
+        shrink_large(&mut buffer);
+        assert!(buffer.capacity() <= KEPT_BUFFER_BYTES && buffer.is_empty());
+        let mut small = Vec::with_capacity(100);
+        small.push(1u8);
+        shrink_large(&mut small);
+        assert_eq!(small, [1], "a small buffer is kept as it is");
     }
 
     #[test]

@@ -520,7 +520,7 @@ class Runner(Services):
         """One host request; a `call` command arriving meanwhile runs nested. When a nested
         call bugchecks, the machine is down: the interrupted call ends with the same bugcheck
         when the answer comes, instead of running on (Unicorn, once a nested run is stopped,
-        skips every hook of the run it interrupted until that one ends)."""
+        skips the code hooks of the run it interrupted until that one ends)."""
         bugcheck: dict[str, Any] | None = None
         self.watchdog.pause()  # ppm-sim's time is not the image's
         try:
@@ -972,7 +972,8 @@ class Runner(Services):
 
     def _stop(self, error: BaseException) -> None:
         if isinstance(error, Crash):
-            self.crash = error
+            if self.crash is None:  # the first bugcheck is the machine's; nothing runs after it
+                self.crash = error
         else:
             if not isinstance(error, Fatal | ProtocolError):
                 traceback.print_exc(file=sys.stderr)
