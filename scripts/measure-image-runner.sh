@@ -50,6 +50,8 @@ BIN="$(release_ppm_sim)" || die "cannot build ppm-sim"
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
+# PPM_RUNNER_WRAPPER is split at spaces.
+[[ $WORK != *[[:space:]]* ]] || die "the temporary directory $WORK holds a space (set TMPDIR)"
 
 # String hashing fixed too: it orders the runner's sets and dicts of names.
 export PYTHONHASHSEED=0
