@@ -14,7 +14,6 @@ import mmap
 import re
 import sys
 import traceback
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -134,9 +133,6 @@ NONVOLATILE_REGS = {
 EDX_EAX = (x86.UC_X86_REG_RAX, x86.UC_X86_REG_RDX)
 MAX_LOW_WATER_HINTS = 256  # stack addresses whose recent low-water marks are kept
 LOW_WATER_HINTS = 4  # the marks kept per address: the notifications one window delivers
-# The runner's state of one call, saved by a nested call and restored when it returns.
-_CALL_STATE = ("crash", "interrupts", "processor", "irql", "timestamps", "windows")
-_call_state = attrgetter(*_CALL_STATE)
 
 
 def _address_of(memory: memoryview) -> int:
@@ -229,6 +225,9 @@ class Runner(Services):
         self.function_hooks: dict[int, int] = {}  # function address -> its one-shot hook
         self.hook_functions: list[Any] = []  # the C functions of _code_hook's hooks
         self.contexts: list[Any] = []  # per nesting level: the interrupted call's registers
+        # The registers a call sets (its arguments', the stack pointer, the architecture's
+        # call_registers), per count of arguments in registers: one batch each.
+        self.call_register_names: dict[int, tuple[int, ...]] = {}
         self.stack_report: dict[int, list[int]] = {}
         self.kmdf_calls: dict[int, int] = {}
         self.kmdf_count = 0
@@ -776,7 +775,16 @@ class Runner(Services):
         image's own, nested calls' excluded, when counted."""
         arch = self.arch
         saved = self._save_context(len(self.mirrors) - 1) if nested else None
-        saved_state = _call_state(self)
+        # The runner's state of the call a nested call interrupts, restored when it returns
+        # (as the same tuple, below).
+        saved_state = (
+            self.crash,
+            self.interrupts,
+            self.processor,
+            self.irql,
+            self.timestamps,
+            self.windows,
+        )
         outer_nested = self.nested_instructions
         self.nested_instructions = 0
         start_count = self.counter.count if self.counter is not None else 0
@@ -808,10 +816,15 @@ class Runner(Services):
             self._paint(self.painted_below, sp)
             self.painted_below = self.stack_low  # unknown until this command ends
         registers = arch.call_registers(interrupts, returns_to)
-        self.regs.write_all(
-            (*arch.arg_registers[: len(args)], arch.sp, *(register for register, _ in registers)),
-            [*args[: len(arch.arg_registers)], sp, *(value for _, value in registers)],
-        )
+        in_registers = min(len(args), len(arch.arg_registers))
+        names = self.call_register_names.get(in_registers)
+        if names is None:
+            names = self.call_register_names[in_registers] = (
+                *arch.arg_registers[:in_registers],
+                arch.sp,
+                *(register for register, _ in registers),
+            )
+        self.regs.write_all(names, [*args[:in_registers], sp, *[value for _, value in registers]])
         self.interrupts = interrupts
         self.processor = processor
         self.timestamps, self.windows = timestamps, 0
@@ -846,8 +859,14 @@ class Runner(Services):
         crash = self.crash
         if nested:
             checked(uclib.uc_context_restore(self.regs.handle, saved))
-        for name, value in zip(_CALL_STATE, saved_state, strict=True):
-            setattr(self, name, value)
+        (
+            self.crash,
+            self.interrupts,
+            self.processor,
+            self.irql,
+            self.timestamps,
+            self.windows,
+        ) = saved_state
         executed = (self.counter.count if self.counter is not None else 0) - start_count
         own = executed - self.nested_instructions
         self.nested_instructions = outer_nested + (executed if nested else 0)
