@@ -14,6 +14,7 @@ import mmap
 import re
 import sys
 import traceback
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,10 @@ NONVOLATILE_REGS = {
 }
 # RDMSR's and RDTSC's result registers, written in one batch (Registers.write_all).
 EDX_EAX = (x86.UC_X86_REG_RAX, x86.UC_X86_REG_RDX)
+# The runner's state of one call (plain instance attributes), saved by a nested call and
+# restored when it returns: read by one attrgetter, written back by one dict update.
+_CALL_STATE = ("crash", "interrupts", "processor", "irql", "timestamps", "windows")
+_call_state = attrgetter(*_CALL_STATE)
 MAX_LOW_WATER_HINTS = 256  # stack addresses whose recent low-water marks are kept
 LOW_WATER_HINTS = 4  # the marks kept per address: the notifications one window delivers
 
@@ -775,16 +780,7 @@ class Runner(Services):
         image's own, nested calls' excluded, when counted."""
         arch = self.arch
         saved = self._save_context(len(self.mirrors) - 1) if nested else None
-        # The runner's state of the call a nested call interrupts, restored when it returns
-        # (as the same tuple, below).
-        saved_state = (
-            self.crash,
-            self.interrupts,
-            self.processor,
-            self.irql,
-            self.timestamps,
-            self.windows,
-        )
+        saved_state = _call_state(self)
         outer_nested = self.nested_instructions
         self.nested_instructions = 0
         start_count = self.counter.count if self.counter is not None else 0
@@ -859,14 +855,7 @@ class Runner(Services):
         crash = self.crash
         if nested:
             checked(uclib.uc_context_restore(self.regs.handle, saved))
-        (
-            self.crash,
-            self.interrupts,
-            self.processor,
-            self.irql,
-            self.timestamps,
-            self.windows,
-        ) = saved_state
+        self.__dict__.update(zip(_CALL_STATE, saved_state, strict=True))
         executed = (self.counter.count if self.counter is not None else 0) - start_count
         own = executed - self.nested_instructions
         self.nested_instructions = outer_nested + (executed if nested else 0)
