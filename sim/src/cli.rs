@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, Command};
 
-use crate::image::{self, PepBackend};
+use crate::image::{self, Handoff, PepBackend};
 use crate::output::{self, Outputs};
 use crate::plot::{self, PlotCollector};
 use crate::pofx::RunOptions;
@@ -490,7 +490,9 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     if let Some(trace) = &trace {
         observer = Some(trace.observer(observer));
     }
-    let options = RunOptions { read_observer: observer, ..RunOptions::default() };
+    // One run at a time: the image's two processes may each have a processor and spin.
+    let options =
+        RunOptions { read_observer: observer, handoff: Handoff::Spinning, ..RunOptions::default() };
     let report = match &request.pep {
         PepBackend::Engine => crate::run_with(&scenario, &options),
         PepBackend::Image(image) => {
@@ -635,6 +637,7 @@ fn validate(
         })?;
         let options = RunOptions {
             read_observer: Some(progress.scenario(&format!("validate {name}"), &scenario)),
+            handoff: Handoff::Spinning,
             ..RunOptions::default()
         };
         match pep {
@@ -647,8 +650,10 @@ fn validate(
             }
         }
     } else {
+        // The suite runs one scenario at a time (the verifier's pool shares processors).
         let options = |label: &str, scenario: &Scenario| RunOptions {
             read_observer: Some(progress.scenario(label, scenario)),
+            handoff: Handoff::Spinning,
             ..RunOptions::default()
         };
         match pep {
@@ -686,6 +691,7 @@ fn bench_image(
             builtin::get(name).ok_or_else(|| format!("bench: no built-in scenario `{name}`"))?;
         let options = RunOptions {
             read_observer: Some(progress.scenario(&format!("bench --pep image {name}"), &scenario)),
+            handoff: Handoff::Spinning,
             ..RunOptions::default()
         };
         let image_path = image::image_for(&scenario, None);

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 mod affinity;
 mod callbacks;
+mod doorbell;
 mod host;
 mod measurements;
 pub mod pe;
@@ -30,7 +31,7 @@ mod runner;
 mod symbols;
 pub mod verifier;
 
-pub(crate) use affinity::Pinned;
+pub use affinity::{Handoff, Placement};
 pub use callbacks::ImageCallbacks;
 pub use host::{ImageHost, KernelKeys, KernelLedger};
 pub use measurements::{

@@ -130,7 +130,7 @@ pub fn run_image_with(
     image::check_image(image_path, image::architecture_of(scenario))?;
     let script = image::repository().join("scripts/image-runner.sh");
     // Before the runner starts, which inherits it; the run's own threads too.
-    let _pinned = image::Pinned::for_runner();
+    let placement = image::Placement::for_runner(options.handoff);
     let runner = Arc::new(
         image::Runner::start(
             &script,
@@ -138,6 +138,7 @@ pub fn run_image_with(
             image::architecture_of(scenario),
             IMAGE_STACK_BYTES,
             verifier,
+            &placement,
         )
         .map_err(|error| error.to_string())?,
     );
@@ -298,10 +299,14 @@ pub fn verify_image(
                             injections.len(),
                             scenario.name
                         );
+                        // Runs at once: each shares a processor with its runner.
                         let run = |scenario: &Scenario| {
                             run_image_with(
                                 scenario,
-                                &options(&label, scenario),
+                                &RunOptions {
+                                    handoff: image::Handoff::Shared,
+                                    ..options(&label, scenario)
+                                },
                                 image_path,
                                 Some(&injection.options),
                             )

@@ -78,6 +78,9 @@ pub struct RunOptions {
     pub read_observer: Option<ReadObserver>,
     /// The image backend: the runner that executes the image (`None`: the engine).
     pub image: Option<Arc<Runner>>,
+    /// How an image run's two processes hand over (`crate::run_image`): spinning only for a
+    /// command that makes one run at a time.
+    pub handoff: crate::image::Handoff,
 }
 
 /// What happens at one instant of the runtime, in order: the power-ons and resumes of sleeps

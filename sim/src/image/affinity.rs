@@ -1,80 +1,143 @@
-//! Processor affinity of an image run: the runner and the thread that commands it share one
-//! processor.
+//! Where an image run's two processes run, and so how the turn passes between them
+//! ([`Handoff`]).
 //!
 //! The two processes never run at once: each command and each host request is a round trip in
-//! which one side waits on its pipe while the other works. Left to the scheduler, every round
-//! trip wakes the other process on the other processor, an inter-processor interrupt that on a
-//! virtual machine costs more than the work itself (`big-2048` on the image, 2-core VM: 56 s
-//! with 15 s of system time unpinned, 20 s with 4 s pinned; docs/image-backend.md). On one
-//! processor a wake-up is a plain context switch.
+//! which one side waits while the other works. Left to the scheduler, every round trip wakes
+//! the other process on the other processor, an inter-processor interrupt that on a virtual
+//! machine costs more than the work itself (`big-2048` on the image, 2-core VM: 56 s with 15 s
+//! of system time unpinned, 20 s with 4 s pinned; docs/image-backend.md). Two placements avoid
+//! it:
+//! - **Shared** (every run's default): the run's thread and the runner on one processor, where
+//!   a wake-up is a plain context switch. Runs made at once by several threads of this process
+//!   (the verifier's worker pool, the tests) spread over the processors the process may use:
+//!   each takes the one with the fewest runs on it.
+//! - **Spinning** (asked for by a command that makes one run at a time): the waiting side
+//!   spins on a shared doorbell ([`super::doorbell`]) instead of sleeping on its pipe, so no
+//!   wake-up crosses processors. Neither process is pinned: the scheduler keeps two processes
+//!   that never sleep on two processors by itself, and pinning them measured slower
+//!   (docs/image-backend.md, "Two processes"). Granted only when the thread may use two
+//!   processors that no other run of this process uses, which the run then counts as its own;
+//!   otherwise the run is shared.
 //!
-//! [`Pinned::for_runner`] holds the calling thread on one processor until dropped: the runner
-//! it starts inherits the affinity (a child takes its forking thread's mask, as do the
-//! threads it spawns), so the run's threads and the runner share that processor. Runs made at
-//! once by several threads of this process (the verifier's worker pool) spread over the
-//! processors the process may use: each takes the one with the fewest runs pinned to it.
-//! Where affinity cannot be set (not Linux, a restricted container) the run is unpinned, only
-//! slower.
+//! [`Placement::for_runner`] holds the calling thread on its processor until dropped (shared
+//! runs): the run's own threads inherit it (a thread takes its creator's mask), and so does
+//! the runner. Where affinity cannot be set (not Linux, a restricted container) the run is
+//! unpinned and shared, only slower.
 
 use std::sync::{Mutex, PoisonError};
 
-/// How many runs of this process are pinned to each processor (by processor number).
-static PINNED_RUNS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// How many runs of this process are placed on each processor (by processor number).
+static PLACED_RUNS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-/// The calling thread held on one processor; dropping it restores the thread's previous
-/// affinity.
-#[must_use = "the thread is pinned only while the guard lives"]
-pub struct Pinned {
-    /// The processor, and the affinity to restore (`None`: nothing was changed).
-    held: Option<(usize, os::CpuSet)>,
+/// How an image run's two processes hand the turn to each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Handoff {
+    /// Both on one processor: the waiting side sleeps on its pipe.
+    #[default]
+    Shared,
+    /// Each busy on a processor, if two are free: the waiting side spins on a doorbell for a
+    /// while before it sleeps. Only for a command that makes one run at a time (two spinning
+    /// runs on two processors would each spin away the other's time).
+    Spinning,
 }
 
-impl Pinned {
-    /// Pins the calling thread to the processor it may use with the fewest runs pinned to it,
-    /// the one it runs on now among equals.
-    pub fn for_runner() -> Self {
-        let Some(previous) = os::affinity() else { return Self { held: None } };
-        let Some(processor) = claim(&previous.processors(), os::current_processor()) else {
-            return Self { held: None };
-        };
+/// The processors of one run until dropped: a shared run's, the calling thread held on it
+/// (dropping restores the thread's previous affinity), or the two a spinning run counts as its
+/// own.
+#[must_use = "the run is placed only while the placement lives"]
+pub struct Placement {
+    /// A shared run's processor, and the affinity to restore (`None`: nothing was changed).
+    held: Option<(usize, os::CpuSet)>,
+    /// A spinning run's two processors.
+    spinning: Option<(usize, usize)>,
+}
+
+impl Placement {
+    /// Places a run that is about to start its runner: with `wanted` spinning, on two free
+    /// processors when the thread may use two that no run of this process uses (the one it
+    /// runs on now first); otherwise on the processor it may use with the fewest runs, the one
+    /// it runs on now among equals.
+    pub fn for_runner(wanted: Handoff) -> Self {
+        let unplaced = Self { held: None, spinning: None };
+        let Some(previous) = os::affinity() else { return unplaced };
+        let allowed = previous.processors();
+        let current = os::current_processor();
+        if wanted == Handoff::Spinning
+            && let Some(pair) = claim_pair(&allowed, current)
+        {
+            return Self { held: None, spinning: Some(pair) };
+        }
+        let Some(processor) = claim(&allowed, current) else { return unplaced };
         if !os::pin(processor) {
             release(processor);
-            return Self { held: None };
+            return unplaced;
         }
-        Self { held: Some((processor, previous)) }
+        Self { held: Some((processor, previous)), spinning: None }
+    }
+
+    /// How the run hands over: [`Handoff::Spinning`] only when it was granted.
+    #[must_use]
+    pub const fn handoff(&self) -> Handoff {
+        if self.spinning.is_some() { Handoff::Spinning } else { Handoff::Shared }
     }
 }
 
-impl Drop for Pinned {
+impl Drop for Placement {
     fn drop(&mut self) {
-        let Some((processor, previous)) = self.held.take() else { return };
-        os::restore(&previous);
-        release(processor);
+        if let Some((processor, previous)) = self.held.take() {
+            os::restore(&previous);
+            release(processor);
+        }
+        if let Some((first, second)) = self.spinning.take() {
+            release(first);
+            release(second);
+        }
     }
+}
+
+/// Counts one more run on each of two processors of `allowed` that have none, `current` first
+/// when it has none; `None` (nothing counted) when there are not two.
+fn claim_pair(allowed: &[usize], current: Option<usize>) -> Option<(usize, usize)> {
+    let mut placed = PLACED_RUNS.lock().unwrap_or_else(PoisonError::into_inner);
+    let free = |processor: &usize| placed.get(*processor).is_none_or(|&count| count == 0);
+    let mut pair = current.into_iter().filter(|processor| allowed.contains(processor));
+    let own = pair.next().filter(free).or_else(|| allowed.iter().copied().find(free))?;
+    let runner = allowed.iter().copied().find(|&processor| processor != own && free(&processor))?;
+    let last = own.max(runner);
+    if placed.len() <= last {
+        placed.resize(last + 1, 0);
+    }
+    for processor in [own, runner] {
+        if let Some(count) = placed.get_mut(processor) {
+            *count += 1;
+        }
+    }
+    drop(placed);
+    Some((own, runner))
 }
 
 /// Counts one more run on the processor of `allowed` with the fewest, `current` among equals.
 fn claim(allowed: &[usize], current: Option<usize>) -> Option<usize> {
-    let mut pinned = PINNED_RUNS.lock().unwrap_or_else(PoisonError::into_inner);
-    let load = |processor: usize| pinned.get(processor).copied().unwrap_or(0);
+    let mut placed = PLACED_RUNS.lock().unwrap_or_else(PoisonError::into_inner);
+    let load = |processor: usize| placed.get(processor).copied().unwrap_or(0);
     let processor = allowed
         .iter()
         .copied()
         .min_by_key(|&processor| (load(processor), Some(processor) != current))?;
-    if pinned.len() <= processor {
-        pinned.resize(processor + 1, 0);
+    if placed.len() <= processor {
+        placed.resize(processor + 1, 0);
     }
-    if let Some(count) = pinned.get_mut(processor) {
+    if let Some(count) = placed.get_mut(processor) {
         *count += 1;
     }
-    drop(pinned);
+    drop(placed);
     Some(processor)
 }
 
 /// Counts one run fewer on `processor`.
 fn release(processor: usize) {
-    let mut pinned = PINNED_RUNS.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(count) = pinned.get_mut(processor) {
+    let mut placed = PLACED_RUNS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(count) = placed.get_mut(processor) {
         *count = count.saturating_sub(1);
     }
 }
@@ -185,11 +248,11 @@ mod tests {
         let (report, seen) = mpsc::channel();
         let other = std::thread::spawn(move || {
             wait.recv().expect("go");
-            let pinned = Pinned::for_runner();
+            let pinned = Placement::for_runner(Handoff::Shared);
             report.send(pinned.held.as_ref().map(|(processor, _)| *processor)).expect("report");
             wait.recv().expect("done");
         });
-        let first = Pinned::for_runner();
+        let first = Placement::for_runner(Handoff::Shared);
         let processor = first.held.as_ref().map(|(processor, _)| *processor).expect("pinned");
         assert_eq!(os::affinity().expect("affinity").processors(), vec![processor]);
         go.send(()).expect("go");
@@ -201,5 +264,24 @@ mod tests {
         other.join().expect("the other run");
         drop(first);
         assert_eq!(os::affinity().expect("affinity").processors(), allowed);
+    }
+
+    /// A spinning run takes two processors no other run uses, and gives both back; a second
+    /// spinning run asked for meanwhile is shared, on a processor with no run if one is left.
+    /// (Processor numbers no machine this runs on has: no other test's run is counted there.)
+    #[test]
+    fn a_spinning_run_takes_two_free_processors_or_none() {
+        let allowed = [1000, 1001, 1002];
+        let pair = claim_pair(&allowed, Some(1001)).expect("three free processors");
+        assert_eq!(pair, (1001, 1000), "the current processor first, then the first free one");
+        assert_eq!(claim_pair(&allowed, Some(1001)), None, "one free processor is not a pair");
+        assert_eq!(claim(&allowed, Some(1001)), Some(1002), "a shared run takes the free one");
+        assert_eq!(claim_pair(&[1004, 1005], None), Some((1004, 1005)));
+        for processor in [1000, 1001, 1002, 1004, 1005] {
+            release(processor);
+        }
+        assert_eq!(claim_pair(&allowed, Some(7)), Some((1000, 1001)), "current not allowed");
+        release(1000);
+        release(1001);
     }
 }

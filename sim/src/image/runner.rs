@@ -6,11 +6,15 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IoSlice, Read, Write};
 use std::os::unix::fs::FileExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value, json};
+
+use super::affinity::{Handoff, Placement};
+use super::doorbell::{self, Doorbell};
 
 /// The runner's page: `read` requests are at most this long.
 const PAGE: u64 = 4096;
@@ -89,10 +93,12 @@ impl Host for NoRequests {
     }
 }
 
-/// The pipes to the runner, used by one command at a time (see [`Runner::command`]).
+/// The pipes to the runner, used by one command at a time (see [`Runner::command`]), and the
+/// doorbell beside them when the run spins ([`super::Handoff::Spinning`]).
 struct Pipes {
     input: ChildStdin,
     output: BufReader<ChildStdout>,
+    doorbell: Option<Doorbell>,
 }
 
 /// The runner process.
@@ -239,7 +245,8 @@ impl fmt::Debug for Runner {
 impl Runner {
     /// Starts `script` (`scripts/image-runner.sh`) and loads `image`, built for `arch` (`x64`,
     /// `arm64`), with `stack_bytes` of kernel stack, under Driver Verifier's rules when
-    /// `verifier` is given.
+    /// `verifier` is given. When `placement` spins, the two processes hand over by a doorbell
+    /// ([`super::Handoff::Spinning`]).
     ///
     /// # Errors
     /// When the runner cannot be started or cannot load the image.
@@ -249,8 +256,27 @@ impl Runner {
         arch: &str,
         stack_bytes: u64,
         verifier: Option<&super::verifier::VerifierOptions>,
+        placement: &Placement,
     ) -> Result<Self, RunnerError> {
-        let mut child = Command::new("bash")
+        let mut command = Command::new("bash");
+        let doorbell = match placement.handoff() {
+            Handoff::Spinning => {
+                let doorbell = Doorbell::new().map_err(|error| {
+                    RunnerError(format!("cannot make the runner's doorbell: {error}"))
+                })?;
+                let fd = doorbell.raw_fd();
+                command.env(doorbell::FD_VARIABLE, doorbell::RUNNER_FD.to_string());
+                // SAFETY: the closure runs in the child between fork and exec and makes only
+                // async-signal-safe system calls (dup2 or fcntl), allocating nothing; `fd`
+                // stays open in this process until the spawn returns.
+                unsafe {
+                    command.pre_exec(move || Doorbell::give_to_child(fd));
+                }
+                Some(doorbell)
+            }
+            Handoff::Shared => None,
+        };
+        let mut child = command
             .arg(script)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -273,7 +299,7 @@ impl Runner {
             time_date_stamp: super::pe::PeImage::read(image)
                 .map_or(0, |image| image.time_date_stamp),
             child: Mutex::new(child),
-            pipes: Mutex::new(Pipes { input, output: BufReader::new(output) }),
+            pipes: Mutex::new(Pipes { input, output: BufReader::new(output), doorbell }),
             memory,
             failed: Mutex::new(None),
             verifier: verifier.is_some(),
@@ -500,6 +526,11 @@ impl Runner {
         framed(message, &outgoing.pages.addresses, &mut outgoing.line)?;
         let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
         let sent = write_message(&mut pipes.input, &outgoing.line, outgoing.pages.bytes());
+        if sent.is_ok()
+            && let Some(doorbell) = &pipes.doorbell
+        {
+            doorbell.ring();
+        }
         drop(pipes);
         shrink_large(&mut outgoing.line);
         sent.map_err(|error| RunnerError(format!("the image runner stopped reading: {error}")))
@@ -514,6 +545,9 @@ impl Runner {
         line.clear();
         line.shrink_to(KEPT_BUFFER_BYTES);
         let mut pipes = self.pipes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(doorbell) = &mut pipes.doorbell {
+            doorbell.wait();
+        }
         let read = (&mut pipes.output)
             .take(MAX_LINE_BYTES as u64)
             .read_line(line)

@@ -1,11 +1,13 @@
 /*
  * The runner's code hooks in C (native.py builds them with the host's C compiler into the
  * virtual environment's directory and adds them through Unicorn's C API): a Python hook costs
- * a microsecond and more per call, these cost a call.
+ * a microsecond and more per call, these cost a call. Also the comparison of a served page with
+ * its bytes now, and the doorbell of a spinning handoff.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* The instruction counter (instruction_counter.py): adds one to the 64-bit counter its user
  * data points to. */
@@ -68,4 +70,45 @@ size_t ppm_changed_runs(const uint8_t *before, const uint8_t *after, size_t leng
         ++count;
     }
     return count;
+}
+
+/* The doorbell of a spinning handoff (native.py's Doorbell; ppm-sim's
+ * sim/src/image/doorbell.rs, whose layout this is): after a whole message, its writer adds one
+ * to its counter. */
+void ppm_doorbell_ring(uint64_t *counter)
+{
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+}
+
+/* A pause between two looks at a counter another processor will change. */
+static inline void ppm_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t ppm_now_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* Spins until `*counter` passes `received` or `limit_ns` have passed, the clock read every 64
+ * looks; whether it passed. */
+int ppm_doorbell_wait(const uint64_t *counter, uint64_t received, uint64_t limit_ns)
+{
+    uint64_t start = ppm_now_ns();
+    for (;;) {
+        for (int look = 0; look < 64; ++look) {
+            if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) > received)
+                return 1;
+            ppm_pause();
+        }
+        if (ppm_now_ns() - start >= limit_ns)
+            return 0;
+    }
 }

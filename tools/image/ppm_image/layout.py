@@ -31,6 +31,16 @@ POOL = KERNEL + 0x01_6000_0000
 POOL_LIMIT = 64 << 20
 PAGE = 0x1000
 
+# The doorbell of a spinning handoff (ppm-sim's sim/src/image/doorbell.rs, held to it by
+# tests/test_native.py): the environment variable naming its file descriptor, the page's
+# length, and the byte offsets of the two message counters in it.
+DOORBELL_FD_VARIABLE = "PPM_DOORBELL_FD"
+DOORBELL_BYTES = 0x1000
+DOORBELL_SIM_COUNTER = 0
+DOORBELL_RUNNER_COUNTER = 8
+# How long the runner spins for ppm-sim's next message before it sleeps on the pipe.
+DOORBELL_SPIN_NS = 200_000
+
 DRIVER_OBJECT = DATA
 REGISTRY_PATH = DATA + 0x200
 REGISTRY_PATH_BUFFER = DATA + 0x210

@@ -1,13 +1,16 @@
 """The runner's code written in C (hooks.c): code hooks, added through Unicorn's C API so that
-one costs a call instead of a Python call, and the comparison of a page with the bytes served.
+one costs a call instead of a Python call, the comparison of a page with the bytes served, and
+the doorbell of a spinning handoff.
 Relies on unicorn 2.1.4's `uclib` and `Uc._uch` (the pinned version), as runner.Registers
 does."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
+import mmap
 import os
 import shutil
 import subprocess
@@ -19,7 +22,15 @@ from typing import Any
 from unicorn import UC_HOOK_CODE, Uc, UcError
 from unicorn.unicorn_py3.unicorn import uc_hook_h, uclib
 
-from .layout import PAGE, Fatal
+from .layout import (
+    DOORBELL_BYTES,
+    DOORBELL_FD_VARIABLE,
+    DOORBELL_RUNNER_COUNTER,
+    DOORBELL_SIM_COUNTER,
+    DOORBELL_SPIN_NS,
+    PAGE,
+    Fatal,
+)
 
 SOURCE = Path(__file__).with_name("hooks.c")
 
@@ -126,3 +137,51 @@ def changed_runs(before: bytes, after: int) -> list[tuple[int, int]]:
     count = function(before, after, len(before), runs, _MOST_RUNS)
     bounds = iter(runs[: 2 * count])
     return list(zip(bounds, bounds, strict=True))
+
+
+class Doorbell:
+    """The doorbell of a spinning handoff (docs/image-backend.md, "Two processes"): a page shared
+    with ppm-sim holding its message counter and the runner's. The runner rings after writing
+    a whole message, and before reading one spins on ppm-sim's counter (in C, the GIL
+    released) for at most DOORBELL_SPIN_NS; the pipe then waits, if need be."""
+
+    def __init__(self, fd: int):
+        try:
+            self.mapping = mmap.mmap(fd, DOORBELL_BYTES)
+        except (OSError, ValueError) as error:
+            raise Fatal(f"cannot map the doorbell (file descriptor {fd}): {error}") from error
+        finally:
+            with contextlib.suppress(OSError):  # mapped or not, the descriptor is not needed
+                os.close(fd)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self.mapping))
+        self.sim_counter = base + DOORBELL_SIM_COUNTER
+        self.runner_counter = base + DOORBELL_RUNNER_COUNTER
+        self.received = 0
+        functions = library()
+        self._ring = functions.ppm_doorbell_ring
+        self._ring.argtypes = [ctypes.c_void_p]
+        self._ring.restype = None
+        self._wait = functions.ppm_doorbell_wait
+        self._wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64]
+        self._wait.restype = ctypes.c_int
+
+    def ring(self) -> None:
+        """After the runner wrote a whole message."""
+        self._ring(self.runner_counter)
+
+    def wait(self, limit_ns: int = DOORBELL_SPIN_NS) -> bool:
+        """Before reading ppm-sim's next message: whether it was rung within `limit_ns`. The
+        message counts as received either way."""
+        rung = bool(self._wait(self.sim_counter, self.received, limit_ns))
+        self.received += 1
+        return rung
+
+    @classmethod
+    def from_environment(cls) -> Doorbell | None:
+        """The doorbell ppm-sim gave this process (DOORBELL_FD_VARIABLE), if any."""
+        value = os.environ.get(DOORBELL_FD_VARIABLE)
+        if value is None:
+            return None
+        if not value.isdigit():
+            raise Fatal(f"{DOORBELL_FD_VARIABLE} must be a file descriptor number, not {value!r}")
+        return cls(int(value))

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from .layout import MAX_CALL_PAGES, PAGE
+
+if TYPE_CHECKING:
+    from .native import Doorbell
 
 MAX_LINE_BYTES = 64 << 20
 
@@ -21,11 +24,19 @@ class ProtocolError(Exception):
 class Channel:
     """stdin/stdout of the runner: commands and answers in, answers and host requests out.
     Given no streams, it uses file descriptors 0 and 1 unbuffered-by-line directly (one
-    os.write per line: the text layers' flush cost counted on a 6-request FEEDBACK_READ)."""
+    os.write per line: the text layers' flush cost counted on a 6-request FEEDBACK_READ).
+    With a `doorbell` (a spinning handoff), each message sent rings it and each one received
+    is waited for on it first."""
 
-    def __init__(self, reader: IO[bytes] | None = None, writer: IO[str] | None = None):
+    def __init__(
+        self,
+        reader: IO[bytes] | None = None,
+        writer: IO[str] | None = None,
+        doorbell: Doorbell | None = None,
+    ):
         self.writer = writer
         self.input = sys.stdin.buffer if reader is None else reader
+        self.doorbell = doorbell
 
     def send(self, message: dict[str, Any]) -> None:
         data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
@@ -35,8 +46,12 @@ class Channel:
         else:
             self.writer.write(data.decode())
             self.writer.flush()
+        if self.doorbell is not None:
+            self.doorbell.ring()
 
     def receive(self) -> dict[str, Any] | None:
+        if self.doorbell is not None:
+            self.doorbell.wait()
         line = self.input.readline(MAX_LINE_BYTES + 1)
         if not line:
             return None

@@ -1498,7 +1498,12 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    return Runner(Channel()).serve()
+    try:
+        doorbell = native.Doorbell.from_environment()
+    except Fatal as error:
+        print(f"image-runner: {error}", file=sys.stderr)
+        return 2
+    return Runner(Channel(doorbell=doorbell)).serve()
 
 
 if __name__ == "__main__":

@@ -1,16 +1,24 @@
 """The runner's C code (native.py, hooks.c): on a bare Unicorn, the stop at a return address
-and the instruction counter; the comparison of a page with the bytes served."""
+and the instruction counter; the comparison of a page with the bytes served; the doorbell of a
+spinning handoff."""
 
 import ctypes
+import mmap
+import os
 import random
+import re
+import struct
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 from unicorn import UC_ARCH_ARM64, UC_ARCH_X86, UC_MODE_64, UC_MODE_ARM, UC_PROT_ALL, Uc
 from unicorn import arm64_const as arm64
 from unicorn import x86_const as x86
 
-from ppm_image import native
+from ppm_image import layout, native
 from ppm_image.instruction_counter import InstructionCounter
 from ppm_image.layout import Fatal
 
@@ -132,3 +140,89 @@ def test_changed_runs_are_the_maximal_runs_of_differing_bytes():
                 expected.append((start, n))
                 start = None
         assert _changed(before, bytes(after)) == expected
+
+
+# ---- the doorbell of a spinning handoff ------------------------------------------------------
+
+DOORBELL_RS = Path(__file__).resolve().parents[3] / "sim" / "src" / "image" / "doorbell.rs"
+
+
+def test_the_doorbell_layout_is_ppm_sims():
+    source = DOORBELL_RS.read_text()
+
+    def constant(name: str) -> str:
+        match = re.search(rf"pub const {name}: [^=]+ = ([^;]+);", source)
+        assert match is not None, f"{name} is not in {DOORBELL_RS}"
+        return match.group(1)
+
+    assert int(constant("SIM_COUNTER_OFFSET")) == layout.DOORBELL_SIM_COUNTER
+    assert int(constant("RUNNER_COUNTER_OFFSET")) == layout.DOORBELL_RUNNER_COUNTER
+    assert constant("FD_VARIABLE") == f'"{layout.DOORBELL_FD_VARIABLE}"'
+    assert re.search(rf"const DOORBELL_BYTES: usize = {layout.DOORBELL_BYTES};", source)
+
+
+class SimSide:
+    """ppm-sim's view of a doorbell: the same memory mapped a second time."""
+
+    def __init__(self) -> None:
+        self.fd = os.memfd_create("doorbell-test")
+        os.ftruncate(self.fd, layout.DOORBELL_BYTES)
+        self.mapping = mmap.mmap(self.fd, layout.DOORBELL_BYTES)
+
+    def ring_to(self, count: int) -> None:
+        struct.pack_into("<Q", self.mapping, layout.DOORBELL_SIM_COUNTER, count)
+
+    def runner_count(self) -> int:
+        return struct.unpack_from("<Q", self.mapping, layout.DOORBELL_RUNNER_COUNTER)[0]
+
+
+def test_the_runner_rings_after_each_message_and_waits_for_ppm_sims():
+    sim = SimSide()
+    doorbell = native.Doorbell(os.dup(sim.fd))
+    doorbell.ring()
+    doorbell.ring()
+    assert sim.runner_count() == 2
+    # Nothing rung: the wait gives up after its limit, and counts the message (the pipe has it).
+    started = time.monotonic()
+    assert not doorbell.wait(limit_ns=2_000_000)
+    assert time.monotonic() - started >= 0.002
+    # That message rung late does not end the wait for the next one.
+    sim.ring_to(1)
+    assert not doorbell.wait(limit_ns=1_000_000)
+    # Both later messages rung before the waits: each ends at once.
+    sim.ring_to(3)
+    long = 20_000_000_000
+    started = time.monotonic()
+    assert doorbell.wait(limit_ns=long)
+    assert doorbell.wait(limit_ns=1_000_000) is False  # only three messages were rung
+    assert time.monotonic() - started < 10
+
+
+def test_a_wait_ends_when_ppm_sim_rings_meanwhile():
+    sim = SimSide()
+    doorbell = native.Doorbell(os.dup(sim.fd))
+    # The wait releases the GIL: this thread rings while it spins.
+    ringer = threading.Timer(0.02, sim.ring_to, args=(1,))
+    ringer.start()
+    started = time.monotonic()
+    assert doorbell.wait(limit_ns=20_000_000_000)
+    assert time.monotonic() - started < 10
+    ringer.join()
+
+
+def test_the_doorbell_comes_from_the_environment_or_not_at_all(monkeypatch):
+    monkeypatch.delenv(layout.DOORBELL_FD_VARIABLE, raising=False)
+    assert native.Doorbell.from_environment() is None
+    monkeypatch.setenv(layout.DOORBELL_FD_VARIABLE, "three")
+    with pytest.raises(Fatal, match="must be a file descriptor number, not 'three'"):
+        native.Doorbell.from_environment()
+    sim = SimSide()
+    monkeypatch.setenv(layout.DOORBELL_FD_VARIABLE, str(os.dup(sim.fd)))
+    doorbell = native.Doorbell.from_environment()
+    assert doorbell is not None
+    doorbell.ring()
+    assert sim.runner_count() == 1
+    closed = os.dup(sim.fd)
+    os.close(closed)
+    with pytest.raises(Fatal, match=f"cannot map the doorbell \\(file descriptor {closed}\\)"):
+        native.Doorbell(closed)

@@ -1,0 +1,249 @@
+//! The doorbell of an image run whose two processes spin instead of sleeping
+//! ([`super::Handoff::Spinning`]): a page of shared memory holding two message counters.
+//!
+//! The protocol's messages still travel over the pipes; the doorbell only says that one has
+//! arrived. After writing a whole message, the writer adds one to its counter; the reader,
+//! waiting for its next message, spins on the writer's counter (a CPU pause between looks) for
+//! at most [`SPIN_LIMIT`], then reads the pipe, which has the message by then or sleeps until it
+//! does. A round trip is then two cache-line transfers instead of two wake-ups through the
+//! scheduler, which on a virtual machine cost more than the work on either side
+//! (docs/image-backend.md, "Two processes"). The runner's side is `tools/image/ppm_image/
+//! native.py`'s `Doorbell` and `hooks.c`'s `ppm_doorbell_*`, with the same layout.
+//!
+//! Linux only (`memfd_create`): elsewhere a spinning handoff is never granted.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The shared page's length.
+const DOORBELL_BYTES: usize = 4096;
+/// The byte offset of the count of messages `ppm-sim` has sent (a `u64`).
+pub const SIM_COUNTER_OFFSET: usize = 0;
+/// The byte offset of the count of messages the runner has sent (a `u64`).
+pub const RUNNER_COUNTER_OFFSET: usize = 8;
+/// The environment variable that tells the runner where its doorbell is.
+pub const FD_VARIABLE: &str = "PPM_DOORBELL_FD";
+/// The file descriptor the runner finds the doorbell at ([`FD_VARIABLE`]).
+pub const RUNNER_FD: RawFd = 3;
+/// How long a side spins for a message before it sleeps on the pipe: above the longest
+/// ordinary turn of either side (a notification with its nested calls), below what a
+/// processor should burn on a runner busy with something long (loading, a report).
+pub const SPIN_LIMIT: Duration = Duration::from_micros(200);
+/// How many looks at the counter between two looks at the clock.
+const LOOKS_PER_CLOCK: u32 = 64;
+
+/// The two counters, as the page starts.
+#[repr(C)]
+struct Counters {
+    sim: AtomicU64,
+    runner: AtomicU64,
+}
+const _: () = assert!(std::mem::offset_of!(Counters, sim) == SIM_COUNTER_OFFSET);
+const _: () = assert!(std::mem::offset_of!(Counters, runner) == RUNNER_COUNTER_OFFSET);
+const _: () = assert!(size_of::<Counters>() <= DOORBELL_BYTES);
+
+/// A doorbell page, mapped in this process, and the count of the runner's messages received.
+pub struct Doorbell {
+    file: OwnedFd,
+    counters: NonNull<Counters>,
+    received: u64,
+}
+
+// SAFETY: the mapping is owned by the `Doorbell` (unmapped only in `Drop`) and only accessed
+// through atomics, so moving it to another thread moves nothing thread-bound.
+unsafe impl Send for Doorbell {}
+
+impl Doorbell {
+    /// A fresh page of shared memory, both counters 0 (close-on-exec: see
+    /// [`Self::give_to_child`]).
+    ///
+    /// # Errors
+    /// When the memory cannot be created or mapped.
+    pub fn new() -> io::Result<Self> {
+        let file = anonymous_file()?;
+        let length = libc::off_t::try_from(DOORBELL_BYTES).map_err(io::Error::other)?;
+        // SAFETY: `file` is an open memfd; the length is positive.
+        if unsafe { libc::ftruncate(file.as_raw_fd(), length) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Self::map(file)
+    }
+
+    /// `file`, a doorbell's memory of [`DOORBELL_BYTES`], mapped in this process.
+    fn map(file: OwnedFd) -> io::Result<Self> {
+        // SAFETY: a new shared mapping of the whole file, which is DOORBELL_BYTES long; no
+        // existing memory is touched.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                DOORBELL_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if address == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let counters = NonNull::new(address.cast::<Counters>())
+            .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
+        Ok(Self { file, counters, received: 0 })
+    }
+
+    /// The doorbell's file descriptor in this process (for [`Self::give_to_child`]).
+    #[must_use]
+    pub fn raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// In a child between `fork` and `exec`: puts the doorbell `fd` at [`RUNNER_FD`], open
+    /// across `exec`. Only async-signal-safe calls.
+    ///
+    /// # Errors
+    /// When the descriptor cannot be duplicated or its flag cleared.
+    pub fn give_to_child(fd: RawFd) -> io::Result<()> {
+        if fd == RUNNER_FD {
+            // SAFETY: `fcntl` on an open descriptor; clears close-on-exec.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        } else {
+            // SAFETY: `dup2` of an open descriptor; the copy has close-on-exec clear.
+            if unsafe { libc::dup2(fd, RUNNER_FD) } != RUNNER_FD {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    const fn counters(&self) -> &Counters {
+        // SAFETY: the mapping is DOORBELL_BYTES long, page-aligned and lives as long as
+        // `self`; `Counters` is two atomics, valid for any bits the runner writes.
+        unsafe { self.counters.as_ref() }
+    }
+
+    /// After `ppm-sim` wrote a whole message: one more on its counter.
+    pub fn ring(&self) {
+        self.counters().sim.fetch_add(1, Ordering::Release);
+    }
+
+    /// Before reading the runner's next message: spins until the runner's counter passes the
+    /// messages received so far, at most [`SPIN_LIMIT`] (the pipe then waits, if need be).
+    /// Counts the message as received.
+    pub fn wait(&mut self) {
+        self.wait_at_most(SPIN_LIMIT);
+    }
+
+    /// [`Self::wait`], spinning at most `limit`.
+    fn wait_at_most(&mut self, limit: Duration) {
+        let runner = &self.counters().runner;
+        let received = self.received;
+        let start = Instant::now();
+        'spinning: loop {
+            for _ in 0..LOOKS_PER_CLOCK {
+                if runner.load(Ordering::Acquire) > received {
+                    break 'spinning;
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed() >= limit {
+                break;
+            }
+        }
+        self.received = received + 1;
+    }
+
+    /// The runner's counter: what the runner process sees at [`RUNNER_COUNTER_OFFSET`].
+    #[cfg(test)]
+    const fn runner_counter(&self) -> &AtomicU64 {
+        &self.counters().runner
+    }
+
+    /// `ppm-sim`'s counter.
+    #[cfg(test)]
+    fn sim_count(&self) -> u64 {
+        self.counters().sim.load(Ordering::Acquire)
+    }
+}
+
+/// A new file of no length that lives in memory only, closed on `exec`.
+#[cfg(target_os = "linux")]
+fn anonymous_file() -> io::Result<OwnedFd> {
+    // SAFETY: the name is a NUL-terminated string; the flags are valid.
+    let raw = unsafe { libc::memfd_create(c"ppm-sim-doorbell".as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a file descriptor just returned to this process and owned by no one.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Elsewhere no spinning handoff is granted (`super::affinity` places no run off Linux).
+#[cfg(not(target_os = "linux"))]
+fn anonymous_file() -> io::Result<OwnedFd> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "a doorbell needs Linux's memfd_create"))
+}
+
+impl Drop for Doorbell {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, of that length, unmapped once; no reference into
+        // it outlives `self`.
+        unsafe { libc::munmap(self.counters.as_ptr().cast(), DOORBELL_BYTES) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_is_seen_across_a_second_mapping_of_the_same_file() {
+        let doorbell = Doorbell::new().expect("doorbell");
+        // The runner's view: the same memory mapped again, as the child maps its descriptor.
+        let other = Doorbell::map(doorbell.file.try_clone().expect("dup")).expect("mapped");
+        doorbell.ring();
+        doorbell.ring();
+        assert_eq!(other.sim_count(), 2);
+        other.runner_counter().fetch_add(1, Ordering::Release);
+        assert_eq!(doorbell.runner_counter().load(Ordering::Acquire), 1);
+    }
+
+    #[test]
+    fn wait_returns_on_the_runners_message_and_gives_up_after_the_limit() {
+        const LONG: Duration = Duration::from_secs(20);
+        let mut doorbell = Doorbell::new().expect("doorbell");
+        // Nothing rung: the wait ends after the limit (the message then comes by the pipe),
+        // and counts the message all the same.
+        let start = Instant::now();
+        doorbell.wait();
+        assert!(start.elapsed() >= SPIN_LIMIT, "{:?}", start.elapsed());
+        assert_eq!(doorbell.received, 1);
+        // That message rung late: its ring does not end the wait for the next one.
+        doorbell.runner_counter().store(1, Ordering::Release);
+        let start = Instant::now();
+        doorbell.wait();
+        assert!(start.elapsed() >= SPIN_LIMIT, "{:?}", start.elapsed());
+        // Both later messages rung before the wait: it ends at once.
+        doorbell.runner_counter().store(3, Ordering::Release);
+        let start = Instant::now();
+        doorbell.wait_at_most(LONG);
+        assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
+        assert_eq!(doorbell.received, 3);
+        // Rung by another thread while this one spins: the wait ends then.
+        let runner = std::ptr::from_ref(doorbell.runner_counter()) as usize;
+        let ringer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: the doorbell outlives the thread (joined below).
+            unsafe { &*(runner as *const AtomicU64) }.fetch_add(1, Ordering::Release);
+        });
+        let start = Instant::now();
+        doorbell.wait_at_most(LONG);
+        assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
+        ringer.join().expect("ringer");
+        assert_eq!(doorbell.received, 4);
+    }
+}
