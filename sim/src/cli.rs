@@ -490,13 +490,13 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     if let Some(trace) = &trace {
         observer = Some(trace.observer(observer));
     }
-    // One run at a time: the image's two processes may each have a processor and spin.
-    let options =
-        RunOptions { read_observer: observer, handoff: Handoff::Spinning, ..RunOptions::default() };
+    let options = RunOptions { read_observer: observer, ..RunOptions::default() };
     let report = match &request.pep {
         PepBackend::Engine => crate::run_with(&scenario, &options),
         PepBackend::Image(image) => {
             let image = image::image_for(&scenario, image.as_deref());
+            // One run at a time: the image's two processes may spin.
+            let options = RunOptions { handoff: Handoff::for_one_run_at_a_time()?, ..options };
             run_on_image(&scenario, &options, &image, request.verifier, &progress)?
         }
     };
@@ -637,13 +637,13 @@ fn validate(
         })?;
         let options = RunOptions {
             read_observer: Some(progress.scenario(&format!("validate {name}"), &scenario)),
-            handoff: Handoff::Spinning,
             ..RunOptions::default()
         };
         match pep {
             PepBackend::Engine => SuiteReport::new(vec![crate::run_with(&scenario, &options)]),
             PepBackend::Image(image) => {
                 let image = image::image_for(&scenario, image.as_deref());
+                let options = RunOptions { handoff: Handoff::for_one_run_at_a_time()?, ..options };
                 SuiteReport::new(vec![run_on_image(
                     &scenario, &options, &image, verifier, &progress,
                 )?])
@@ -651,9 +651,13 @@ fn validate(
         }
     } else {
         // The suite runs one scenario at a time (the verifier's pool shares processors).
+        let handoff = match pep {
+            PepBackend::Engine => Handoff::Shared,
+            PepBackend::Image(_) => Handoff::for_one_run_at_a_time()?,
+        };
         let options = |label: &str, scenario: &Scenario| RunOptions {
             read_observer: Some(progress.scenario(label, scenario)),
-            handoff: Handoff::Spinning,
+            handoff,
             ..RunOptions::default()
         };
         match pep {
@@ -691,7 +695,7 @@ fn bench_image(
             builtin::get(name).ok_or_else(|| format!("bench: no built-in scenario `{name}`"))?;
         let options = RunOptions {
             read_observer: Some(progress.scenario(&format!("bench --pep image {name}"), &scenario)),
-            handoff: Handoff::Spinning,
+            handoff: Handoff::for_one_run_at_a_time()?,
             ..RunOptions::default()
         };
         let image_path = image::image_for(&scenario, None);

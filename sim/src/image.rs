@@ -11,8 +11,9 @@
 //! `callbacks`' [`ImageCallbacks`], a [`ppm_caller::Dispatch`]: each sends the call to the
 //! runner.
 //!
-//! The submodules: `runner` (the process and the line protocol), `affinity` (the runner and
-//! the thread commanding it on one processor), `host` (the requests),
+//! The submodules: `runner` (the process and the line protocol), `affinity` (where a run's two
+//! processes run and how they hand over), `doorbell` (the shared page a spinning run's two
+//! processes wait on), `host` (the requests),
 //! `callbacks` (the image's callbacks as the emulator calls them), `measurements` (what the
 //! runner measured, judged against the image's static figures), `pe` (the image and the files
 //! beside it, checked before the runner starts), `symbols` (Rust symbols made readable for
@@ -31,7 +32,7 @@ mod runner;
 mod symbols;
 pub mod verifier;
 
-pub use affinity::{Handoff, Placement};
+pub use affinity::{HANDOFF_VARIABLE, Handoff, Placement};
 pub use callbacks::ImageCallbacks;
 pub use host::{ImageHost, KernelKeys, KernelLedger};
 pub use measurements::{

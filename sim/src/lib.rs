@@ -129,8 +129,9 @@ pub fn run_image_with(
 ) -> Result<RunOutput, String> {
     image::check_image(image_path, image::architecture_of(scenario))?;
     let script = image::repository().join("scripts/image-runner.sh");
-    // Before the runner starts, which inherits it; the run's own threads too.
-    let placement = image::Placement::for_runner(options.handoff);
+    // Before the runner starts: a shared run's runner inherits the thread's processor, the
+    // run's own threads too; a spinning run's takes the doorbell.
+    let mut placement = image::Placement::for_runner(options.handoff);
     let runner = Arc::new(
         image::Runner::start(
             &script,
@@ -138,7 +139,7 @@ pub fn run_image_with(
             image::architecture_of(scenario),
             IMAGE_STACK_BYTES,
             verifier,
-            &placement,
+            &mut placement,
         )
         .map_err(|error| error.to_string())?,
     );

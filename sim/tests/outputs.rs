@@ -222,3 +222,28 @@ fn a_trace_needs_the_csv_extension() {
     assert_refused(&output, "expected a file name ending in .csv");
     assert_eq!(scratch.names(), ["v.toml"]);
 }
+
+/// `PPM_IMAGE_HANDOFF` (docs/image-backend.md, "Two processes") takes `spinning` or `shared`:
+/// anything else stops an image run with exit code 2 and a line naming the variable, before
+/// any runner starts; the engine does not read it.
+#[test]
+fn a_wrong_image_handoff_is_refused() {
+    let scratch = Scratch::new("handoff");
+    let scenario = scratch.write("v.toml", SCENARIO);
+    let with_handoff = |value: &str, args: &[&Path]| {
+        Command::new(env!("CARGO_BIN_EXE_ppm-sim"))
+            .args(args)
+            .env("PPM_IMAGE_HANDOFF", value)
+            .output()
+            .expect("ppm-sim runs")
+    };
+    let expected = "PPM_IMAGE_HANDOFF must be `spinning` or `shared`, not `fast`";
+    let image = [Path::new("--pep"), Path::new("image")];
+    let output = with_handoff("fast", &[&[Path::new("run"), &scenario][..], &image].concat());
+    assert_refused(&output, expected);
+    for args in [&[Path::new("validate"), Path::new("single")][..], &[Path::new("validate")]] {
+        assert_refused(&with_handoff("fast", &[args, &image].concat()), expected);
+    }
+    let output = with_handoff("fast", &[Path::new("run"), &scenario]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+}

@@ -14,10 +14,11 @@
 //! - **Spinning** (asked for by a command that makes one run at a time): the waiting side
 //!   spins on a shared doorbell ([`super::doorbell`]) instead of sleeping on its pipe, so no
 //!   wake-up crosses processors. Neither process is pinned: the scheduler keeps two processes
-//!   that never sleep on two processors by itself, and pinning them measured slower
+//!   that rarely sleep on two processors by itself, and pinning them measured slower
 //!   (docs/image-backend.md, "Two processes"). Granted only when the thread may use two
-//!   processors that no other run of this process uses, which the run then counts as its own;
-//!   otherwise the run is shared.
+//!   processors that no other run of this process uses (which the run then counts as its
+//!   own), the process's CPU quota gives two, and a doorbell can be made; otherwise the run is
+//!   shared.
 //!
 //! [`Placement::for_runner`] holds the calling thread on its processor until dropped (shared
 //! runs): the run's own threads inherit it (a thread takes its creator's mask), and so does
@@ -25,6 +26,8 @@
 //! unpinned and shared, only slower.
 
 use std::sync::{Mutex, PoisonError};
+
+use super::doorbell::Doorbell;
 
 /// How many runs of this process are placed on each processor (by processor number).
 static PLACED_RUNS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
@@ -41,15 +44,43 @@ pub enum Handoff {
     Spinning,
 }
 
-/// The processors of one run until dropped: a shared run's, the calling thread held on it
-/// (dropping restores the thread's previous affinity), or the two a spinning run counts as its
-/// own.
+/// The environment variable that sets the handoff of a command making one run at a time:
+/// `spinning` (the default) or `shared`.
+pub const HANDOFF_VARIABLE: &str = "PPM_IMAGE_HANDOFF";
+
+impl Handoff {
+    /// What a command that makes one run at a time asks for: [`Handoff::Spinning`], unless
+    /// [`HANDOFF_VARIABLE`] says `shared` (`scripts/measure-image-runner.sh`: under callgrind
+    /// a spin's instructions would count the wall clock's time).
+    ///
+    /// # Errors
+    /// The variable set to anything else.
+    pub fn for_one_run_at_a_time() -> Result<Self, String> {
+        match std::env::var(HANDOFF_VARIABLE).as_deref() {
+            Err(std::env::VarError::NotPresent) | Ok("spinning") => Ok(Self::Spinning),
+            Ok("shared") => Ok(Self::Shared),
+            Ok(other) => {
+                Err(format!("{HANDOFF_VARIABLE} must be `spinning` or `shared`, not `{other}`"))
+            }
+            Err(std::env::VarError::NotUnicode(_)) => {
+                Err(format!("{HANDOFF_VARIABLE} must be `spinning` or `shared`"))
+            }
+        }
+    }
+}
+
+/// The processors of one run, until dropped.
+///
+/// A shared run's, the calling thread held on it (dropping restores the thread's previous
+/// affinity), or the two a spinning run counts as its own, with the doorbell its runner takes.
 #[must_use = "the run is placed only while the placement lives"]
 pub struct Placement {
     /// A shared run's processor, and the affinity to restore (`None`: nothing was changed).
     held: Option<(usize, os::CpuSet)>,
     /// A spinning run's two processors.
     spinning: Option<(usize, usize)>,
+    /// A spinning run's doorbell, until the runner takes it.
+    doorbell: Option<Doorbell>,
 }
 
 impl Placement {
@@ -58,27 +89,35 @@ impl Placement {
     /// runs on now first); otherwise on the processor it may use with the fewest runs, the one
     /// it runs on now among equals.
     pub fn for_runner(wanted: Handoff) -> Self {
-        let unplaced = Self { held: None, spinning: None };
+        let unplaced = Self { held: None, spinning: None, doorbell: None };
         let Some(previous) = os::affinity() else { return unplaced };
         let allowed = previous.processors();
         let current = os::current_processor();
+        // The mask may name processors a CPU quota (a container's) does not give.
+        let parallel = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         if wanted == Handoff::Spinning
+            && parallel >= 2
             && let Some(pair) = claim_pair(&allowed, current)
         {
-            return Self { held: None, spinning: Some(pair) };
+            // Without a doorbell (no memfd: a sandbox) the run is shared.
+            if let Ok(doorbell) = Doorbell::new() {
+                return Self { held: None, spinning: Some(pair), doorbell: Some(doorbell) };
+            }
+            release(pair.0);
+            release(pair.1);
         }
         let Some(processor) = claim(&allowed, current) else { return unplaced };
         if !os::pin(processor) {
             release(processor);
             return unplaced;
         }
-        Self { held: Some((processor, previous)), spinning: None }
+        Self { held: Some((processor, previous)), spinning: None, doorbell: None }
     }
 
-    /// How the run hands over: [`Handoff::Spinning`] only when it was granted.
-    #[must_use]
-    pub const fn handoff(&self) -> Handoff {
-        if self.spinning.is_some() { Handoff::Spinning } else { Handoff::Shared }
+    /// A spinning run's doorbell, for its runner (`None`: the run is shared, or the runner
+    /// took it).
+    pub const fn take_doorbell(&mut self) -> Option<Doorbell> {
+        self.doorbell.take()
     }
 }
 

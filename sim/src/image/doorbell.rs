@@ -14,6 +14,8 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -24,10 +26,8 @@ const DOORBELL_BYTES: usize = 4096;
 pub const SIM_COUNTER_OFFSET: usize = 0;
 /// The byte offset of the count of messages the runner has sent (a `u64`).
 pub const RUNNER_COUNTER_OFFSET: usize = 8;
-/// The environment variable that tells the runner where its doorbell is.
+/// The environment variable that tells the runner its doorbell's file descriptor.
 pub const FD_VARIABLE: &str = "PPM_DOORBELL_FD";
-/// The file descriptor the runner finds the doorbell at ([`FD_VARIABLE`]).
-pub const RUNNER_FD: RawFd = 3;
 /// How long a side spins for a message before it sleeps on the pipe: above the longest
 /// ordinary turn of either side (a notification with its nested calls), below what a
 /// processor should burn on a runner busy with something long (loading, a report).
@@ -57,7 +57,7 @@ pub struct Doorbell {
 unsafe impl Send for Doorbell {}
 
 impl Doorbell {
-    /// A fresh page of shared memory, both counters 0 (close-on-exec: see
+    /// A fresh page of shared memory, both counters 0 (closed on `exec` but in the child of
     /// [`Self::give_to_child`]).
     ///
     /// # Errors
@@ -94,30 +94,17 @@ impl Doorbell {
         Ok(Self { file, counters, received: 0 })
     }
 
-    /// The doorbell's file descriptor in this process (for [`Self::give_to_child`]).
-    #[must_use]
-    pub fn raw_fd(&self) -> RawFd {
-        self.file.as_raw_fd()
-    }
-
-    /// In a child between `fork` and `exec`: puts the doorbell `fd` at [`RUNNER_FD`], open
-    /// across `exec`. Only async-signal-safe calls.
-    ///
-    /// # Errors
-    /// When the descriptor cannot be duplicated or its flag cleared.
-    pub fn give_to_child(fd: RawFd) -> io::Result<()> {
-        if fd == RUNNER_FD {
-            // SAFETY: `fcntl` on an open descriptor; clears close-on-exec.
-            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        } else {
-            // SAFETY: `dup2` of an open descriptor; the copy has close-on-exec clear.
-            if unsafe { libc::dup2(fd, RUNNER_FD) } != RUNNER_FD {
-                return Err(io::Error::last_os_error());
-            }
+    /// Makes `command`'s process inherit the doorbell: its descriptor kept open across `exec`
+    /// in the child alone, and its number in [`FD_VARIABLE`].
+    pub fn give_to_child(&self, command: &mut Command) {
+        let fd = self.file.as_raw_fd();
+        command.env(FD_VARIABLE, fd.to_string());
+        // SAFETY: the closure runs in the child between fork and exec and makes one
+        // async-signal-safe system call (fcntl), allocating nothing; `fd` stays open in this
+        // process while `self` lives, which is past the spawn.
+        unsafe {
+            command.pre_exec(move || keep_open_across_exec(fd));
         }
-        Ok(())
     }
 
     const fn counters(&self) -> &Counters {
@@ -170,6 +157,17 @@ impl Doorbell {
     }
 }
 
+/// Clears `fd`'s close-on-exec flag (in a child: its own descriptor table's copy).
+fn keep_open_across_exec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: `fcntl` with F_SETFD on a descriptor number only sets a flag; an invalid one
+    // fails with EBADF.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A new file of no length that lives in memory only, closed on `exec`.
 #[cfg(target_os = "linux")]
 fn anonymous_file() -> io::Result<OwnedFd> {
@@ -200,11 +198,15 @@ impl Drop for Doorbell {
 mod tests {
     use super::*;
 
+    /// The runner's view: the same memory mapped again, as the child maps its descriptor.
+    fn second_view(doorbell: &Doorbell) -> Doorbell {
+        Doorbell::map(doorbell.file.try_clone().expect("dup")).expect("mapped")
+    }
+
     #[test]
     fn a_ring_is_seen_across_a_second_mapping_of_the_same_file() {
         let doorbell = Doorbell::new().expect("doorbell");
-        // The runner's view: the same memory mapped again, as the child maps its descriptor.
-        let other = Doorbell::map(doorbell.file.try_clone().expect("dup")).expect("mapped");
+        let other = second_view(&doorbell);
         doorbell.ring();
         doorbell.ring();
         assert_eq!(other.sim_count(), 2);
@@ -233,17 +235,36 @@ mod tests {
         doorbell.wait_at_most(LONG);
         assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
         assert_eq!(doorbell.received, 3);
-        // Rung by another thread while this one spins: the wait ends then.
-        let runner = std::ptr::from_ref(doorbell.runner_counter()) as usize;
-        let ringer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            // SAFETY: the doorbell outlives the thread (joined below).
-            unsafe { &*(runner as *const AtomicU64) }.fetch_add(1, Ordering::Release);
+        // Rung through the other view by another thread while this one spins: the wait ends
+        // then.
+        let runner = second_view(&doorbell);
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                runner.runner_counter().fetch_add(1, Ordering::Release);
+            });
+            let start = Instant::now();
+            doorbell.wait_at_most(LONG);
+            assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
         });
-        let start = Instant::now();
-        doorbell.wait_at_most(LONG);
-        assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
-        ringer.join().expect("ringer");
         assert_eq!(doorbell.received, 4);
+    }
+
+    /// The child finds the doorbell open at the number it is told, a page long; a child not
+    /// given it does not inherit it.
+    #[test]
+    fn the_child_given_the_doorbell_has_it_open_and_no_other_child_does() {
+        let doorbell = Doorbell::new().expect("doorbell");
+        let size_of_fd = "stat -L -c %s /proc/self/fd/$0 2>/dev/null || echo closed";
+        let mut given = Command::new("sh");
+        given.args(["-c", &format!("n=${FD_VARIABLE}; {}", size_of_fd.replace("$0", "$n"))]);
+        doorbell.give_to_child(&mut given);
+        let output = given.output().expect("sh");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), DOORBELL_BYTES.to_string());
+        let other = Command::new("sh")
+            .args(["-c", size_of_fd, &doorbell.file.as_raw_fd().to_string()])
+            .output()
+            .expect("sh");
+        assert_eq!(String::from_utf8_lossy(&other.stdout).trim(), "closed");
     }
 }

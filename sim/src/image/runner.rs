@@ -6,14 +6,13 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IoSlice, Read, Write};
 use std::os::unix::fs::FileExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Map, Value, json};
 
-use super::affinity::{Handoff, Placement};
+use super::affinity::Placement;
 use super::doorbell::{self, Doorbell};
 
 /// The runner's page: `read` requests are at most this long.
@@ -245,8 +244,8 @@ impl fmt::Debug for Runner {
 impl Runner {
     /// Starts `script` (`scripts/image-runner.sh`) and loads `image`, built for `arch` (`x64`,
     /// `arm64`), with `stack_bytes` of kernel stack, under Driver Verifier's rules when
-    /// `verifier` is given. When `placement` spins, the two processes hand over by a doorbell
-    /// ([`super::Handoff::Spinning`]).
+    /// `verifier` is given. When `placement` spins, the runner takes its doorbell and the two
+    /// processes hand over by it ([`super::Handoff::Spinning`]).
     ///
     /// # Errors
     /// When the runner cannot be started or cannot load the image.
@@ -256,26 +255,16 @@ impl Runner {
         arch: &str,
         stack_bytes: u64,
         verifier: Option<&super::verifier::VerifierOptions>,
-        placement: &Placement,
+        placement: &mut Placement,
     ) -> Result<Self, RunnerError> {
         let mut command = Command::new("bash");
-        let doorbell = match placement.handoff() {
-            Handoff::Spinning => {
-                let doorbell = Doorbell::new().map_err(|error| {
-                    RunnerError(format!("cannot make the runner's doorbell: {error}"))
-                })?;
-                let fd = doorbell.raw_fd();
-                command.env(doorbell::FD_VARIABLE, doorbell::RUNNER_FD.to_string());
-                // SAFETY: the closure runs in the child between fork and exec and makes only
-                // async-signal-safe system calls (dup2 or fcntl), allocating nothing; `fd`
-                // stays open in this process until the spawn returns.
-                unsafe {
-                    command.pre_exec(move || Doorbell::give_to_child(fd));
-                }
-                Some(doorbell)
+        let doorbell = placement.take_doorbell();
+        match &doorbell {
+            Some(doorbell) => doorbell.give_to_child(&mut command),
+            None => {
+                command.env_remove(doorbell::FD_VARIABLE);
             }
-            Handoff::Shared => None,
-        };
+        }
         let mut child = command
             .arg(script)
             .stdin(Stdio::piped())

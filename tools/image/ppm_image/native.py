@@ -153,7 +153,9 @@ class Doorbell:
         finally:
             with contextlib.suppress(OSError):  # mapped or not, the descriptor is not needed
                 os.close(fd)
-        base = ctypes.addressof(ctypes.c_char.from_buffer(self.mapping))
+        # Held: while this export lives the mapping cannot be closed under the addresses.
+        self.page = (ctypes.c_char * DOORBELL_BYTES).from_buffer(self.mapping)
+        base = ctypes.addressof(self.page)
         self.sim_counter = base + DOORBELL_SIM_COUNTER
         self.runner_counter = base + DOORBELL_RUNNER_COUNTER
         self.received = 0
@@ -178,10 +180,11 @@ class Doorbell:
 
     @classmethod
     def from_environment(cls) -> Doorbell | None:
-        """The doorbell ppm-sim gave this process (DOORBELL_FD_VARIABLE), if any."""
-        value = os.environ.get(DOORBELL_FD_VARIABLE)
+        """The doorbell ppm-sim gave this process (DOORBELL_FD_VARIABLE, removed from the
+        environment: nothing this process starts inherits the number), if any."""
+        value = os.environ.pop(DOORBELL_FD_VARIABLE, None)
         if value is None:
             return None
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):
             raise Fatal(f"{DOORBELL_FD_VARIABLE} must be a file descriptor number, not {value!r}")
         return cls(int(value))

@@ -159,6 +159,8 @@ def test_the_doorbell_layout_is_ppm_sims():
     assert int(constant("RUNNER_COUNTER_OFFSET")) == layout.DOORBELL_RUNNER_COUNTER
     assert constant("FD_VARIABLE") == f'"{layout.DOORBELL_FD_VARIABLE}"'
     assert re.search(rf"const DOORBELL_BYTES: usize = {layout.DOORBELL_BYTES};", source)
+    # Both sides spin as long before they sleep on their pipes.
+    assert constant("SPIN_LIMIT") == f"Duration::from_micros({layout.DOORBELL_SPIN_NS // 1000})"
 
 
 class SimSide:
@@ -169,6 +171,13 @@ class SimSide:
         os.ftruncate(self.fd, layout.DOORBELL_BYTES)
         self.mapping = mmap.mmap(self.fd, layout.DOORBELL_BYTES)
 
+    def __enter__(self) -> "SimSide":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.mapping.close()
+        os.close(self.fd)
+
     def ring_to(self, count: int) -> None:
         struct.pack_into("<Q", self.mapping, layout.DOORBELL_SIM_COUNTER, count)
 
@@ -177,7 +186,11 @@ class SimSide:
 
 
 def test_the_runner_rings_after_each_message_and_waits_for_ppm_sims():
-    sim = SimSide()
+    with SimSide() as sim:
+        runner_rings_and_waits(sim)
+
+
+def runner_rings_and_waits(sim: SimSide) -> None:
     doorbell = native.Doorbell(os.dup(sim.fd))
     doorbell.ring()
     doorbell.ring()
@@ -199,30 +212,32 @@ def test_the_runner_rings_after_each_message_and_waits_for_ppm_sims():
 
 
 def test_a_wait_ends_when_ppm_sim_rings_meanwhile():
-    sim = SimSide()
-    doorbell = native.Doorbell(os.dup(sim.fd))
-    # The wait releases the GIL: this thread rings while it spins.
-    ringer = threading.Timer(0.02, sim.ring_to, args=(1,))
-    ringer.start()
-    started = time.monotonic()
-    assert doorbell.wait(limit_ns=20_000_000_000)
-    assert time.monotonic() - started < 10
-    ringer.join()
+    with SimSide() as sim:
+        doorbell = native.Doorbell(os.dup(sim.fd))
+        # The wait releases the GIL: this thread rings while it spins.
+        ringer = threading.Timer(0.02, sim.ring_to, args=(1,))
+        ringer.start()
+        started = time.monotonic()
+        assert doorbell.wait(limit_ns=20_000_000_000)
+        assert time.monotonic() - started < 10
+        ringer.join()
 
 
 def test_the_doorbell_comes_from_the_environment_or_not_at_all(monkeypatch):
     monkeypatch.delenv(layout.DOORBELL_FD_VARIABLE, raising=False)
     assert native.Doorbell.from_environment() is None
-    monkeypatch.setenv(layout.DOORBELL_FD_VARIABLE, "three")
-    with pytest.raises(Fatal, match="must be a file descriptor number, not 'three'"):
-        native.Doorbell.from_environment()
-    sim = SimSide()
-    monkeypatch.setenv(layout.DOORBELL_FD_VARIABLE, str(os.dup(sim.fd)))
-    doorbell = native.Doorbell.from_environment()
-    assert doorbell is not None
-    doorbell.ring()
-    assert sim.runner_count() == 1
-    closed = os.dup(sim.fd)
-    os.close(closed)
-    with pytest.raises(Fatal, match=f"cannot map the doorbell \\(file descriptor {closed}\\)"):
-        native.Doorbell(closed)
+    for wrong in ("three", "\u00b2"):  # '²' is a digit to str.isdigit
+        monkeypatch.setenv(layout.DOORBELL_FD_VARIABLE, wrong)
+        with pytest.raises(Fatal, match=f"must be a file descriptor number, not '{wrong}'"):
+            native.Doorbell.from_environment()
+    with SimSide() as sim:
+        monkeypatch.setenv(layout.DOORBELL_FD_VARIABLE, str(os.dup(sim.fd)))
+        doorbell = native.Doorbell.from_environment()
+        assert doorbell is not None
+        assert layout.DOORBELL_FD_VARIABLE not in os.environ  # not passed on
+        doorbell.ring()
+        assert sim.runner_count() == 1
+        closed = os.dup(sim.fd)
+        os.close(closed)
+        with pytest.raises(Fatal, match=f"cannot map the doorbell \\(file descriptor {closed}\\)"):
+            native.Doorbell(closed)
