@@ -18,7 +18,8 @@
 //!   (docs/image-backend.md, "Two processes"). Granted only when the thread may use two
 //!   processors that no other run of this process uses (which the run then counts as its
 //!   own), the process's CPU quota gives two, and a doorbell can be made; otherwise the run is
-//!   shared.
+//!   shared. Other processes are not counted: a side that keeps spinning in vain rests
+//!   ([`super::doorbell::MISSES_BEFORE_REST`]).
 //!
 //! [`Placement::for_runner`] holds the calling thread on its processor until dropped (shared
 //! runs): the run's own threads inherit it (a thread takes its creator's mask), and so does

@@ -34,6 +34,13 @@ pub const FD_VARIABLE: &str = "PPM_DOORBELL_FD";
 pub const SPIN_LIMIT: Duration = Duration::from_micros(200);
 /// How many looks at the counter between two looks at the clock.
 const LOOKS_PER_CLOCK: u32 = 64;
+/// After this many waits in a row that spun to [`SPIN_LIMIT`] in vain, a side rests: the
+/// other side is not getting a processor (other runs or programs keep them busy), and spinning
+/// would take the processor it needs.
+pub const MISSES_BEFORE_REST: u32 = 3;
+/// How many waits a resting side makes on its pipe alone, without spinning, before it tries
+/// spinning again.
+pub const REST_WAITS: u32 = 1024;
 
 /// The two counters, as the page starts.
 #[repr(C)]
@@ -45,11 +52,16 @@ const _: () = assert!(std::mem::offset_of!(Counters, sim) == SIM_COUNTER_OFFSET)
 const _: () = assert!(std::mem::offset_of!(Counters, runner) == RUNNER_COUNTER_OFFSET);
 const _: () = assert!(size_of::<Counters>() <= DOORBELL_BYTES);
 
-/// A doorbell page, mapped in this process, and the count of the runner's messages received.
+/// A doorbell page, mapped in this process, the count of the runner's messages received, and
+/// whether this side spins ([`MISSES_BEFORE_REST`]).
 pub struct Doorbell {
     file: OwnedFd,
     counters: NonNull<Counters>,
     received: u64,
+    /// Waits in a row that spun in vain.
+    misses: u32,
+    /// Waits left to make without spinning.
+    resting: u32,
 }
 
 // SAFETY: the mapping is owned by the `Doorbell` (unmapped only in `Drop`) and only accessed
@@ -91,7 +103,7 @@ impl Doorbell {
         }
         let counters = NonNull::new(address.cast::<Counters>())
             .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
-        Ok(Self { file, counters, received: 0 })
+        Ok(Self { file, counters, received: 0, misses: 0, resting: 0 })
     }
 
     /// Makes `command`'s process inherit the doorbell: its descriptor kept open across `exec`
@@ -119,21 +131,27 @@ impl Doorbell {
     }
 
     /// Before reading the runner's next message: spins until the runner's counter passes the
-    /// messages received so far, at most [`SPIN_LIMIT`] (the pipe then waits, if need be).
-    /// Counts the message as received.
+    /// messages received so far, at most [`SPIN_LIMIT`] (the pipe then waits, if need be), or
+    /// not at all while resting ([`MISSES_BEFORE_REST`]). Counts the message as received.
     pub fn wait(&mut self) {
         self.wait_at_most(SPIN_LIMIT);
     }
 
-    /// [`Self::wait`], spinning at most `limit`.
-    fn wait_at_most(&mut self, limit: Duration) {
-        let runner = &self.counters().runner;
+    /// [`Self::wait`], spinning at most `limit`; whether the ring came while it spun.
+    fn wait_at_most(&mut self, limit: Duration) -> bool {
         let received = self.received;
+        self.received = received + 1;
+        if self.resting > 0 {
+            self.resting -= 1;
+            return false;
+        }
+        let runner = &self.counters().runner;
         let start = Instant::now();
-        'spinning: loop {
+        loop {
             for _ in 0..LOOKS_PER_CLOCK {
                 if runner.load(Ordering::Acquire) > received {
-                    break 'spinning;
+                    self.misses = 0;
+                    return true;
                 }
                 std::hint::spin_loop();
             }
@@ -141,7 +159,12 @@ impl Doorbell {
                 break;
             }
         }
-        self.received = received + 1;
+        self.misses += 1;
+        if self.misses >= MISSES_BEFORE_REST {
+            self.misses = 0;
+            self.resting = REST_WAITS;
+        }
+        false
     }
 
     /// The runner's counter: what the runner process sees at [`RUNNER_COUNTER_OFFSET`].
@@ -221,20 +244,21 @@ mod tests {
         // Nothing rung: the wait ends after the limit (the message then comes by the pipe),
         // and counts the message all the same.
         let start = Instant::now();
-        doorbell.wait();
+        assert!(!doorbell.wait_at_most(SPIN_LIMIT));
         assert!(start.elapsed() >= SPIN_LIMIT, "{:?}", start.elapsed());
         assert_eq!(doorbell.received, 1);
         // That message rung late: its ring does not end the wait for the next one.
         doorbell.runner_counter().store(1, Ordering::Release);
         let start = Instant::now();
-        doorbell.wait();
+        assert!(!doorbell.wait_at_most(SPIN_LIMIT));
         assert!(start.elapsed() >= SPIN_LIMIT, "{:?}", start.elapsed());
-        // Both later messages rung before the wait: it ends at once.
+        // Both later messages rung before the wait: it ends at once (and the two misses
+        // before it no longer count).
         doorbell.runner_counter().store(3, Ordering::Release);
         let start = Instant::now();
-        doorbell.wait_at_most(LONG);
+        assert!(doorbell.wait_at_most(LONG));
         assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
-        assert_eq!(doorbell.received, 3);
+        assert_eq!((doorbell.received, doorbell.misses), (3, 0));
         // Rung through the other view by another thread while this one spins: the wait ends
         // then.
         let runner = second_view(&doorbell);
@@ -244,10 +268,31 @@ mod tests {
                 runner.runner_counter().fetch_add(1, Ordering::Release);
             });
             let start = Instant::now();
-            doorbell.wait_at_most(LONG);
+            assert!(doorbell.wait_at_most(LONG));
             assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
         });
         assert_eq!(doorbell.received, 4);
+    }
+
+    /// A side whose waits spin in vain again and again rests: it then waits on its pipe alone
+    /// for [`REST_WAITS`] messages, however long its spin limit, and spins again after them.
+    #[test]
+    fn a_side_that_keeps_spinning_in_vain_rests() {
+        const LONG: Duration = Duration::from_secs(20);
+        let mut doorbell = Doorbell::new().expect("doorbell");
+        for _ in 0..MISSES_BEFORE_REST {
+            assert!(!doorbell.wait_at_most(Duration::from_micros(10)));
+        }
+        let start = Instant::now();
+        for _ in 0..REST_WAITS {
+            assert!(!doorbell.wait_at_most(LONG), "a resting wait spins for nothing");
+        }
+        assert!(start.elapsed() < LONG / 2, "{:?}", start.elapsed());
+        // Rested: it spins again, and a ring (every message so far and this one) ends it.
+        let received = doorbell.received;
+        doorbell.runner_counter().store(received + 1, Ordering::Release);
+        assert!(doorbell.wait_at_most(LONG));
+        assert_eq!(doorbell.received, received + 1);
     }
 
     /// The child finds the doorbell open at the number it is told, a page long; a child not

@@ -38,8 +38,12 @@ DOORBELL_FD_VARIABLE = "PPM_DOORBELL_FD"
 DOORBELL_BYTES = 0x1000
 DOORBELL_SIM_COUNTER = 0
 DOORBELL_RUNNER_COUNTER = 8
-# How long the runner spins for ppm-sim's next message before it sleeps on the pipe.
+# How long the runner spins for ppm-sim's next message before it sleeps on the pipe; after how
+# many such spins in vain in a row it rests (ppm-sim is not getting a processor), and for how
+# many messages it then waits on the pipe alone.
 DOORBELL_SPIN_NS = 200_000
+DOORBELL_MISSES_BEFORE_REST = 3
+DOORBELL_REST_WAITS = 1024
 
 DRIVER_OBJECT = DATA
 REGISTRY_PATH = DATA + 0x200

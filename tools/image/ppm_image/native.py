@@ -25,6 +25,8 @@ from unicorn.unicorn_py3.unicorn import uc_hook_h, uclib
 from .layout import (
     DOORBELL_BYTES,
     DOORBELL_FD_VARIABLE,
+    DOORBELL_MISSES_BEFORE_REST,
+    DOORBELL_REST_WAITS,
     DOORBELL_RUNNER_COUNTER,
     DOORBELL_SIM_COUNTER,
     DOORBELL_SPIN_NS,
@@ -143,7 +145,9 @@ class Doorbell:
     """The doorbell of a spinning handoff (docs/image-backend.md, "Two processes"): a page shared
     with ppm-sim holding its message counter and the runner's. The runner rings after writing
     a whole message, and before reading one spins on ppm-sim's counter (in C, the GIL
-    released) for at most DOORBELL_SPIN_NS; the pipe then waits, if need be."""
+    released) for at most DOORBELL_SPIN_NS; the pipe then waits, if need be. After
+    DOORBELL_MISSES_BEFORE_REST spins in vain in a row it rests: DOORBELL_REST_WAITS waits on
+    the pipe alone (ppm-sim is not getting a processor; spinning would take the one it needs)."""
 
     def __init__(self, fd: int):
         try:
@@ -159,6 +163,8 @@ class Doorbell:
         self.sim_counter = base + DOORBELL_SIM_COUNTER
         self.runner_counter = base + DOORBELL_RUNNER_COUNTER
         self.received = 0
+        self.misses = 0  # waits in a row that spun in vain
+        self.resting = 0  # waits left to make without spinning
         functions = library()
         self._ring = functions.ppm_doorbell_ring
         self._ring.argtypes = [ctypes.c_void_p]
@@ -172,11 +178,20 @@ class Doorbell:
         self._ring(self.runner_counter)
 
     def wait(self, limit_ns: int = DOORBELL_SPIN_NS) -> bool:
-        """Before reading ppm-sim's next message: whether it was rung within `limit_ns`. The
-        message counts as received either way."""
-        rung = bool(self._wait(self.sim_counter, self.received, limit_ns))
-        self.received += 1
-        return rung
+        """Before reading ppm-sim's next message: whether it was rung while this spun, at most
+        `limit_ns` (not at all while resting). The message counts as received either way."""
+        received = self.received
+        self.received = received + 1
+        if self.resting:
+            self.resting -= 1
+            return False
+        if self._wait(self.sim_counter, received, limit_ns):
+            self.misses = 0
+            return True
+        self.misses += 1
+        if self.misses >= DOORBELL_MISSES_BEFORE_REST:
+            self.misses, self.resting = 0, DOORBELL_REST_WAITS
+        return False
 
     @classmethod
     def from_environment(cls) -> Doorbell | None:

@@ -159,8 +159,10 @@ def test_the_doorbell_layout_is_ppm_sims():
     assert int(constant("RUNNER_COUNTER_OFFSET")) == layout.DOORBELL_RUNNER_COUNTER
     assert constant("FD_VARIABLE") == f'"{layout.DOORBELL_FD_VARIABLE}"'
     assert re.search(rf"const DOORBELL_BYTES: usize = {layout.DOORBELL_BYTES};", source)
-    # Both sides spin as long before they sleep on their pipes.
+    # Both sides spin as long before they sleep on their pipes, and rest alike.
     assert constant("SPIN_LIMIT") == f"Duration::from_micros({layout.DOORBELL_SPIN_NS // 1000})"
+    assert int(constant("MISSES_BEFORE_REST")) == layout.DOORBELL_MISSES_BEFORE_REST
+    assert int(constant("REST_WAITS")) == layout.DOORBELL_REST_WAITS
 
 
 class SimSide:
@@ -209,6 +211,20 @@ def runner_rings_and_waits(sim: SimSide) -> None:
     assert doorbell.wait(limit_ns=long)
     assert doorbell.wait(limit_ns=1_000_000) is False  # only three messages were rung
     assert time.monotonic() - started < 10
+
+
+def test_the_runner_rests_after_spinning_in_vain_again_and_again():
+    with SimSide() as sim:
+        doorbell = native.Doorbell(os.dup(sim.fd))
+        for _ in range(layout.DOORBELL_MISSES_BEFORE_REST):
+            assert not doorbell.wait(limit_ns=10_000)
+        started = time.monotonic()
+        for _ in range(layout.DOORBELL_REST_WAITS):
+            assert not doorbell.wait(limit_ns=20_000_000_000)  # resting: no spin at all
+        assert time.monotonic() - started < 10
+        # Rested: it spins again, and ppm-sim's ring ends the wait.
+        sim.ring_to(doorbell.received + 1)
+        assert doorbell.wait(limit_ns=20_000_000_000)
 
 
 def test_a_wait_ends_when_ppm_sim_rings_meanwhile():
