@@ -32,7 +32,8 @@ mod runner;
 mod symbols;
 pub mod verifier;
 
-pub use affinity::{HANDOFF_VARIABLE, Handoff, Placement};
+pub(crate) use affinity::Placement;
+pub use affinity::{HANDOFF_VARIABLE, Handoff};
 pub use callbacks::ImageCallbacks;
 pub use host::{ImageHost, KernelKeys, KernelLedger};
 pub use measurements::{

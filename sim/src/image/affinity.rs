@@ -140,18 +140,12 @@ impl Drop for Placement {
 fn claim_pair(allowed: &[usize], current: Option<usize>) -> Option<(usize, usize)> {
     let mut placed = PLACED_RUNS.lock().unwrap_or_else(PoisonError::into_inner);
     let free = |processor: &usize| placed.get(*processor).is_none_or(|&count| count == 0);
-    let mut pair = current.into_iter().filter(|processor| allowed.contains(processor));
-    let own = pair.next().filter(free).or_else(|| allowed.iter().copied().find(free))?;
+    let own = current
+        .filter(|processor| allowed.contains(processor) && free(processor))
+        .or_else(|| allowed.iter().copied().find(free))?;
     let runner = allowed.iter().copied().find(|&processor| processor != own && free(&processor))?;
-    let last = own.max(runner);
-    if placed.len() <= last {
-        placed.resize(last + 1, 0);
-    }
-    for processor in [own, runner] {
-        if let Some(count) = placed.get_mut(processor) {
-            *count += 1;
-        }
-    }
+    count_run(&mut placed, own);
+    count_run(&mut placed, runner);
     drop(placed);
     Some((own, runner))
 }
@@ -164,14 +158,19 @@ fn claim(allowed: &[usize], current: Option<usize>) -> Option<usize> {
         .iter()
         .copied()
         .min_by_key(|&processor| (load(processor), Some(processor) != current))?;
+    count_run(&mut placed, processor);
+    drop(placed);
+    Some(processor)
+}
+
+/// One more run on `processor` in `placed` ([`PLACED_RUNS`]), grown to hold it.
+fn count_run(placed: &mut Vec<u32>, processor: usize) {
     if placed.len() <= processor {
         placed.resize(processor + 1, 0);
     }
     if let Some(count) = placed.get_mut(processor) {
         *count += 1;
     }
-    drop(placed);
-    Some(processor)
 }
 
 /// Counts one run fewer on `processor`.
