@@ -82,7 +82,6 @@ pub struct Discontinuity {
     pub kind: DiscontinuityKind,
 }
 
-/// One processor's counter state.
 /// A System Management Interrupt waiting for the processor's next actual-count read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Smi {
@@ -94,6 +93,7 @@ struct Smi {
     period: Option<u64>,
 }
 
+/// One processor's counter state.
 #[derive(Debug)]
 struct ProcessorState {
     counters: CounterPair,
