@@ -100,12 +100,13 @@ impl Placement {
             && parallel >= 2
             && let Some(pair) = claim_pair(&allowed, current)
         {
-            // Without a doorbell (no memfd: a sandbox) the run is shared.
+            let mut spinning = Self { held: None, spinning: Some(pair), doorbell: None };
+            // Without a doorbell (no memfd: a sandbox) the run is shared: dropping `spinning`
+            // gives the pair back.
             if let Ok(doorbell) = Doorbell::new() {
-                return Self { held: None, spinning: Some(pair), doorbell: Some(doorbell) };
+                spinning.doorbell = Some(doorbell);
+                return spinning;
             }
-            release(pair.0);
-            release(pair.1);
         }
         let Some(processor) = claim(&allowed, current) else { return unplaced };
         if !os::pin(processor) {

@@ -116,17 +116,27 @@ _MOST_RUNS = PAGE // 2
 
 
 @functools.cache
+def typed_function(name: str, restype: Any, *argtypes: Any) -> Any:
+    """hooks.c's function `name`, with its C result and argument types (set once per
+    process: the library's function objects are shared)."""
+    function = getattr(library(), name)
+    function.restype = restype
+    function.argtypes = list(argtypes)
+    return function
+
+
+@functools.cache
 def _changed_runs_function() -> tuple[Any, Any]:
     """hooks.c's ppm_changed_runs, typed, and the array its runs are stored in."""
-    function = library().ppm_changed_runs
-    function.restype = ctypes.c_size_t
-    function.argtypes = [
+    function = typed_function(
+        "ppm_changed_runs",
+        ctypes.c_size_t,
         ctypes.c_char_p,
         ctypes.c_void_p,
         ctypes.c_size_t,
         ctypes.c_void_p,
         ctypes.c_size_t,
-    ]
+    )
     return function, (ctypes.c_uint32 * (2 * _MOST_RUNS))()
 
 
@@ -165,13 +175,10 @@ class Doorbell:
         self.received = 0
         self.misses = 0  # waits in a row that spun in vain
         self.resting = 0  # waits left to make without spinning
-        functions = library()
-        self._ring = functions.ppm_doorbell_ring
-        self._ring.argtypes = [ctypes.c_void_p]
-        self._ring.restype = None
-        self._wait = functions.ppm_doorbell_wait
-        self._wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64]
-        self._wait.restype = ctypes.c_int
+        self._ring = typed_function("ppm_doorbell_ring", None, ctypes.c_void_p)
+        self._wait = typed_function(
+            "ppm_doorbell_wait", ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64
+        )
 
     def ring(self) -> None:
         """After the runner wrote a whole message."""
