@@ -1066,16 +1066,16 @@ class Runner(Services):
         registers restored) or ends the command with KMODE_EXCEPTION_NOT_HANDLED."""
         if self.arch.name == "x64":
             registers = {**NONVOLATILE_REGS, "rsp": x86.UC_X86_REG_RSP}
-            pc, unwinding = "rip", seh
+            pc = "rip"
         else:
             registers = {**ARM64_NONVOLATILE_REGS, "sp": arm64.UC_ARM64_REG_SP}
-            pc, unwinding = "pc", arm64_unwind
+            pc = "pc"
         regs = {name: self.regs.read(reg) for name, reg in registers.items()}
         regs[pc] = address
         try:
             dispatch = self.unwinder.dispatch(regs, lambda at: at in (SENTINEL, NESTED_SENTINEL))
-        except unwinding.UnwindError as error:
-            dispatch = unwinding.Dispatch(None, None, f"unwind failed: {error}")
+        except seh.UnwindError as error:  # arm64_unwind raises seh's UnwindError too
+            dispatch = seh.Dispatch(None, None, f"unwind failed: {error}")
         self.seh_log.append(
             {
                 "address": address,
