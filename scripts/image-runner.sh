@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): Unicorn (GPL-2.0,
-# never in a shipped binary), capstone, pefile and orjson in the image backend's virtualenv
-# (target/image/venv, pinned in tools/image/requirements.txt, reinstalled only when that file
-# changes).
+# The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): the compiled
+# runner (tools/image/runner, built here in release when missing or older than its sources),
+# which loads Unicorn (GPL-2.0, never in a shipped binary) and capstone at run time from the
+# image backend's virtualenv (target/image/venv, pinned in tools/image/requirements.txt,
+# reinstalled only when that file changes); or the Python runner it replaces
+# (PPM_IMAGE_RUNNER=python).
 #
 # Usage: scripts/image-runner.sh [--setup-only | --self-test]
-#   (no option)   prepares the venv and runs the runner (python -m ppm_image.runner, from
-#                 tools/image): commands on stdin,
+#   (no option)   prepares the venv and the runner and runs it: commands on stdin,
 #                 answers and host requests on stdout (the line protocol), diagnostics on stderr
-#   --setup-only  prepares the venv and exits
+#   --setup-only  prepares the venv and the compiled runner and exits
 #   --self-test   ruff check, ruff format --check and pytest over tools/image (the tests
 #                 boot target/driver-image/x64/ppm_pep.sys and target/driver-image/arm64/ppm_pep.sys:
 #                 build them first with scripts/build-driver-image.sh --arch x64 / --arch arm64)
-# Environment: PPM_RUNNER_WRAPPER, a command (words split at spaces) the runner runs under,
-# e.g. scripts/measure-image-runner.sh's callgrind.
+# Environment: PPM_IMAGE_RUNNER, `compiled` (the default) or `python`; PPM_RUNNER_WRAPPER, a
+# command (words split at spaces) the runner runs under, e.g. scripts/measure-image-runner.sh's
+# callgrind.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOL=$ROOT/tools/image
@@ -40,8 +42,27 @@ LOG_NAME=image-runner
 source "$ROOT/scripts/lib/setup.sh"
 python_venv "$VENV" "$TOOL/requirements.txt"
 
+# The compiled runner's path, built (release, quietly, its output on stderr) when it is missing
+# or older than a file of its crate or the lock file.
+compiled_runner() {
+    local binary=${CARGO_TARGET_DIR:-$ROOT/target}/release/ppm-image-runner
+    if [[ ! -x $binary ]] || [[ -n $(find "$ROOT/tools/image/runner" "$ROOT/Cargo.lock" -newer "$binary" -print -quit) ]]; then
+        (cd "$ROOT" && cargo build --release --quiet -p ppm-image-runner) >&2 || return 1
+    fi
+    echo "$binary"
+}
+
+runner_kind=${PPM_IMAGE_RUNNER:-compiled}
+if [[ $runner_kind != compiled && $runner_kind != python ]]; then
+    echo "image-runner: PPM_IMAGE_RUNNER must be compiled or python, not '$runner_kind'" >&2
+    exit 2
+fi
+
 case $mode in
-    setup) exit 0 ;;
+    setup)
+        compiled_runner >/dev/null || { echo "image-runner: cannot build the compiled runner" >&2; exit 2; }
+        exit 0
+        ;;
     self-test)
         for arch in x64 arm64; do
             if [[ ! -f $ROOT/target/driver-image/$arch/ppm_pep.sys ]]; then
@@ -49,6 +70,10 @@ case $mode in
                 exit 2
             fi
         done
+        # The compiled runner's image reading is held to ppm_image.image's by
+        # tests/test_compiled_image.py.
+        PPM_COMPILED_RUNNER=$(compiled_runner) || { echo "image-runner: cannot build the compiled runner" >&2; exit 2; }
+        export PPM_COMPILED_RUNNER
         cd "$TOOL"
         "$VENV/bin/ruff" check --no-cache -q .
         "$VENV/bin/ruff" format --no-cache --check -q .
@@ -56,6 +81,10 @@ case $mode in
         ;;
     run)
         read -ra wrapper <<<"${PPM_RUNNER_WRAPPER:-}"
-        exec "${wrapper[@]}" "$VENV/bin/python" -m ppm_image.runner "$@"
+        if [[ $runner_kind == python ]]; then
+            exec "${wrapper[@]}" "$VENV/bin/python" -m ppm_image.runner "$@"
+        fi
+        compiled=$(compiled_runner) || { echo "image-runner: cannot build the compiled runner" >&2; exit 2; }
+        exec "${wrapper[@]}" "$compiled" "$@"
         ;;
 esac

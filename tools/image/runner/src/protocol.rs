@@ -1,0 +1,295 @@
+//! The line protocol of docs/image-backend.md: one JSON object per line each way; the pages a
+//! message names in `pages` follow its line as raw bytes. With a doorbell (a spinning
+//! handoff), each message sent rings it and each one received is waited for on it first.
+
+use std::io::{BufRead, BufReader, Read, Stdin, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use crate::layout::{
+    DOORBELL_BYTES, DOORBELL_FD_VARIABLE, DOORBELL_MISSES_BEFORE_REST, DOORBELL_REST_WAITS,
+    DOORBELL_RUNNER_COUNTER, DOORBELL_SIM_COUNTER, DOORBELL_SPIN_NS, MAX_CALL_PAGES, PAGE,
+    PAGE_BYTES,
+};
+
+/// The longest line accepted.
+const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// Why the runner cannot go on: `ppm-sim` sent what the protocol does not allow, or the runner
+/// itself failed. Answered with `{"error": text}`, then the runner exits 2.
+#[derive(Debug)]
+pub struct Fatal(pub String);
+
+impl Fatal {
+    /// A protocol violation or failure described by `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+}
+
+/// A JSON object.
+pub type Message = Map<String, Value>;
+
+/// A received message and the pages that followed it.
+pub struct Received {
+    /// The JSON object, without its `pages`.
+    pub message: Message,
+    /// The pages, in order (checked: whole pages; the addresses are checked by their user).
+    pub pages: Vec<(Value, Box<[u8; PAGE_BYTES]>)>,
+}
+
+/// stdin and stdout of the runner.
+pub struct Channel {
+    input: BufReader<Stdin>,
+    line: Vec<u8>,
+    doorbell: Option<Doorbell>,
+}
+
+impl Channel {
+    /// The runner's stdin and stdout, with `doorbell` if `ppm-sim` gave one.
+    pub fn new(doorbell: Option<Doorbell>) -> Self {
+        Self {
+            input: BufReader::with_capacity(1 << 16, std::io::stdin()),
+            line: Vec::new(),
+            doorbell,
+        }
+    }
+
+    /// Sends `message` (one line, one write).
+    pub fn send(&self, message: &Value) -> Result<(), Fatal> {
+        let mut data = serde_json::to_vec(message)
+            .map_err(|error| Fatal::new(format!("cannot encode a message: {error}")))?;
+        data.push(b'\n');
+        let mut out = std::io::stdout().lock();
+        out.write_all(&data)
+            .and_then(|()| out.flush())
+            .map_err(|error| Fatal::new(format!("cannot write to ppm-sim: {error}")))?;
+        if let Some(doorbell) = &self.doorbell {
+            doorbell.ring();
+        }
+        Ok(())
+    }
+
+    /// The next message, or `None` at the end of the input.
+    pub fn receive(&mut self) -> Result<Option<Received>, Fatal> {
+        if let Some(doorbell) = &mut self.doorbell {
+            doorbell.wait();
+        }
+        self.line.clear();
+        let read = (&mut self.input)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut self.line)
+            .map_err(|error| Fatal::new(format!("cannot read from ppm-sim: {error}")))?;
+        if read == 0 {
+            return Ok(None);
+        }
+        if self.line.len() > MAX_LINE_BYTES {
+            return Err(Fatal::new(format!("a line longer than {MAX_LINE_BYTES} bytes")));
+        }
+        let value: Value = serde_json::from_slice(&self.line).map_err(|error| {
+            let shown = String::from_utf8_lossy(&self.line[..self.line.len().min(80)]).into_owned();
+            Fatal::new(format!("not JSON: {error} in {shown:?}"))
+        })?;
+        let Value::Object(mut message) = value else {
+            let shown = String::from_utf8_lossy(&self.line[..self.line.len().min(80)]).into_owned();
+            return Err(Fatal::new(format!("not a JSON object: {shown:?}")));
+        };
+        let mut pages = Vec::new();
+        if let Some(entries) = message.remove("pages") {
+            let Value::Array(entries) = entries else {
+                return Err(Fatal::new(format!(
+                    "'pages' must be a list of at most {MAX_CALL_PAGES} pages"
+                )));
+            };
+            if entries.len() > MAX_CALL_PAGES {
+                return Err(Fatal::new(format!(
+                    "'pages' must be a list of at most {MAX_CALL_PAGES} pages"
+                )));
+            }
+            for entry in entries {
+                let whole = matches!(&entry, Value::Array(pair) if pair.len() == 2 && pair[1].as_u64() == Some(PAGE));
+                if !whole {
+                    return Err(Fatal::new(format!(
+                        "each page must be [address, {PAGE}], got {entry}"
+                    )));
+                }
+                let mut data = Box::new([0u8; PAGE_BYTES]);
+                self.input.read_exact(&mut data[..]).map_err(|_| {
+                    Fatal::new(format!("the input ended inside the bytes of page {}", entry[0]))
+                })?;
+                pages.push((entry[0].clone(), data));
+            }
+        }
+        Ok(Some(Received { message, pages }))
+    }
+}
+
+/// `value`, a length or an offset in the runner's own memory, as a `usize` (`what` names it in
+/// the error, which a 64-bit host never gives).
+pub fn to_usize(value: u64, what: &str) -> Result<usize, Fatal> {
+    usize::try_from(value)
+        .map_err(|_| Fatal::new(format!("{what} {value:#x} does not fit in the runner's memory")))
+}
+
+/// `message[key]`, an unsigned `bits`-bit integer.
+pub fn integer(message: &Message, key: &str, bits: u32) -> Result<u64, Fatal> {
+    unsigned(message.get(key), key, bits)
+}
+
+/// `value` (named `what` in the error), an unsigned `bits`-bit integer (not a bool).
+pub fn unsigned(value: Option<&Value>, what: &str, bits: u32) -> Result<u64, Fatal> {
+    let found =
+        value.and_then(Value::as_u64).filter(|number| bits >= 64 || *number < (1u64 << bits));
+    found.ok_or_else(|| {
+        let shown = value.map_or_else(|| "None".to_owned(), python_repr);
+        Fatal::new(format!("'{what}': expected an unsigned {bits}-bit integer, got {shown}"))
+    })
+}
+
+/// `value` as Python's `repr` shows the JSON value (for error texts).
+pub fn python_repr(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_owned(),
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        Value::String(text) => format!("'{text}'"),
+        other => other.to_string(),
+    }
+}
+
+/// `message[key]`, a hex string's bytes.
+pub fn hex_bytes(message: &Message, key: &str) -> Result<Vec<u8>, Fatal> {
+    let Some(Value::String(text)) = message.get(key) else {
+        let shown = message.get(key).map_or_else(|| "None".to_owned(), python_repr);
+        return Err(Fatal::new(format!("'{key}': expected a hex string, got {shown}")));
+    };
+    decode_hex(text).ok_or_else(|| Fatal::new(format!("'{key}': not a hex string")))
+}
+
+/// The bytes of a hex string (Python's `bytes.fromhex` without its spaces), or `None`.
+pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    let digits = text.as_bytes();
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    let nibble = |digit: u8| -> Option<u8> {
+        match digit {
+            b'0'..=b'9' => Some(digit - b'0'),
+            b'a'..=b'f' => Some(digit - b'a' + 10),
+            b'A'..=b'F' => Some(digit - b'A' + 10),
+            _ => None,
+        }
+    };
+    digits.chunks_exact(2).map(|pair| Some((nibble(pair[0])? << 4) | nibble(pair[1])?)).collect()
+}
+
+/// Lowercase hex of `data`.
+pub fn encode_hex(data: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * data.len());
+    for byte in data {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 15)]));
+    }
+    text
+}
+
+/// The doorbell of a spinning handoff (docs/image-backend.md, "Two processes"): a page shared
+/// with `ppm-sim` holding its message counter and the runner's.
+pub struct Doorbell {
+    /// The shared page, whose counters are 8-byte words.
+    page: *mut AtomicU64,
+    received: u64,
+    misses: u32,
+    resting: u32,
+}
+
+impl Doorbell {
+    /// The doorbell `ppm-sim` gave this process (the variable is removed from the
+    /// environment), if any.
+    pub fn from_environment() -> Result<Option<Self>, Fatal> {
+        let Some(value) = std::env::var_os(DOORBELL_FD_VARIABLE) else {
+            return Ok(None);
+        };
+        // SAFETY: the runner is single-threaded when this runs (at start, before the watchdog).
+        unsafe { std::env::remove_var(DOORBELL_FD_VARIABLE) };
+        let text = value.to_string_lossy().into_owned();
+        let fd: i32 = text
+            .parse()
+            .ok()
+            .filter(|_| text.bytes().all(|byte| byte.is_ascii_digit()))
+            .ok_or_else(|| {
+                Fatal::new(format!(
+                    "{DOORBELL_FD_VARIABLE} must be a file descriptor number, not '{text}'"
+                ))
+            })?;
+        // SAFETY: mapping a shared file of DOORBELL_BYTES; a failure is reported below.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                DOORBELL_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        let error = std::io::Error::last_os_error();
+        // SAFETY: closing the descriptor ppm-sim handed over: mapped or not, it is not needed.
+        unsafe { libc::close(fd) };
+        if page == libc::MAP_FAILED {
+            return Err(Fatal::new(format!(
+                "cannot map the doorbell (file descriptor {fd}): {error}"
+            )));
+        }
+        // The mapping is page-aligned, so the page may be addressed as 8-byte words.
+        Ok(Some(Self { page: page.cast(), received: 0, misses: 0, resting: 0 }))
+    }
+
+    /// The counter at byte `offset` of the page.
+    fn counter(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: `offset` is 0 or 8 (`DOORBELL_SIM_COUNTER`, `DOORBELL_RUNNER_COUNTER`): inside
+        // the mapped page of `DOORBELL_BYTES`.
+        let counter = unsafe { self.page.byte_add(offset) };
+        // SAFETY: the page is mapped for the process's life and page-aligned, so the counters at
+        // offsets 0 and 8 are 8-aligned; both processes only access them atomically.
+        unsafe { &*counter }
+    }
+
+    /// After the runner wrote a whole message.
+    fn ring(&self) {
+        self.counter(DOORBELL_RUNNER_COUNTER).fetch_add(1, Ordering::Release);
+    }
+
+    /// Before reading `ppm-sim`'s next message: spins at most `DOORBELL_SPIN_NS` for it (not at
+    /// all while resting).
+    fn wait(&mut self) {
+        let received = self.received;
+        self.received += 1;
+        if self.resting > 0 {
+            self.resting -= 1;
+            return;
+        }
+        let counter = self.counter(DOORBELL_SIM_COUNTER);
+        let start = Instant::now();
+        loop {
+            for _ in 0..64 {
+                if counter.load(Ordering::Acquire) > received {
+                    self.misses = 0;
+                    return;
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed().as_nanos() >= u128::from(DOORBELL_SPIN_NS) {
+                break;
+            }
+        }
+        self.misses += 1;
+        if self.misses >= DOORBELL_MISSES_BEFORE_REST {
+            self.misses = 0;
+            self.resting = DOORBELL_REST_WAITS;
+        }
+    }
+}
