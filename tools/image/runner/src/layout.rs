@@ -1,7 +1,7 @@
 //! The runner's address space, limits and status codes: the figures of
 //! `tools/image/ppm_image/layout.py`, which `tools/image/tests/test_layout.py` holds to the
 //! image's own build (the compiled runner's copy is held to the Python one by
-//! `tools/image/tests/test_compiled_runner.py` while both exist).
+//! `tools/image/tests/test_compiled_layout.py` while both exist).
 
 /// Unicorn's x86 has no paging: the runner's own memory lives just above the 47-bit user half.
 pub const KERNEL: u64 = 0x000F_F800_0000_0000;
