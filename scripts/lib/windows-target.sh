@@ -122,7 +122,7 @@ windows_target_copy_workspace() {
             cp "$ROOT/$file" "$dest/$file"
         fi
     done < <(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- \
-        .cargo Cargo.toml Cargo.lock build.rs src caller engine sim)
+        .cargo Cargo.toml Cargo.lock build.rs src caller engine sim tools/image/runner)
     # Files gone from the workspace leave the copy too.
     while IFS= read -r -d '' file; do
         file=${file#"$dest"/}
