@@ -292,14 +292,6 @@ impl Engine {
         checked(unsafe { (api().mem_protect)(self.handle, address, size, protection) })
     }
 
-    /// Runs from `begin` until `until` is reached or a hook stops the emulation. Hooks run
-    /// inside this call and may call it again (a nested run).
-    pub fn emu_start(&self, begin: u64, until: u64) -> Result<(), UcError> {
-        // SAFETY: plain values; the hooks' user data outlive the engine (the runner's state is
-        // boxed for the process's life).
-        checked(unsafe { (api().emu_start)(self.handle, begin, until, 0, 0) })
-    }
-
     /// Stops the emulation (from a hook or another thread).
     pub fn emu_stop(&self) {
         // SAFETY: plain value; uc_emu_stop may be called from any thread.
@@ -363,8 +355,10 @@ impl Engine {
 }
 
 impl Engine {
-    /// `emu_start` through the bare handle: the runner's hooks reach the runner while this
-    /// runs, so the caller holds no borrow of it across the call.
+    /// Runs the engine `handle` from `begin` until `until` is reached or a hook stops the
+    /// emulation. Hooks run inside this call and may call it again (a nested run). It takes
+    /// the bare handle, not an `Engine`: the hooks reach the runner that owns the engine while
+    /// this runs, so the caller holds no borrow of the runner across the call.
     pub fn emu_start_handle(handle: Handle, begin: u64, until: u64) -> Result<(), UcError> {
         // SAFETY: a live engine's handle; the hooks' user data outlive the engine.
         checked(unsafe { (api().emu_start)(handle, begin, until, 0, 0) })
