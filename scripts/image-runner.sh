@@ -10,9 +10,11 @@
 #   (no option)   prepares the venv and the runner and runs it: commands on stdin,
 #                 answers and host requests on stdout (the line protocol), diagnostics on stderr
 #   --setup-only  prepares the venv and the compiled runner and exits
-#   --self-test   ruff check, ruff format --check and pytest over tools/image (the tests
-#                 boot target/driver-image/x64/ppm_pep.sys and target/driver-image/arm64/ppm_pep.sys:
-#                 build them first with scripts/build-driver-image.sh --arch x64 / --arch arm64)
+#   --self-test   ruff check, ruff format --check and pytest over tools/image, twice: the fake
+#                 ppm-sim driving the Python runner in-process, then the compiled one as a
+#                 process (PPM_TEST_RUNNER=compiled). The tests boot
+#                 target/driver-image/x64/ppm_pep.sys and target/driver-image/arm64/ppm_pep.sys:
+#                 build them first with scripts/build-driver-image.sh --arch x64 / --arch arm64
 # Environment: PPM_IMAGE_RUNNER, `compiled` (the default) or `python`; PPM_RUNNER_WRAPPER, a
 # command (words split at spaces) the runner runs under, e.g. scripts/measure-image-runner.sh's
 # callgrind.
@@ -77,7 +79,10 @@ case $mode in
         cd "$TOOL"
         "$VENV/bin/ruff" check --no-cache -q .
         "$VENV/bin/ruff" format --no-cache --check -q .
-        exec "$VENV/bin/python" -m pytest -q
+        "$VENV/bin/python" -m pytest -q
+        # The same tests driving the compiled runner as a process (tests/fake_host.py's
+        # ProcessRunner); those that reach into the Python runner's internals are skipped.
+        PPM_TEST_RUNNER=compiled exec "$VENV/bin/python" -m pytest -q
         ;;
     run)
         read -ra wrapper <<<"${PPM_RUNNER_WRAPPER:-}"

@@ -285,6 +285,82 @@ IMAGES = {"x64": (IMAGE, MAP), "arm64": (ARM64_IMAGE, ARM64_MAP)}
 REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep"
 
 
+# Which runner a Session drives: `python` (default), the Python runner in-process, or
+# `compiled`, the compiled runner as ppm-sim starts it (ProcessRunner). scripts/image-runner.sh
+# --self-test runs the suite with each.
+RUNNER_VARIABLE = "PPM_TEST_RUNNER"
+
+
+class ProcessRunner:
+    """The compiled runner as ppm-sim starts it (scripts/image-runner.sh, PPM_IMAGE_RUNNER=
+    compiled), served by a FakeChannel's host: each message the runner sends goes to the
+    channel as the in-process runner's `send` would, and after each one (but the command's
+    final answer) the channel's next message is written to the runner, as its `receive` would
+    take it. A test that reaches into the Python runner's internals is skipped here."""
+
+    def __init__(self, channel: FakeChannel) -> None:
+        import os
+        import subprocess
+
+        self.channel = channel
+        self.process = subprocess.Popen(
+            ["bash", str(ROOT / "scripts" / "image-runner.sh")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PPM_IMAGE_RUNNER": "compiled"},
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        import pytest
+
+        pytest.skip(f"reaches into the Python runner ({name}): the compiled one is a process")
+
+    def write(self, message: dict[str, Any]) -> None:
+        """One message, its pages' bytes raw after its line."""
+        import json
+
+        pages = message.get("pages", [])
+        line = {**message, "pages": [[address, len(data)] for address, data in pages]}
+        if not pages:
+            line.pop("pages")
+        data = json.dumps(line).encode() + b"\n" + b"".join(bytes(d) for _, d in pages)
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def command(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Runs `message`: the runner's final answer (`{"done"}` with its `deferred`), the
+        host's answers and nested calls served meanwhile."""
+        import json
+
+        from ppm_image.protocol import ProtocolError
+
+        self.write(message)
+        depth = 0  # nested calls written and not yet done
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise ProtocolError(f"the runner exited ({self.process.wait(timeout=10)})")
+            reply = json.loads(line)
+            if "error" in reply:
+                raise ProtocolError(reply["error"])
+            if "host" not in reply and depth == 0:
+                return reply
+            if "host" not in reply:
+                depth -= 1
+            self.channel.send(reply)
+            following = self.channel.receive()
+            if following is None:
+                raise AssertionError(f"the fake host has nothing to answer {reply}")
+            if following.get("op") == "call":
+                depth += 1
+            self.write(following)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
 class Session:
     """One runner with one fake host; `command` runs a command and returns its `done`."""
 
@@ -298,9 +374,12 @@ class Session:
     ):
         """`image`: a patched copy of the architecture's image (its map is the original's);
         `verifier`: the load's Driver Verifier options (none: no rules)."""
+        import os
+
         self.host = host or FakeHost()
         self.channel = FakeChannel(self.host)
-        self.runner = Runner(self.channel)
+        self.process = os.environ.get(RUNNER_VARIABLE, "python") == "compiled"
+        self.runner = ProcessRunner(self.channel) if self.process else Runner(self.channel)
         image, map_path = (image or IMAGES[arch][0]), IMAGES[arch][1]
         load = {
             "op": "load",
@@ -316,8 +395,11 @@ class Session:
     def command(self, message: dict[str, Any]) -> dict[str, Any]:
         """As the runner's loop serves `message`: its `done` (with what was deferred to it
         delivered to the host first)."""
-        handler = getattr(self.runner, f"cmd_{message['op']}")
-        final = self.runner.with_deferred({"done": handler(message)})
+        if self.process:
+            final = self.runner.command(message)
+        else:
+            handler = getattr(self.runner, f"cmd_{message['op']}")
+            final = self.runner.with_deferred({"done": handler(message)})
         self.channel.send(final)
         self.channel.finals.pop()
         return final["done"]

@@ -827,19 +827,29 @@ def test_a_read_past_the_timestamps_sent_is_asked():
 
 
 def test_malformed_timestamps_are_refused():
-    """`timestamps` only with `processor`, a list of 1 to 8 counters, each checked when a read
-    uses it."""
-    session = booted(FakeHost(advancing=True))
-    _, processor = callbacks(session)
-    with pytest.raises(ProtocolError, match="timestamps"):
-        session.command({"op": "call", "address": processor, "args": [0], "timestamps": [5]})
-    call = {"op": "call", "address": processor, "args": [0], "processor": PROCESSOR_0}
-    for timestamps in ([], [5] * 5, 5):
+    """`timestamps` only with `processor`, a list of 1 to 4 counters, each checked when a read
+    uses it. Each refusal on a session of its own: a runner that refuses a message exits (the
+    compiled runner's process does)."""
+
+    def refused(message: dict[str, Any]) -> None:
+        session = booted(FakeHost(advancing=True))
+        _, processor = callbacks(session)
+        call = {"op": "call", "address": processor, "args": [0], **message}
+        if "pages" in message:
+            call = {**ready_to_read(session), **message}
         with pytest.raises(ProtocolError, match="timestamps"):
-            session.command({**call, "timestamps": timestamps})
-    read = {**ready_to_read(session), "pages": [[PAYLOAD, bytes(0x1000)]]}
-    with pytest.raises(ProtocolError, match="timestamps"):
-        session.command({**read, "processor": PROCESSOR_0, "timestamps": [-1] * 4})
+            session.command(call)
+
+    refused({"timestamps": [5]})
+    for timestamps in ([], [5] * 5, 5):
+        refused({"processor": PROCESSOR_0, "timestamps": timestamps})
+    refused(
+        {
+            "pages": [[PAYLOAD, bytes(0x1000)]],
+            "processor": PROCESSOR_0,
+            "timestamps": [-1] * 4,
+        }
+    )
 
 
 def test_a_call_without_its_processor_asks_for_each():
