@@ -3,6 +3,7 @@ an MSR table, one processor) and drives the Runner in-process through a Channel 
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -381,6 +382,7 @@ class Session:
         self.process = os.environ.get(RUNNER_VARIABLE, "python") == "compiled"
         self.runner = ProcessRunner(self.channel) if self.process else Runner(self.channel)
         image, map_path = (image or IMAGES[arch][0]), IMAGES[arch][1]
+        self.image_path, self.map_path, self.arch = image, map_path, arch
         load = {
             "op": "load",
             "image": str(image),
@@ -406,6 +408,26 @@ class Session:
 
     def boot(self) -> dict[str, Any]:
         return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})
+
+    @functools.cached_property
+    def symbols(self) -> Any:
+        """The map's functions of the loaded image, read by ppm_image.image (either runner)."""
+        from ppm_image import image as pe_image
+        from ppm_image.arch import ARCHES
+        from ppm_image.layout import IMAGE_BASE
+
+        arch = ARCHES[self.arch]
+        image = pe_image.parse_image(str(self.image_path), IMAGE_BASE, self.arch, arch.max_imports)
+        return pe_image.parse_map(str(self.map_path), image)
+
+    def symbol_address(self, name: str) -> int:
+        """Where the function `name` of the map is loaded."""
+        return self.loaded["image_base"] + self.symbols.rvas[self.symbols.names.index(name)]
+
+    def symbol(self, address: int) -> str:
+        """`address` as `function+0xOFFSET` (a runner's crash reports name addresses so)."""
+        found = self.symbols.lookup(address - self.loaded["image_base"])
+        return f"{found[0]}+{found[1]:#x}" if found else f"{address:#x}"
 
 
 class RunnerProcess:

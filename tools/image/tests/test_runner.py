@@ -70,19 +70,16 @@ def test_probe_gp_is_caught_by_the_images_own_except():
     session = booted(FakeHost(msrs={0xE7: 1, 0xE8: 2}))
     seh = session.command({"op": "report"})["seh"]
     assert seh, "no probe faulted"
-    runner = session.runner
     for entry in seh:
         assert entry["code"] == STATUS_PRIVILEGED_INSTRUCTION
         assert entry["handled"] is True
         assert entry["symbol"].startswith("ppm_image_readmsr")
-        assert runner.symbol(entry["handler"]).startswith("ppm_msr_probe_read+")
+        assert session.symbol(entry["handler"]).startswith("ppm_msr_probe_read+")
     assert session.host.registered is not None, "the driver did not go on after the #GP"
 
 
 def readmsr_address(session: Session) -> int:
-    runner = session.runner
-    index = runner.symbols.names.index("ppm_image_readmsr")
-    return session.loaded["image_base"] + runner.symbols.rvas[index]
+    return session.symbol_address("ppm_image_readmsr")
 
 
 def test_rdmsr_answered_by_the_host_and_fault_outside_try_is_bugcheck_0x1e():
@@ -417,8 +414,7 @@ def test_line_protocol_over_stdio():
 
 
 def symbol_address(session: Session, name: str) -> int:
-    runner = session.runner
-    return session.loaded["image_base"] + runner.symbols.rvas[runner.symbols.names.index(name)]
+    return session.symbol_address(name)
 
 
 def test_kebugcheckex_is_a_crash_with_its_arguments():
