@@ -2,11 +2,13 @@
 `ppm-image-runner describe IMAGE MAP ARCH` prints what it parses of an image and its map, which
 must equal what parse_image, read_map, parse_map and find_sites give for the same files, for
 the built images (x64 and ARM64, and the self-test's broken copies when built) and for copies
-broken here, where both must refuse the image with the same one-line reason.
+broken here, where both must refuse the image with the same one-line reason. And the
+compiled runner's answer to bad input: one line, exit status 2.
 
-The binary: $PPM_COMPILED_RUNNER, else target/debug/ppm-image-runner (cargo build -p
-ppm-image-runner). capstone: the library the `capstone` package loads, passed as
-$PPM_CAPSTONE_LIB (one test leaves it unset: the binary finds the virtual environment's)."""
+The binary: $PPM_COMPILED_RUNNER (scripts/image-runner.sh --self-test sets it), else
+target/release/ppm-image-runner (cargo build --release -p ppm-image-runner). capstone: the
+library the `capstone` package loads, passed as $PPM_CAPSTONE_LIB (one test leaves it unset:
+the binary finds the virtual environment's)."""
 
 from __future__ import annotations
 
@@ -29,11 +31,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 IMAGES = ROOT / "target" / "driver-image"
 BUILT = {arch: (IMAGES / arch / "ppm_pep.sys", IMAGES / arch / "ppm_pep.map") for arch in ARCHES}
-RUNNER = Path(os.environ.get("PPM_COMPILED_RUNNER", ROOT / "target" / "debug" / "ppm-image-runner"))
+RUNNER = Path(
+    os.environ.get("PPM_COMPILED_RUNNER", ROOT / "target" / "release" / "ppm-image-runner")
+)
 CAPSTONE_LIB = Path(capstone.__file__).resolve().parent / "lib" / "libcapstone.so"
 
 pytestmark = pytest.mark.skipif(
-    not RUNNER.exists(), reason=f"no {RUNNER}: cargo build -p ppm-image-runner"
+    not RUNNER.exists(), reason=f"no {RUNNER}: cargo build --release -p ppm-image-runner"
 )
 
 
@@ -385,3 +389,35 @@ def test_missing_and_foreign_files_are_refused_the_same(tmp_path):
         (image, crlf),
     ):
         assert_same(image_path, map_file, "x64")
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"op": "bogus"}', "unknown command 'bogus'"),
+        ('{"op": "call", "address": 1}', "no image loaded"),
+        ('{"op": "load", "image": "/nonexistent", "map": "/x", "stack_bytes": 24576}', "not a PE"),
+        ('{"op": "load", "image": "x", "map": "y", "stack_bytes": 100}', "stack_bytes 100"),
+        ('{"op": "load", "image": "x", "map": "y", "arch": "mips", "stack_bytes": 4096}', "mips"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(line, expected):
+    """As ppm-sim would see it: one `{"error"}` line naming what was wrong, the same text on
+    stderr, exit status 2."""
+    result = subprocess.run(
+        [str(RUNNER)], input=line + "\n", capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 2
+    (reply,) = [json.loads(text) for text in result.stdout.splitlines()]
+    assert expected in reply["error"] and "\n" not in reply["error"]
+    assert result.stderr == f"image-runner: {reply['error']}\n"
+
+
+def test_an_argument_is_refused():
+    result = subprocess.run(
+        [str(RUNNER), "--verbose"], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert "unexpected argument '--verbose'" in result.stderr
