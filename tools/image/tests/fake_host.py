@@ -292,6 +292,22 @@ REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_p
 RUNNER_VARIABLE = "PPM_TEST_RUNNER"
 
 
+def patched_image(directory: Path, arch: str, rva: int, expected: bytes, code: bytes) -> Path:
+    """A copy of the architecture's image in `directory` with `code` at `rva`, where the file
+    holds `expected` (checked): what a test runs on either runner instead of writing into the
+    emulated memory."""
+    import pefile
+
+    original = IMAGES[arch][0]
+    offset = pefile.PE(str(original), fast_load=True).get_offset_from_rva(rva)
+    data = bytearray(original.read_bytes())
+    assert data[offset : offset + len(expected)] == expected, data[offset : offset + len(expected)]
+    data[offset : offset + len(code)] = code
+    copy = directory / "ppm_pep.sys"
+    copy.write_bytes(bytes(data))
+    return copy
+
+
 class ProcessRunner:
     """The compiled runner as ppm-sim starts it (scripts/image-runner.sh, PPM_IMAGE_RUNNER=
     compiled), served by a FakeChannel's host: each message the runner sends goes to the
