@@ -1,5 +1,6 @@
 """The runner's address space, limits and status codes, and its two ways to stop."""
 
+import os
 import re
 from pathlib import Path
 
@@ -106,6 +107,8 @@ PEP_INFORMATION_SIZE_FIELD = STRUCTURES["PEP_INFORMATION"]["Size"]
 PEP_KERNEL_INFORMATION_SIZE_FIELD = STRUCTURES["PEP_KERNEL_INFORMATION_STRUCT_V3"]["Size"]
 
 HANG_SECONDS = 5.0  # wall-clock limit of one command (a hang)
+HANG_MS_VARIABLE = "PPM_RUNNER_HANG_MS"  # sets another limit, in milliseconds
+MAX_HANG_MS = 3_600_000
 MAX_STACK_BYTES = 1 << 20
 MAX_COPY_BYTES = 16 << 20
 MAX_CALL_ARGS = 8
@@ -143,6 +146,20 @@ def _kmdf_function_count(header: Path) -> int:
 
 
 KMDF_MAX_FUNCTIONS = _kmdf_function_count(KMDF_HEADER)
+
+
+def hang_seconds_from_environment() -> float:
+    """The hang limit in seconds: HANG_MS_VARIABLE's (1 to MAX_HANG_MS milliseconds), else
+    HANG_SECONDS."""
+    value = os.environ.get(HANG_MS_VARIABLE)
+    if value is None:
+        return HANG_SECONDS
+    if not (value.isascii() and value.isdigit() and 1 <= int(value) <= MAX_HANG_MS):
+        raise Fatal(
+            f"{HANG_MS_VARIABLE} must be a whole number of milliseconds in 1..={MAX_HANG_MS}, "
+            f"not {value!r}"
+        )
+    return int(value) / 1000
 
 
 class Crash(Exception):

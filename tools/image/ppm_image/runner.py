@@ -55,7 +55,6 @@ from .layout import (
     DRIVER_SIZE,
     DRIVER_START,
     DRIVER_UNLOAD,
-    HANG_SECONDS,
     IMAGE_BASE,
     IMPORT_STUBS,
     IO_TYPE_DRIVER,
@@ -95,6 +94,7 @@ from .layout import (
     WDFDRIVER,
     Crash,
     Fatal,
+    hang_seconds_from_environment,
 )
 from .native import checked
 from .protocol import Channel, ProtocolError, hex_bytes, integer, unsigned
@@ -225,7 +225,7 @@ class Runner(Services):
         self.crash: Crash | None = None
         self.fatal: BaseException | None = None
         self.watchdog: Watchdog | None = None
-        self.hang_seconds = HANG_SECONDS
+        self.hang_seconds = hang_seconds_from_environment()
         self.executed: set[int] = set()  # function start RVAs
         self.function_hooks: dict[int, int] = {}  # function address -> its one-shot hook
         self.hook_functions: list[Any] = []  # the C functions of _code_hook's hooks
@@ -1499,11 +1499,11 @@ def main() -> int:
         )
         return 2
     try:
-        doorbell = native.Doorbell.from_environment()
+        runner = Runner(Channel(doorbell=native.Doorbell.from_environment()))
     except Fatal as error:
         print(f"image-runner: {error}", file=sys.stderr)
         return 2
-    return Runner(Channel(doorbell=doorbell)).serve()
+    return runner.serve()
 
 
 if __name__ == "__main__":

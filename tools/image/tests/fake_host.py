@@ -315,7 +315,7 @@ class ProcessRunner:
     final answer) the channel's next message is written to the runner, as its `receive` would
     take it. A test that reaches into the Python runner's internals is skipped here."""
 
-    def __init__(self, channel: FakeChannel) -> None:
+    def __init__(self, channel: FakeChannel, environment: dict[str, str] | None = None) -> None:
         import os
         import subprocess
 
@@ -324,7 +324,7 @@ class ProcessRunner:
             ["bash", str(ROOT / "scripts" / "image-runner.sh")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, "PPM_IMAGE_RUNNER": "compiled"},
+            env={**os.environ, "PPM_IMAGE_RUNNER": "compiled", **(environment or {})},
         )
 
     def __getattr__(self, name: str) -> Any:
@@ -388,15 +388,23 @@ class Session:
         arch: str = "x64",
         image: Path | None = None,
         verifier: dict[str, Any] | None = None,
+        hang_ms: int | None = None,
     ):
         """`image`: a patched copy of the architecture's image (its map is the original's);
-        `verifier`: the load's Driver Verifier options (none: no rules)."""
+        `verifier`: the load's Driver Verifier options (none: no rules); `hang_ms`: the
+        runner's hang limit (PPM_RUNNER_HANG_MS)."""
         import os
 
         self.host = host or FakeHost()
         self.channel = FakeChannel(self.host)
         self.process = os.environ.get(RUNNER_VARIABLE, "python") == "compiled"
-        self.runner = ProcessRunner(self.channel) if self.process else Runner(self.channel)
+        hang = {} if hang_ms is None else {"PPM_RUNNER_HANG_MS": str(hang_ms)}
+        if self.process:
+            self.runner = ProcessRunner(self.channel, hang)
+        else:
+            self.runner = Runner(self.channel)
+            if hang_ms is not None:
+                self.runner.hang_seconds = hang_ms / 1000
         image, map_path = (image or IMAGES[arch][0]), IMAGES[arch][1]
         self.image_path, self.map_path, self.arch = image, map_path, arch
         load = {

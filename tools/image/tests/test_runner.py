@@ -7,7 +7,16 @@ import time
 from typing import Any
 
 import pytest
-from fake_host import IMAGE, MAP, REGISTRY_PATH, FakeHost, RunnerProcess, Session, patched_image
+from fake_host import (
+    IMAGE,
+    MAP,
+    REGISTRY_PATH,
+    ROOT,
+    FakeHost,
+    RunnerProcess,
+    Session,
+    patched_image,
+)
 from unicorn import UC_PROT_NONE, UC_PROT_READ, UC_PROT_WRITE
 
 from ppm_image import printf
@@ -236,22 +245,46 @@ def test_untranslated_kmdf_index_is_a_crash():
         assert f"index {index} ({name})" in crash["what"]
 
 
-def test_hang_limit_ends_a_hang():
-    session = booted()
-    runner = session.runner
-    runner.watchdog.limit_seconds = 0.3
+def test_hang_limit_ends_a_hang(tmp_path):
+    plain = booted()
     # A `jmp $` in the image's int3 padding after ppm_image_readmsr's `ret`.
-    loop = readmsr_address(session) + 0x4A
-    assert runner.read(loop, 2) == b"\xcc\xcc"
-    runner.uc.mem_write(loop, b"\xeb\xfe")
+    loop = readmsr_address(plain) + 0x4A
+    rva = loop - plain.loaded["image_base"]
+    image = patched_image(tmp_path, "x64", rva, b"\xcc\xcc", b"\xeb\xfe")
+    session = Session(image=image, hang_ms=300)
+    assert session.boot() == {"status": 0}
     start = time.monotonic()
     crash = session.command({"op": "call", "address": loop, "args": []})["crash"]
     assert crash["code"] == 0 and "hang" in crash["what"]
+    assert crash["what"] == "hang: the command ran longer than 0.3 s"
+    assert crash["parameters"][0] == 300
     assert crash["address"] == loop
     assert time.monotonic() - start < 3
     # The next command runs normally (the watchdog was disarmed).
     done = session.command({"op": "call", "address": readmsr_address(session), "args": [0xE7]})
     assert done["rax"] == session.host.msrs[0xE7]
+
+
+@pytest.mark.parametrize("kind", ["compiled", "python"])
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "abc", "3600001", "٣"])
+def test_a_bad_hang_limit_is_refused(value, kind):
+    """PPM_RUNNER_HANG_MS: whole milliseconds, 1 to an hour; anything else stops the runner at
+    its start with one line, exit 2."""
+    import os
+    import subprocess
+
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "image-runner.sh")],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PPM_RUNNER_HANG_MS": value, "PPM_IMAGE_RUNNER": kind},
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "PPM_RUNNER_HANG_MS must be a whole number of milliseconds" in result.stderr
+    assert result.stderr.count("\n") == 1
 
 
 def test_cli_sti_reported_only_on_change():
@@ -685,17 +718,16 @@ def test_wrmsr_reaches_the_host_and_its_fault_is_caught():
     assert last["handled"] and last["symbol"].startswith("__writemsr")
 
 
-def test_a_function_table_larger_than_kmdf_1_31_is_refused():
+def test_a_function_table_larger_than_kmdf_1_31_is_refused(tmp_path):
     import re
 
-    session = Session()
     text = MAP.read_text()
     preferred = int(re.search(r"Preferred load address is ([0-9a-fA-F]+)", text).group(1), 16)
     bind_info = int(re.search(r"\sbind_info\s+([0-9a-f]{16})", text).group(1), 16) - preferred
-    runner = session.runner
-    field = session.loaded["image_base"] + bind_info + 28  # WDF_BIND_INFO.FuncCount
-    assert runner.u32(field) == KMDF_MAX_FUNCTIONS
-    runner.uc.mem_write(field, (KMDF_MAX_FUNCTIONS + 1).to_bytes(4, "little"))
+    field = bind_info + 28  # WDF_BIND_INFO.FuncCount, an RVA
+    count = KMDF_MAX_FUNCTIONS.to_bytes(4, "little")
+    larger = (KMDF_MAX_FUNCTIONS + 1).to_bytes(4, "little")
+    session = Session(image=patched_image(tmp_path, "x64", field, count, larger))
     assert session.boot() == {"status": 0xC000000D}  # STATUS_INVALID_PARAMETER, from the bind
     assert session.host.registered is None
     assert session.command({"op": "report"})["kmdf"] == []
@@ -721,8 +753,7 @@ def test_pofx_services_are_host_requests():
 
 def test_time_waiting_for_the_host_is_not_a_hang():
     host = FakeHost()
-    session = Session(host)
-    session.runner.watchdog.limit_seconds = 0.3
+    session = Session(host, hang_ms=300)
     answer = host.answer
     slept = []
 
@@ -922,16 +953,17 @@ def test_a_message_with_malformed_pages_is_refused(pages, after, expected):
         Channel(io.BytesIO(line + after), io.StringIO()).receive()
 
 
-def test_a_nested_bugcheck_ends_the_interrupted_call_with_it():
+def test_a_nested_bugcheck_ends_the_interrupted_call_with_it(tmp_path):
     """A notification nested in a call bugchecks (#UD): the machine is down, so the call it
     interrupted ends with the same bugcheck when its request is answered, and makes no other
     request (it does not run on with its hooks skipped, as Unicorn would run it)."""
-    host = FakeHost()
-    session = booted(host)
-    address = readmsr_address(session)
+    plain = booted()
+    address = readmsr_address(plain)
     cave = address + 0x4A  # ppm_image_readmsr's int3 padding
-    assert session.runner.read(cave, 2) == b"\xcc" * 2
-    session.runner.uc.mem_write(cave, b"\x0f\x0b")  # ud2
+    rva = cave - plain.loaded["image_base"]
+    host = FakeHost()
+    session = Session(host, image=patched_image(tmp_path, "x64", rva, b"\xcc" * 2, b"\x0f\x0b"))
+    assert session.boot() == {"status": 0}  # ud2 at `cave`
     host.inject_on = "rdmsr"
     host.inject.append({"op": "call", "address": cave, "args": []})
     asked = len(session.channel.asked)

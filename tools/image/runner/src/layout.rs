@@ -112,6 +112,30 @@ pub const PEP_KERNEL_INFORMATION_SIZE_FIELD: u64 = 2;
 
 /// Wall-clock limit of one command (a hang), in seconds.
 pub const HANG_SECONDS: f64 = 5.0;
+/// The environment variable that sets another hang limit, in milliseconds.
+pub const HANG_MS_VARIABLE: &str = "PPM_RUNNER_HANG_MS";
+/// The longest hang limit it may set, in milliseconds.
+pub const MAX_HANG_MS: u64 = 3_600_000;
+
+/// The hang limit in seconds: [`HANG_MS_VARIABLE`]'s, else [`HANG_SECONDS`].
+///
+/// # Errors
+/// The variable is not a whole number of milliseconds in `1..=MAX_HANG_MS`.
+pub fn hang_seconds_from_environment() -> Result<f64, crate::protocol::Fatal> {
+    let Some(value) = std::env::var_os(HANG_MS_VARIABLE) else {
+        return Ok(HANG_SECONDS);
+    };
+    let text = value.to_string_lossy();
+    let milliseconds = text
+        .parse::<u32>()
+        .ok()
+        .filter(|milliseconds| (1..=MAX_HANG_MS).contains(&u64::from(*milliseconds)));
+    milliseconds.map(|milliseconds| f64::from(milliseconds) / 1000.0).ok_or_else(|| {
+        crate::protocol::Fatal::new(format!(
+            "{HANG_MS_VARIABLE} must be a whole number of milliseconds in 1..={MAX_HANG_MS}, not '{text}'"
+        ))
+    })
+}
 /// The largest stack `load` accepts.
 pub const MAX_STACK_BYTES: u64 = 1 << 20;
 /// The most bytes one `memcpy`/`memset`/`memcmp` may cover.

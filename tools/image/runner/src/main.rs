@@ -76,7 +76,15 @@ fn serve() -> u8 {
         eprintln!("image-runner: {error}");
         return 2;
     }
+    let hang_seconds = match layout::hang_seconds_from_environment() {
+        Ok(seconds) => seconds,
+        Err(fatal) => {
+            eprintln!("image-runner: {}", fatal.0);
+            return 2;
+        }
+    };
     // Boxed and never moved: the hooks reach the runner through its address.
     let mut runner = Box::new(runner::Runner::new(protocol::Channel::new(doorbell)));
+    runner.hang_seconds = hang_seconds;
     runner.serve()
 }
