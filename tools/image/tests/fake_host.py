@@ -292,17 +292,20 @@ REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_p
 RUNNER_VARIABLE = "PPM_TEST_RUNNER"
 
 
-def patched_image(directory: Path, arch: str, rva: int, expected: bytes, code: bytes) -> Path:
-    """A copy of the architecture's image in `directory` with `code` at `rva`, where the file
-    holds `expected` (checked): what a test runs on either runner instead of writing into the
-    emulated memory."""
+def patched_image(directory: Path, arch: str, *patches: tuple[int, bytes, bytes]) -> Path:
+    """A copy of the architecture's image in `directory` with each patch's code at its RVA,
+    (rva, expected, code), where the file holds `expected` (checked): what a test runs on
+    either runner instead of writing into the emulated memory."""
     import pefile
 
     original = IMAGES[arch][0]
-    offset = pefile.PE(str(original), fast_load=True).get_offset_from_rva(rva)
+    pe = pefile.PE(str(original), fast_load=True)
     data = bytearray(original.read_bytes())
-    assert data[offset : offset + len(expected)] == expected, data[offset : offset + len(expected)]
-    data[offset : offset + len(code)] = code
+    for rva, expected, code in patches:
+        offset = pe.get_offset_from_rva(rva)
+        found = data[offset : offset + len(expected)]
+        assert found == expected, (hex(rva), found)
+        data[offset : offset + len(code)] = code
     copy = directory / "ppm_pep.sys"
     copy.write_bytes(bytes(data))
     return copy
@@ -434,15 +437,21 @@ class Session:
         return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})
 
     @functools.cached_property
-    def symbols(self) -> Any:
-        """The map's functions of the loaded image, read by ppm_image.image (either runner)."""
+    def image(self) -> Any:
+        """The loaded image as ppm_image.image reads it (for either runner)."""
         from ppm_image import image as pe_image
         from ppm_image.arch import ARCHES
         from ppm_image.layout import IMAGE_BASE
 
         arch = ARCHES[self.arch]
-        image = pe_image.parse_image(str(self.image_path), IMAGE_BASE, self.arch, arch.max_imports)
-        return pe_image.parse_map(str(self.map_path), image)
+        return pe_image.parse_image(str(self.image_path), IMAGE_BASE, self.arch, arch.max_imports)
+
+    @functools.cached_property
+    def symbols(self) -> Any:
+        """The map's functions of the loaded image, read by ppm_image.image (either runner)."""
+        from ppm_image import image as pe_image
+
+        return pe_image.parse_map(str(self.map_path), self.image)
 
     def symbol_address(self, name: str) -> int:
         """Where the function `name` of the map is loaded."""

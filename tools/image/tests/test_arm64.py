@@ -282,9 +282,10 @@ def test_arm64_untranslated_kmdf_index_is_a_crash():
 
 
 def text_padding(session: Session) -> int:
-    """An address in the zeroed tail of .text's last page, past its last instruction."""
+    """An address in the zeroed tail of .text's last page, past its last instruction (past the
+    section's virtual size: the loader maps zeros there whatever the file holds)."""
     runner = session.runner
-    text = next(section for section in runner.image.sections if section.name == ".text")
+    text = next(section for section in session.image.sections if section.name == ".text")
     cave = session.loaded["image_base"] + ((text.rva + text.size + 15) & ~15)
     assert cave % 0x1000 and runner.read(cave, 8) == bytes(8)  # udf #0
     return cave

@@ -250,7 +250,7 @@ def test_hang_limit_ends_a_hang(tmp_path):
     # A `jmp $` in the image's int3 padding after ppm_image_readmsr's `ret`.
     loop = readmsr_address(plain) + 0x4A
     rva = loop - plain.loaded["image_base"]
-    image = patched_image(tmp_path, "x64", rva, b"\xcc\xcc", b"\xeb\xfe")
+    image = patched_image(tmp_path, "x64", (rva, b"\xcc\xcc", b"\xeb\xfe"))
     session = Session(image=image, hang_ms=300)
     assert session.boot() == {"status": 0}
     start = time.monotonic()
@@ -727,7 +727,7 @@ def test_a_function_table_larger_than_kmdf_1_31_is_refused(tmp_path):
     field = bind_info + 28  # WDF_BIND_INFO.FuncCount, an RVA
     count = KMDF_MAX_FUNCTIONS.to_bytes(4, "little")
     larger = (KMDF_MAX_FUNCTIONS + 1).to_bytes(4, "little")
-    session = Session(image=patched_image(tmp_path, "x64", field, count, larger))
+    session = Session(image=patched_image(tmp_path, "x64", (field, count, larger)))
     assert session.boot() == {"status": 0xC000000D}  # STATUS_INVALID_PARAMETER, from the bind
     assert session.host.registered is None
     assert session.command({"op": "report"})["kmdf"] == []
@@ -773,7 +773,7 @@ def test_divide_error_without_a_handler_is_bugcheck_0x1e(tmp_path):
     cave = readmsr_address(plain) + 0x4A  # ppm_image_readmsr's int3 padding
     rva = cave - plain.loaded["image_base"]
     # xor ecx, ecx; div ecx
-    image = patched_image(tmp_path, "x64", rva, b"\xcc" * 4, b"\x31\xc9\xf7\xf1")
+    image = patched_image(tmp_path, "x64", (rva, b"\xcc" * 4, b"\x31\xc9\xf7\xf1"))
     session = Session(image=image)
     assert session.boot() == {"status": 0}
     crash = session.command({"op": "call", "address": cave, "args": []})["crash"]
@@ -962,7 +962,7 @@ def test_a_nested_bugcheck_ends_the_interrupted_call_with_it(tmp_path):
     cave = address + 0x4A  # ppm_image_readmsr's int3 padding
     rva = cave - plain.loaded["image_base"]
     host = FakeHost()
-    session = Session(host, image=patched_image(tmp_path, "x64", rva, b"\xcc" * 2, b"\x0f\x0b"))
+    session = Session(host, image=patched_image(tmp_path, "x64", (rva, b"\xcc" * 2, b"\x0f\x0b")))
     assert session.boot() == {"status": 0}  # ud2 at `cave`
     host.inject_on = "rdmsr"
     host.inject.append({"op": "call", "address": cave, "args": []})
