@@ -686,8 +686,9 @@ def test_a_session_enabled_at_registration_receives_driver_entrys_events():
     assert b"\0\0\0\0" in [bytes.fromhex(piece) for piece in result["data"]]  # Status 0
     requests = [r["host"] for r in session.host.requests]
     assert requests.index("etw_register") < requests.index("etw_write")
-    ((_, (callback, _)),) = session.runner.etw_providers.items()
-    assert session.runner.stack_report[callback][0] == 1, "the callback ran once, emulated"
+    if not session.process:  # the callback the image registered, as the runner holds it
+        ((_, (callback, _)),) = session.runner.etw_providers.items()
+        assert session.runner.stack_report[callback][0] == 1, "the callback ran once, emulated"
 
 
 def test_without_a_session_driver_entry_writes_no_event():
@@ -739,11 +740,12 @@ def test_pofx_services_are_host_requests():
     from ppm_image.layout import POFX_STUBS
 
     session = booted()
-    runner = session.runner
-    kernel = runner.kernel_information
-    assert runner.u64(kernel + 8) == 0x1234  # the POHANDLE the fake kernel returned
-    for offset in range(16, 96, 8):
-        assert runner.u64(kernel + offset) == POFX_STUBS + offset
+    if not session.process:  # the structure as the in-process runner's memory holds it
+        runner = session.runner
+        kernel = runner.kernel_information
+        assert runner.u64(kernel + 8) == 0x1234  # the POHANDLE the fake kernel returned
+        for offset in range(16, 96, 8):
+            assert runner.u64(kernel + offset) == POFX_STUBS + offset
     done = session.command({"op": "call", "address": POFX_STUBS + 16, "args": [0x1234, 7]})
     assert done["rax"] == 0
     request = session.host.requests[-1]
