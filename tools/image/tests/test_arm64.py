@@ -23,6 +23,7 @@ from fake_host import (
     MAP,
     FakeHost,
     Session,
+    patched_image,
 )
 from test_runner import (
     PAYLOAD,
@@ -281,43 +282,54 @@ def test_arm64_untranslated_kmdf_index_is_a_crash():
     assert "index 315 (WdfSpinLockCreate)" in crash["what"]
 
 
-def text_padding(session: Session) -> int:
-    """An address in the zeroed tail of .text's last page, past its last instruction (past the
-    section's virtual size: the loader maps zeros there whatever the file holds)."""
-    runner = session.runner
-    text = next(section for section in session.image.sections if section.name == ".text")
-    cave = session.loaded["image_base"] + ((text.rva + text.size + 15) & ~15)
-    assert cave % 0x1000 and runner.read(cave, 8) == bytes(8)  # udf #0
-    return cave
+def never_run(session: Session, name: str, length: int) -> tuple[int, bytes]:
+    """The RVA and first `length` bytes of the function the map names `name`, one the image
+    never runs (a panic path of panic-free code): room for a test's own instructions in a
+    patched copy of the image."""
+    import pefile
+
+    rva = session.symbol_address(name) - session.loaded["image_base"]
+    pe = pefile.PE(str(ARM64_IMAGE), fast_load=True)
+    return rva, pe.get_data(rva, length)
 
 
-def test_arm64_undefined_instruction_brk_fastfail_and_trap():
-    session = booted()
-    runner = session.runner
-    cave = text_padding(session)
+def test_arm64_undefined_instruction_brk_fastfail_and_trap(tmp_path):
+    """Each exception raised at a function's first instruction (so the virtual unwind finds
+    the caller, the sentinel, at once): udf and brk #1 are dispatched and no frame takes them;
+    brk #0xf003 is __fastfail."""
+    plain = booted()
+    first, first_bytes = never_run(plain, "_RNvCsfgHYwM92fyn_7___rustc17rust_begin_unwind", 8)
+    second, second_bytes = never_run(
+        plain, "_RNvNtCsdomDlujUJwH_9wdk_panic20kernel_panic_handler16rust_ke_bugcheck", 4
+    )
+    udf = (0).to_bytes(4, "little")  # udf #0
+    fastfail = (0xD4200000 | 0xF003 << 5).to_bytes(4, "little")  # brk #0xf003
+    trap = (0xD4200000 | 1 << 5).to_bytes(4, "little")  # brk #1
+    image = patched_image(
+        tmp_path, "arm64", (first, first_bytes, udf + fastfail), (second, second_bytes, trap)
+    )
+    session = Session(arch="arm64", image=image)
+    assert session.boot() == {"status": 0}
+    cave, trap_at = (session.loaded["image_base"] + rva for rva in (first, second))
     crash = session.command({"op": "call", "address": cave, "args": []})["crash"]
     assert crash["code"] == 0x1E  # udf #0: an undefined instruction
     assert crash["parameters"][:2] == [STATUS_ILLEGAL_INSTRUCTION, cave]
-    # Each snippet at its own address (Unicorn keeps code it translated); written through
-    # Unicorn (the section is read-execute for the image).
-    fastfail, trap = cave + 16, cave + 32
-    runner.uc.mem_write(fastfail, (0xD4200000 | 0xF003 << 5).to_bytes(4, "little"))
-    crash = session.command({"op": "call", "address": fastfail, "args": [7]})["crash"]
+    crash = session.command({"op": "call", "address": cave + 4, "args": [7]})["crash"]
     assert crash["code"] == 0x139 and crash["parameters"][0] == 7
-    assert crash["address"] == fastfail
-    runner.uc.mem_write(trap, (0xD4200000 | 1 << 5).to_bytes(4, "little"))  # brk #1
-    # brk #1: a breakpoint exception, dispatched; no function (and so no scope) covers it.
-    crash = session.command({"op": "call", "address": trap, "args": []})["crash"]
-    assert crash["code"] == 0x1E and crash["parameters"][:2] == [0x80000003, trap]
+    assert crash["address"] == cave + 4
+    crash = session.command({"op": "call", "address": trap_at, "args": []})["crash"]
+    assert crash["code"] == 0x1E and crash["parameters"][:2] == [0x80000003, trap_at]
     assert "no __except handler in any frame" in crash["what"]
 
 
-def test_arm64_hang_limit():
-    session = booted()
-    runner = session.runner
-    runner.watchdog.limit_seconds = 0.3
-    loop = text_padding(session)
-    runner.uc.mem_write(loop, (0x14000000).to_bytes(4, "little"))  # b . (to itself)
+def test_arm64_hang_limit(tmp_path):
+    plain = booted()
+    rva, found = never_run(plain, "_RNvCsfgHYwM92fyn_7___rustc17rust_begin_unwind", 4)
+    b_itself = (0x14000000).to_bytes(4, "little")  # b . (to itself)
+    image = patched_image(tmp_path, "arm64", (rva, found, b_itself))
+    session = Session(arch="arm64", image=image, hang_ms=300)
+    assert session.boot() == {"status": 0}
+    loop = session.loaded["image_base"] + rva
     start = time.monotonic()
     crash = session.command({"op": "call", "address": loop, "args": []})["crash"]
     assert crash["code"] == 0 and "hang" in crash["what"] and crash["address"] == loop
