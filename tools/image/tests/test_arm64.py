@@ -282,12 +282,14 @@ def test_arm64_untranslated_kmdf_index_is_a_crash():
     assert "index 315 (WdfSpinLockCreate)" in crash["what"]
 
 
-def never_run(session: Session, name: str, length: int) -> tuple[int, bytes]:
-    """The RVA and first `length` bytes of the function the map names `name`, one the image
-    never runs (a panic path of panic-free code): room for a test's own instructions in a
-    patched copy of the image."""
+def never_run(session: Session, suffix: str, length: int) -> tuple[int, bytes]:
+    """The RVA and first `length` bytes of the one function whose mangled name ends with
+    `suffix` (v0 mangling carries a per-build crate hash before it), one the image never runs
+    (a panic path of panic-free code): room for a test's own instructions in a patched copy
+    of the image."""
     import pefile
 
+    (name,) = [name for name in session.symbols.names if name.endswith(suffix)]
     rva = session.symbol_address(name) - session.loaded["image_base"]
     pe = pefile.PE(str(ARM64_IMAGE), fast_load=True)
     return rva, pe.get_data(rva, length)
@@ -298,10 +300,8 @@ def test_arm64_undefined_instruction_brk_fastfail_and_trap(tmp_path):
     the caller, the sentinel, at once): udf and brk #1 are dispatched and no frame takes them;
     brk #0xf003 is __fastfail."""
     plain = booted()
-    first, first_bytes = never_run(plain, "_RNvCsfgHYwM92fyn_7___rustc17rust_begin_unwind", 8)
-    second, second_bytes = never_run(
-        plain, "_RNvNtCsdomDlujUJwH_9wdk_panic20kernel_panic_handler16rust_ke_bugcheck", 4
-    )
+    first, first_bytes = never_run(plain, "17rust_begin_unwind", 8)
+    second, second_bytes = never_run(plain, "20kernel_panic_handler16rust_ke_bugcheck", 4)
     udf = (0).to_bytes(4, "little")  # udf #0
     fastfail = (0xD4200000 | 0xF003 << 5).to_bytes(4, "little")  # brk #0xf003
     trap = (0xD4200000 | 1 << 5).to_bytes(4, "little")  # brk #1
@@ -324,7 +324,7 @@ def test_arm64_undefined_instruction_brk_fastfail_and_trap(tmp_path):
 
 def test_arm64_hang_limit(tmp_path):
     plain = booted()
-    rva, found = never_run(plain, "_RNvCsfgHYwM92fyn_7___rustc17rust_begin_unwind", 4)
+    rva, found = never_run(plain, "17rust_begin_unwind", 4)
     b_itself = (0x14000000).to_bytes(4, "little")  # b . (to itself)
     image = patched_image(tmp_path, "arm64", (rva, found, b_itself))
     session = Session(arch="arm64", image=image, hang_ms=300)
