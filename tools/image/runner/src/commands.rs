@@ -250,12 +250,30 @@ impl Runner {
         Ok(())
     }
 
-    /// `driver_entry`.
-    pub fn cmd_driver_entry(&mut self, message: &Message) -> Outcome<Done> {
+    /// A command of the driver's life outside notifications (`driver_entry`, `device_add`,
+    /// `unload`) starts: an image is loaded, and Driver Verifier's rules are in their boot
+    /// phase.
+    fn enter_boot(&mut self) -> Outcome<()> {
         self.uc()?;
         if let Some(verifier) = &mut self.verifier {
             verifier.phase = crate::verifier::Phase::Boot;
         }
+        Ok(())
+    }
+
+    /// Calls `address` with `args` as the I/O manager or the framework does (interrupts
+    /// enabled, `PASSIVE_LEVEL`): its return register, or the `{"crash"}` it ended with.
+    fn boot_call(&mut self, address: u64, args: &[u64]) -> Outcome<Result<u64, Done>> {
+        let done = self.run(address, args, true, false, None, Vec::new(), None, None)?;
+        if done.contains_key("crash") {
+            return Ok(Err(done));
+        }
+        Ok(Ok(done.get("rax").and_then(Value::as_u64).unwrap_or(0)))
+    }
+
+    /// `driver_entry`.
+    pub fn cmd_driver_entry(&mut self, message: &Message) -> Outcome<Done> {
+        self.enter_boot()?;
         let Some(Value::String(path)) = message.get("registry_path") else {
             return Err(Fatal::new("driver_entry: 'registry_path' must be a string").into());
         };
@@ -297,63 +315,35 @@ impl Runner {
         let mut buffer = encoded;
         buffer.extend_from_slice(&[0, 0]);
         uc.mem_write(REGISTRY_PATH_BUFFER, &buffer)?;
-        let result = self.run(
-            entry,
-            &[DRIVER_OBJECT, REGISTRY_PATH],
-            true,
-            false,
-            None,
-            Vec::new(),
-            None,
-            None,
-        )?;
-        if result.contains_key("crash") {
-            return Ok(result);
-        }
-        Ok(object(json!({"status": rax(&result) & 0xFFFF_FFFF})))
+        Ok(match self.boot_call(entry, &[DRIVER_OBJECT, REGISTRY_PATH])? {
+            Ok(rax) => object(json!({"status": rax & 0xFFFF_FFFF})),
+            Err(crash) => crash,
+        })
     }
 
     /// `device_add`.
     pub fn cmd_device_add(&mut self) -> Outcome<Done> {
-        self.uc()?;
-        if let Some(verifier) = &mut self.verifier {
-            verifier.phase = crate::verifier::Phase::Boot;
-        }
+        self.enter_boot()?;
         if self.device_add == 0 {
             return Ok(object(json!({"status": null})));
         }
-        let result = self.run(
-            self.device_add,
-            &[WDFDRIVER, WDFDEVICE_INIT],
-            true,
-            false,
-            None,
-            Vec::new(),
-            None,
-            None,
-        )?;
-        if result.contains_key("crash") {
-            return Ok(result);
-        }
-        Ok(object(json!({"status": rax(&result) & 0xFFFF_FFFF})))
+        Ok(match self.boot_call(self.device_add, &[WDFDRIVER, WDFDEVICE_INIT])? {
+            Ok(rax) => object(json!({"status": rax & 0xFFFF_FFFF})),
+            Err(crash) => crash,
+        })
     }
 
     /// `unload`.
     pub fn cmd_unload(&mut self) -> Outcome<Done> {
-        self.uc()?;
-        if let Some(verifier) = &mut self.verifier {
-            verifier.phase = crate::verifier::Phase::Boot;
-        }
+        self.enter_boot()?;
         let unload = self.u64(DRIVER_OBJECT + DRIVER_UNLOAD)?;
         if unload == 0 {
             return Ok(object(json!({"called": false})));
         }
-        let result =
-            self.run(unload, &[DRIVER_OBJECT], true, false, None, Vec::new(), None, None)?;
-        if result.contains_key("crash") {
-            return Ok(result);
-        }
-        Ok(object(json!({"called": true})))
+        Ok(match self.boot_call(unload, &[DRIVER_OBJECT])? {
+            Ok(_) => object(json!({"called": true})),
+            Err(crash) => crash,
+        })
     }
 
     /// `report`: the measurements.
@@ -454,9 +444,4 @@ fn object(value: Value) -> Message {
         Value::Object(map) => map,
         _ => Message::new(),
     }
-}
-
-/// A `done`'s `rax`.
-fn rax(done: &Message) -> u64 {
-    done.get("rax").and_then(Value::as_u64).unwrap_or(0)
 }

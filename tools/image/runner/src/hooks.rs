@@ -328,7 +328,7 @@ impl Runner {
             SiteKind::Rdpmc => {
                 return Err(Crash::new(
                     KMODE_EXCEPTION_NOT_HANDLED,
-                    &[STATUS_PRIVILEGED_INSTRUCTION, address],
+                    [STATUS_PRIVILEGED_INSTRUCTION, address],
                     "RDPMC: the protocol has no host request for it",
                     address,
                 )
@@ -408,7 +408,7 @@ impl Runner {
             Arm64Site::Msr { register, .. } => {
                 return Err(Crash::new(
                     KMODE_EXCEPTION_NOT_HANDLED,
-                    &[STATUS_ILLEGAL_INSTRUCTION, address],
+                    [STATUS_ILLEGAL_INSTRUCTION, address],
                     format!(
                         "MSR S{}_{}_C{}_C{}_{}: the protocol has no host request for it",
                         register.op0, register.op1, register.crn, register.crm, register.op2
@@ -430,7 +430,7 @@ impl Runner {
                 let return_address = self.return_address()?;
                 return Err(Crash::new(
                     KMODE_EXCEPTION_NOT_HANDLED,
-                    &[STATUS_ILLEGAL_INSTRUCTION, address],
+                    [STATUS_ILLEGAL_INSTRUCTION, address],
                     format!("call of ?!{address:#x}: the runner does not translate it"),
                     return_address,
                 )
@@ -446,7 +446,7 @@ impl Runner {
                     let return_address = self.return_address()?;
                     return Err(Crash::new(
                         KMODE_EXCEPTION_NOT_HANDLED,
-                        &[STATUS_ILLEGAL_INSTRUCTION, address],
+                        [STATUS_ILLEGAL_INSTRUCTION, address],
                         format!("call of {dll}!{name}: the runner does not translate it"),
                         return_address,
                     )
@@ -483,7 +483,7 @@ impl Runner {
             let pc = self.pc();
             return Err(Crash::new(
                 UNEXPECTED_KERNEL_MODE_TRAP,
-                &[8],
+                [8],
                 format!("stack overflow: touched the guard page at {address:#x}"),
                 pc,
             )
@@ -509,7 +509,7 @@ impl Runner {
         if access == unicorn::MEM_WRITE_PROT {
             return Err(Crash::new(
                 ATTEMPTED_WRITE_TO_READONLY_MEMORY,
-                &[address],
+                [address],
                 format!("write to read-only memory at {address:#x} ({})", self.symbol(address)),
                 pc,
             )
@@ -518,7 +518,7 @@ impl Runner {
         let write = access == unicorn::MEM_WRITE_UNMAPPED || access == unicorn::MEM_WRITE_PROT;
         Err(Crash::new(
             PAGE_FAULT_IN_NONPAGED_AREA,
-            &[address, u64::from(write), pc],
+            [address, u64::from(write), pc],
             format!("access to unmapped memory at {address:#x}"),
             pc,
         )
@@ -531,13 +531,13 @@ impl Runner {
         match number {
             0x29 => {
                 let code = self.arg(0)?;
-                Err(Crash::new(0x139, &[code], "__fastfail (int 0x29)", rip).into())
+                Err(Crash::new(0x139, [code], "__fastfail (int 0x29)", rip).into())
             }
             0 => self.raise_exception(STATUS_INTEGER_DIVIDE_BY_ZERO, rip),
             3 => self.raise_exception(STATUS_BREAKPOINT, rip - 1),
             _ => Err(Crash::new(
                 UNEXPECTED_KERNEL_MODE_TRAP,
-                &[u64::from(number)],
+                [u64::from(number)],
                 format!("interrupt {number}"),
                 rip,
             )
@@ -555,7 +555,7 @@ impl Runner {
                 if immediate == ARM64_BRK_FASTFAIL {
                     let code = self.arg(0)?;
                     return Err(
-                        Crash::new(0x139, &[code], "__fastfail (brk #0xf003)", address).into()
+                        Crash::new(0x139, [code], "__fastfail (brk #0xf003)", address).into()
                     );
                 }
                 // `brk #0xf004`: an integer division by zero; any other (`brk #0xf000`,
@@ -570,14 +570,14 @@ impl Runner {
             ARM64_EXCP_UDEF => self.raise_exception(STATUS_ILLEGAL_INSTRUCTION, pc),
             3 | 4 => Err(Crash::new(
                 PAGE_FAULT_IN_NONPAGED_AREA,
-                &[0, 0, pc],
+                [0, 0, pc],
                 format!("abort (exception {number})"),
                 pc,
             )
             .into()),
             _ => Err(Crash::new(
                 UNEXPECTED_KERNEL_MODE_TRAP,
-                &[u64::from(number)],
+                [u64::from(number)],
                 format!("exception {number}"),
                 pc,
             )
@@ -654,7 +654,7 @@ impl Runner {
         match dispatch {
             Err(reason) => Err(Crash::new(
                 KMODE_EXCEPTION_NOT_HANDLED,
-                &[code, address],
+                [code, address],
                 format!("exception {code:#x} not handled: {reason}"),
                 address,
             )

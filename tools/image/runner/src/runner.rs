@@ -20,8 +20,9 @@ use crate::watchdog::Watchdog;
 /// A page's bytes.
 pub type PageBytes = Box<[u8; PAGE_BYTES]>;
 
-/// What Windows would bugcheck for: ends the command with a CRASH.
-#[derive(Debug, Clone)]
+/// What Windows would bugcheck for: ends the command with a CRASH (the runner's, and Driver
+/// Verifier's rules in `verifier.rs` raise it too).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Crash {
     /// The bugcheck code.
     pub code: u64,
@@ -35,9 +36,14 @@ pub struct Crash {
 
 impl Crash {
     /// A crash with up to four `parameters` (the rest 0).
-    pub fn new(code: u64, parameters: &[u64], what: impl Into<String>, address: u64) -> Self {
+    pub fn new(
+        code: u64,
+        parameters: impl AsRef<[u64]>,
+        what: impl Into<String>,
+        address: u64,
+    ) -> Self {
         let mut all = [0; 4];
-        for (slot, value) in all.iter_mut().zip(parameters) {
+        for (slot, value) in all.iter_mut().zip(parameters.as_ref()) {
             *slot = *value;
         }
         Self { code, parameters: all, what: what.into(), address }
@@ -80,17 +86,6 @@ impl From<Fatal> for Stop {
 impl From<Crash> for Stop {
     fn from(crash: Crash) -> Self {
         Self::Crash(crash)
-    }
-}
-
-impl From<crate::verifier::Crash> for Stop {
-    fn from(crash: crate::verifier::Crash) -> Self {
-        Self::Crash(Crash {
-            code: crash.code,
-            parameters: crash.parameters,
-            what: crash.what,
-            address: crash.address,
-        })
     }
 }
 
@@ -399,7 +394,7 @@ impl Runner {
                     let pc = self.pc();
                     return Err(Crash::new(
                         PAGE_FAULT_IN_NONPAGED_AREA,
-                        &[address, 0, pc, 0],
+                        [address, 0, pc, 0],
                         format!("access to user-mode address {address:#x} outside a call"),
                         pc,
                     )
@@ -412,7 +407,7 @@ impl Runner {
                 let pc = self.pc();
                 return Err(Crash::new(
                     PAGE_FAULT_IN_NONPAGED_AREA,
-                    &[address, 0, pc, 0],
+                    [address, 0, pc, 0],
                     format!("access to unmapped memory at {address:#x}"),
                     pc,
                 )
@@ -539,7 +534,7 @@ impl Runner {
             let pc = self.pc();
             return Err(Crash::new(
                 PAGE_FAULT_IN_NONPAGED_AREA,
-                &[page, 0, pc, 0],
+                [page, 0, pc, 0],
                 format!("ppm-sim memory at {page:#x} is not readable"),
                 pc,
             )
@@ -1010,7 +1005,7 @@ impl Runner {
             self.nested_instructions = outer_nested;
             return Err(Crash::new(
                 UNEXPECTED_KERNEL_MODE_TRAP,
-                &[8],
+                [8],
                 "no stack left for a nested call",
                 0,
             )
@@ -1184,7 +1179,7 @@ impl Runner {
                 self.crash = Some(if fired {
                     self.hang()
                 } else {
-                    Crash::new(0, &[], "emulation stopped before the return", pc)
+                    Crash::new(0, [], "emulation stopped before the return", pc)
                 });
             }
             return Ok(());
@@ -1201,7 +1196,7 @@ impl Runner {
         let milliseconds = (limit * 1000.0) as u64;
         Crash::new(
             0,
-            &[milliseconds],
+            [milliseconds],
             format!("hang: the command ran longer than {} s", python_float(limit)),
             self.pc(),
         )
@@ -1213,14 +1208,14 @@ impl Runner {
         if error.errno == unicorn::ERR_INSN_INVALID {
             return Crash::new(
                 crate::layout::KMODE_EXCEPTION_NOT_HANDLED,
-                &[crate::layout::STATUS_ILLEGAL_INSTRUCTION, pc],
+                [crate::layout::STATUS_ILLEGAL_INSTRUCTION, pc],
                 "invalid instruction (#UD)",
                 pc,
             );
         }
         Crash::new(
             PAGE_FAULT_IN_NONPAGED_AREA,
-            &[0, 0, pc],
+            [0, 0, pc],
             format!("emulation stopped: {}", error.message()),
             pc,
         )

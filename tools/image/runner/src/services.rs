@@ -142,7 +142,7 @@ impl Runner {
             let pc = self.pc();
             return Err(Crash::new(
                 KMODE_EXCEPTION_NOT_HANDLED,
-                &[0xC000_0005, pc],
+                [0xC000_0005, pc],
                 format!("memory operation of {length} bytes (limit {MAX_COPY_BYTES})"),
                 0,
             )
@@ -190,7 +190,7 @@ impl Runner {
                     *slot = self.arg(n + 1)?;
                 }
                 let address = self.return_address()?;
-                return Err(Crash::new(code, &parameters, "KeBugCheckEx", address).into());
+                return Err(Crash::new(code, parameters, "KeBugCheckEx", address).into());
             }
             "__C_specific_handler" => {
                 return Err(Fatal::new(
@@ -591,7 +591,7 @@ impl Runner {
             let address = self.return_address()?;
             return Err(Crash::new(
                 KMODE_EXCEPTION_NOT_HANDLED,
-                &[0xC000_0005, index],
+                [0xC000_0005, index],
                 format!("KMDF function table index {index} ({name}): not translated by the runner"),
                 address,
             )

@@ -27,6 +27,7 @@ use crate::ddi_rules::{
 };
 use crate::layout::{PAGE, POOL, POOL_LIMIT};
 use crate::protocol::{Fatal, Message, integer, python_repr};
+use crate::runner::Crash;
 
 /// Bug check `DRIVER_VERIFIER_DETECTED_VIOLATION`.
 pub const DRIVER_VERIFIER_DETECTED_VIOLATION: u64 = 0xC4;
@@ -75,29 +76,6 @@ pub const fn injectable_failure(failure: Failure) -> u64 {
 /// skipped every free) or `max-irql=ROUTINE:IRQL` (ROUTINE's documented IRQL lowered, as if the
 /// image called it higher than it does).
 pub const TEST_SWITCH: &str = "PPM_VERIFIER_TEST";
-
-/// The bug check the image ran into: ends the command with a CRASH.
-///
-/// A stand-in for the runner's own `Crash` (`layout.py`'s), which will replace it: the same
-/// four fields, the parameters padded to four.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Crash {
-    /// The bug check code.
-    pub code: u64,
-    /// Its four parameters.
-    pub parameters: [u64; 4],
-    /// What happened, in words.
-    pub what: String,
-    /// Where (0: not known).
-    pub address: u64,
-}
-
-impl Crash {
-    /// Bug check `code` with `parameters` because of `what`, at `address`.
-    pub fn new(code: u64, parameters: [u64; 4], what: impl Into<String>, address: u64) -> Self {
-        Self { code, parameters, what: what.into(), address }
-    }
-}
 
 /// The switch's value parsed: whether frees are skipped, and the lowered IRQLs by routine.
 pub type TestSwitch = (bool, BTreeMap<&'static str, u8>);
