@@ -43,11 +43,20 @@ pub fn repository() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// KMDF 1.31's function names by table index, from the Windows-target check's header.
-fn kmdf_names() -> Result<HashMap<u64, String>, Fatal> {
+/// KMDF 1.31's function names by table index and its `WdfFunctionTableNumEntries` (the
+/// function table's size), from the Windows-target check's header, read once.
+fn kmdf_header() -> Result<(HashMap<u64, String>, u64), Fatal> {
     let header = repository().join("tools/windows-check/include/kmdf-1.31.h");
     let text = std::fs::read_to_string(&header)
         .map_err(|error| Fatal::new(format!("{}: {error}", header.display())))?;
+    let count = kmdf_function_count(&text).ok_or_else(|| {
+        Fatal::new(format!("{}: no WdfFunctionTableNumEntries", header.display()))
+    })?;
+    Ok((kmdf_names(&text), count))
+}
+
+/// The function names by table index in the header's `text` (`WdfXxxTableIndex = N`).
+fn kmdf_names(text: &str) -> HashMap<u64, String> {
     let mut names = HashMap::new();
     for line in text.lines() {
         let Some(at) = line.find("TableIndex") else { continue };
@@ -65,26 +74,20 @@ fn kmdf_names() -> Result<HashMap<u64, String>, Fatal> {
             names.insert(index, name.to_owned());
         }
     }
-    Ok(names)
+    names
 }
 
-/// KMDF 1.31's `WdfFunctionTableNumEntries`: the function table's size.
-fn kmdf_function_count() -> Result<u64, Fatal> {
-    let header = repository().join("tools/windows-check/include/kmdf-1.31.h");
-    let text = std::fs::read_to_string(&header)
-        .map_err(|error| Fatal::new(format!("{}: {error}", header.display())))?;
-    text.lines()
-        .find_map(|line| {
-            let rest = line
-                .trim_start()
-                .strip_prefix("WdfFunctionTableNumEntries")?
-                .trim_start()
-                .strip_prefix('=')?;
-            let digits: String =
-                rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
-        })
-        .ok_or_else(|| Fatal::new(format!("{}: no WdfFunctionTableNumEntries", header.display())))
+/// `WdfFunctionTableNumEntries = N` in the header's `text`.
+fn kmdf_function_count(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line
+            .trim_start()
+            .strip_prefix("WdfFunctionTableNumEntries")?
+            .trim_start()
+            .strip_prefix('=')?;
+        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    })
 }
 
 impl Runner {
@@ -145,8 +148,7 @@ impl Runner {
         let image = image::parse_image(Path::new(path), IMAGE_BASE, arch, arch.max_imports())
             .map_err(Fatal::new)?;
         let symbols = image::parse_map(Path::new(map_path), &image).map_err(Fatal::new)?;
-        self.kmdf_index_names = kmdf_names()?;
-        self.kmdf_max_functions = kmdf_function_count()?;
+        (self.kmdf_index_names, self.kmdf_max_functions) = kmdf_header()?;
         let (uc_arch, uc_mode) = arch.unicorn();
         let uc = Engine::open(uc_arch, uc_mode)?;
         if arch == Arch::Arm64 {

@@ -500,11 +500,11 @@ impl Runner {
             return Ok(true);
         }
         let pc = self.pc();
-        if let Some(verifier) = &mut self.verifier {
-            let write = access == unicorn::MEM_WRITE_UNMAPPED || access == unicorn::MEM_WRITE_PROT;
-            if let Some(crash) = verifier.pool_fault(address, write, pc) {
-                return Err(crash.into());
-            }
+        let write = access == unicorn::MEM_WRITE_UNMAPPED || access == unicorn::MEM_WRITE_PROT;
+        if let Some(verifier) = &mut self.verifier
+            && let Some(crash) = verifier.pool_fault(address, write, pc)
+        {
+            return Err(crash.into());
         }
         if access == unicorn::MEM_WRITE_PROT {
             return Err(Crash::new(
@@ -515,7 +515,6 @@ impl Runner {
             )
             .into());
         }
-        let write = access == unicorn::MEM_WRITE_UNMAPPED || access == unicorn::MEM_WRITE_PROT;
         Err(Crash::new(
             PAGE_FAULT_IN_NONPAGED_AREA,
             [address, u64::from(write), pc],
