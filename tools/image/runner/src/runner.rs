@@ -628,7 +628,6 @@ impl Runner {
         pages.sort_by_key(|(page, _)| *page);
         let mut ranges: Vec<(u64, Vec<u8>)> = Vec::new();
         for (page, before) in pages {
-            let after = self.page_now(page);
             let outer = self
                 .mirrors
                 .iter()
@@ -637,9 +636,15 @@ impl Runner {
                 self.unprotected.insert(page);
                 self.stale.insert(page);
             }
-            if after[..] == before[..] {
+            // Most pages are unchanged: compared in place, copied only when they are not.
+            let unchanged = self.host_pages.get_mut(&page).map_or_else(
+                || before.iter().all(|byte| *byte == 0),
+                |memory| memory.bytes()[..] == before[..],
+            );
+            if unchanged {
                 continue;
             }
+            let after = self.page_now(page);
             let runs = changed_runs(&before[..], &after[..]);
             if let Some(level) = outer
                 && let Some((_, baseline)) =
