@@ -1,29 +1,25 @@
 #!/usr/bin/env bash
-# The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): the compiled
-# runner (tools/image/runner, built here in release when missing or older than its sources),
+# The dev-only image runner of `ppm-sim --pep image` (docs/image-backend.md): the runner
+# binary (tools/image/runner, built here in release when missing or older than its sources),
 # which loads Unicorn (GPL-2.0, never in a shipped binary) and capstone at run time from the
 # image backend's virtualenv (target/image/venv, pinned in tools/image/requirements.txt,
-# reinstalled only when that file changes); or the Python runner it replaces
-# (PPM_IMAGE_RUNNER=python).
+# reinstalled only when that file changes).
 #
 # Usage: scripts/image-runner.sh [--setup-only | --self-test]
 #   (no option)   prepares the venv and the runner and runs it: commands on stdin,
 #                 answers and host requests on stdout (the line protocol), diagnostics on stderr
-#   --setup-only  prepares the venv and the compiled runner and exits
-#   --self-test   ruff check, ruff format --check and pytest over tools/image, twice: the fake
-#                 ppm-sim driving the Python runner in-process, then the compiled one as a
-#                 process (PPM_TEST_RUNNER=compiled). The tests boot
+#   --setup-only  prepares the venv and the runner and exits
+#   --self-test   ruff check, ruff format --check and pytest over tools/image: a fake ppm-sim
+#                 (tests/fake_host.py) driving the runner as ppm-sim starts it. The tests boot
 #                 target/driver-image/x64/ppm_pep.sys and target/driver-image/arm64/ppm_pep.sys:
 #                 build them first with scripts/build-driver-image.sh --arch x64 / --arch arm64
-# Environment: PPM_IMAGE_RUNNER, `compiled` (the default) or `python`; PPM_RUNNER_WRAPPER, a
-# command (words split at spaces) the runner runs under, e.g. scripts/measure-image-runner.sh's
-# callgrind.
+# Environment: PPM_RUNNER_WRAPPER, a command (words split at spaces) the runner runs under, e.g.
+# scripts/measure-image-runner.sh's callgrind.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOL=$ROOT/tools/image
 VENV=$ROOT/target/image/venv
-# Compiled bytecode is kept under target/ (never beside the sources): a runner starts once per
-# scenario and per Driver Verifier run, and compiling its modules afresh cost 0.15 s a start.
+# The tests' compiled bytecode is kept under target/, never beside the sources.
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=$ROOT/target/image/pycache
 export PYTHONPATH=$TOOL
@@ -44,9 +40,9 @@ LOG_NAME=image-runner
 source "$ROOT/scripts/lib/setup.sh"
 python_venv "$VENV" "$TOOL/requirements.txt"
 
-# The compiled runner's path, built (release, quietly, its output on stderr) when it is missing
+# The runner's path, built (release, quietly, its output on stderr) when it is missing
 # or older than a file of its crate or the lock file.
-compiled_runner() {
+runner_binary() {
     local binary=${CARGO_TARGET_DIR:-$ROOT/target}/release/ppm-image-runner
     if [[ ! -x $binary ]] || [[ -n $(find "$ROOT/tools/image/runner" "$ROOT/Cargo.lock" -newer "$binary" -print -quit) ]]; then
         (cd "$ROOT" && cargo build --release --quiet -p ppm-image-runner) >&2 || return 1
@@ -54,15 +50,9 @@ compiled_runner() {
     echo "$binary"
 }
 
-runner_kind=${PPM_IMAGE_RUNNER:-compiled}
-if [[ $runner_kind != compiled && $runner_kind != python ]]; then
-    echo "image-runner: PPM_IMAGE_RUNNER must be compiled or python, not '$runner_kind'" >&2
-    exit 2
-fi
-
 case $mode in
     setup)
-        compiled_runner >/dev/null || { echo "image-runner: cannot build the compiled runner" >&2; exit 2; }
+        runner_binary >/dev/null || { echo "image-runner: cannot build the runner" >&2; exit 2; }
         exit 0
         ;;
     self-test)
@@ -72,24 +62,16 @@ case $mode in
                 exit 2
             fi
         done
-        # The compiled runner's image reading is held to ppm_image.image's by
-        # tests/test_compiled_image.py.
-        PPM_COMPILED_RUNNER=$(compiled_runner) || { echo "image-runner: cannot build the compiled runner" >&2; exit 2; }
-        export PPM_COMPILED_RUNNER
+        PPM_RUNNER_BINARY=$(runner_binary) || { echo "image-runner: cannot build the runner" >&2; exit 2; }
+        export PPM_RUNNER_BINARY
         cd "$TOOL"
         "$VENV/bin/ruff" check --no-cache -q .
         "$VENV/bin/ruff" format --no-cache --check -q .
-        "$VENV/bin/python" -m pytest -q
-        # The same tests driving the compiled runner as a process (tests/fake_host.py's
-        # ProcessRunner); those that reach into the Python runner's internals are skipped.
-        PPM_TEST_RUNNER=compiled exec "$VENV/bin/python" -m pytest -q
+        exec "$VENV/bin/python" -m pytest -q
         ;;
     run)
         read -ra wrapper <<<"${PPM_RUNNER_WRAPPER:-}"
-        if [[ $runner_kind == python ]]; then
-            exec "${wrapper[@]}" "$VENV/bin/python" -m ppm_image.runner "$@"
-        fi
-        compiled=$(compiled_runner) || { echo "image-runner: cannot build the compiled runner" >&2; exit 2; }
-        exec "${wrapper[@]}" "$compiled" "$@"
+        binary=$(runner_binary) || { echo "image-runner: cannot build the runner" >&2; exit 2; }
+        exec "${wrapper[@]}" "$binary" "$@"
         ;;
 esac

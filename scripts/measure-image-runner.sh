@@ -11,7 +11,7 @@
 # run to run: address-space randomisation is off (`setarch -R`: where ppm-sim's payloads lie
 # decides which pages the calls share, so what the runner maps, compares and protects), and
 # only the runner's main thread is counted (the hang watchdog's thread wakes on the wall
-# clock), string hashing fixed; and the two processes share a processor, waiting on their pipes
+# clock); and the two processes share a processor, waiting on their pipes
 # (PPM_IMAGE_HANDOFF=shared: a spinning wait's instructions would count the wall clock's time).
 # Run to run the runner's figure then agrees to a few thousand
 # instructions; ppm-sim's moves by its progress lines only (one per 10 s). Wall-clock time on the 2-core VM varies by
@@ -55,8 +55,6 @@ trap 'rm -rf "$WORK"' EXIT
 # PPM_RUNNER_WRAPPER is split at spaces.
 [[ $WORK != *[[:space:]]* ]] || die "the temporary directory $WORK holds a space (set TMPDIR)"
 
-# String hashing fixed too: it orders the runner's sets and dicts of names.
-export PYTHONHASHSEED=0
 export PPM_IMAGE_HANDOFF=shared
 export PPM_RUNNER_WRAPPER="valgrind --tool=callgrind --separate-threads=yes -q --callgrind-out-file=$WORK/runner.out"
 status=0

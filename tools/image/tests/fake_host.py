@@ -1,20 +1,24 @@
 """A fake ppm-sim for the runner's tests: answers host requests from plain dicts (a registry,
-an MSR table, one processor) and drives the Runner in-process through a Channel stand-in."""
+an MSR table, one processor) and serves the runner, started as ppm-sim starts it, through a
+FakeChannel that makes ppm-sim's moves between the runner's messages."""
 
 from __future__ import annotations
 
 import functools
+import os
 from collections import deque
 from pathlib import Path
 from typing import Any
-
-from ppm_image.protocol import Channel
-from ppm_image.runner import Runner
 
 HERE = Path(__file__).resolve().parent
 
 ROOT = HERE.parents[2]
 STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
+
+
+class ProtocolError(Exception):
+    """The runner refused a message (its `{"error"}` line), or ended."""
+
 
 # An Intel processor with the leaves the engine probes: vendor, family 6, HWP, the APERF/MPERF
 # and PMU leaves.
@@ -194,8 +198,9 @@ class FakeHost:
         return {}
 
 
-class FakeChannel(Channel):
-    """The runner's stdin/stdout, answered in-process by a FakeHost."""
+class FakeChannel:
+    """ppm-sim's side of the runner's stdin and stdout, answered by a FakeHost: `send` takes
+    each message the runner sends, `receive` what goes back to it next."""
 
     def __init__(self, host: FakeHost):
         self.host = host
@@ -283,13 +288,9 @@ MAP = ROOT / "target" / "driver-image" / "x64" / "ppm_pep.map"
 ARM64_IMAGE = ROOT / "target" / "driver-image" / "arm64" / "ppm_pep.sys"
 ARM64_MAP = ROOT / "target" / "driver-image" / "arm64" / "ppm_pep.map"
 IMAGES = {"x64": (IMAGE, MAP), "arm64": (ARM64_IMAGE, ARM64_MAP)}
+# The runner's binary, which scripts/image-runner.sh builds (--self-test sets the variable).
+RUNNER = Path(os.environ.get("PPM_RUNNER_BINARY", ROOT / "target" / "release" / "ppm-image-runner"))
 REGISTRY_PATH = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\ppm_pep"
-
-
-# Which runner a Session drives: `python` (default), the Python runner in-process, or
-# `compiled`, the compiled runner as ppm-sim starts it (ProcessRunner). scripts/image-runner.sh
-# --self-test runs the suite with each.
-RUNNER_VARIABLE = "PPM_TEST_RUNNER"
 
 
 def patched_image(directory: Path, arch: str, *patches: tuple[int, bytes, bytes]) -> Path:
@@ -312,11 +313,9 @@ def patched_image(directory: Path, arch: str, *patches: tuple[int, bytes, bytes]
 
 
 class ProcessRunner:
-    """The compiled runner as ppm-sim starts it (scripts/image-runner.sh, PPM_IMAGE_RUNNER=
-    compiled), served by a FakeChannel's host: each message the runner sends goes to the
-    channel as the in-process runner's `send` would, and after each one (but the command's
-    final answer) the channel's next message is written to the runner, as its `receive` would
-    take it. A test that reaches into the Python runner's internals is skipped here."""
+    """The runner as ppm-sim starts it (scripts/image-runner.sh), served by a FakeChannel:
+    each message the runner sends goes to the channel's `send`, and after each one (but the
+    command's final answer) the channel's next message is written to the runner."""
 
     def __init__(self, channel: FakeChannel, environment: dict[str, str] | None = None) -> None:
         import os
@@ -327,13 +326,8 @@ class ProcessRunner:
             ["bash", str(ROOT / "scripts" / "image-runner.sh")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, "PPM_IMAGE_RUNNER": "compiled", **(environment or {})},
+            env={**os.environ, **(environment or {})},
         )
-
-    def __getattr__(self, name: str) -> Any:
-        import pytest
-
-        pytest.skip(f"reaches into the Python runner ({name}): the compiled one is a process")
 
     def write(self, message: dict[str, Any]) -> None:
         """One message, its pages' bytes raw after its line."""
@@ -351,8 +345,6 @@ class ProcessRunner:
         """Runs `message`: the runner's final answer (`{"done"}` with its `deferred`), the
         host's answers and nested calls served meanwhile."""
         import json
-
-        from ppm_image.protocol import ProtocolError
 
         self.write(message)
         depth = 0  # nested calls written and not yet done
@@ -396,18 +388,10 @@ class Session:
         """`image`: a patched copy of the architecture's image (its map is the original's);
         `verifier`: the load's Driver Verifier options (none: no rules); `hang_ms`: the
         runner's hang limit (PPM_RUNNER_HANG_MS)."""
-        import os
-
         self.host = host or FakeHost()
         self.channel = FakeChannel(self.host)
-        self.process = os.environ.get(RUNNER_VARIABLE, "python") == "compiled"
         hang = {} if hang_ms is None else {"PPM_RUNNER_HANG_MS": str(hang_ms)}
-        if self.process:
-            self.runner = ProcessRunner(self.channel, hang)
-        else:
-            self.runner = Runner(self.channel)
-            if hang_ms is not None:
-                self.runner.hang_seconds = hang_ms / 1000
+        self.runner = ProcessRunner(self.channel, hang)
         image, map_path = (image or IMAGES[arch][0]), IMAGES[arch][1]
         self.image_path, self.map_path, self.arch = image, map_path, arch
         load = {
@@ -422,13 +406,9 @@ class Session:
         self.loaded = self.command(load)
 
     def command(self, message: dict[str, Any]) -> dict[str, Any]:
-        """As the runner's loop serves `message`: its `done` (with what was deferred to it
-        delivered to the host first)."""
-        if self.process:
-            final = self.runner.command(message)
-        else:
-            handler = getattr(self.runner, f"cmd_{message['op']}")
-            final = self.runner.with_deferred({"done": handler(message)})
+        """The runner's `done` for `message` (with what was deferred to it delivered to the
+        host first)."""
+        final = self.runner.command(message)
         self.channel.send(final)
         self.channel.finals.pop()
         return final["done"]
@@ -437,30 +417,34 @@ class Session:
         return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})
 
     @functools.cached_property
-    def image(self) -> Any:
-        """The loaded image as ppm_image.image reads it (for either runner)."""
-        from ppm_image import image as pe_image
-        from ppm_image.arch import ARCHES
-        from ppm_image.layout import IMAGE_BASE
+    def symbols(self) -> dict[str, list]:
+        """The map's functions of the loaded image as the runner reads them (its `describe`):
+        {"rvas": [...], "names": [...]}, by ascending RVA."""
+        import json
+        import subprocess
 
-        arch = ARCHES[self.arch]
-        return pe_image.parse_image(str(self.image_path), IMAGE_BASE, self.arch, arch.max_imports)
-
-    @functools.cached_property
-    def symbols(self) -> Any:
-        """The map's functions of the loaded image, read by ppm_image.image (either runner)."""
-        from ppm_image import image as pe_image
-
-        return pe_image.parse_map(str(self.map_path), self.image)
+        described = subprocess.run(
+            [str(RUNNER), "describe", str(self.image_path), str(self.map_path), self.arch],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return json.loads(described.stdout)["symbols"]
 
     def symbol_address(self, name: str) -> int:
         """Where the function `name` of the map is loaded."""
-        return self.loaded["image_base"] + self.symbols.rvas[self.symbols.names.index(name)]
+        return self.loaded["image_base"] + self.symbols["rvas"][self.symbols["names"].index(name)]
 
     def symbol(self, address: int) -> str:
         """`address` as `function+0xOFFSET` (a runner's crash reports name addresses so)."""
-        found = self.symbols.lookup(address - self.loaded["image_base"])
-        return f"{found[0]}+{found[1]:#x}" if found else f"{address:#x}"
+        import bisect
+
+        rva = address - self.loaded["image_base"]
+        index = bisect.bisect_right(self.symbols["rvas"], rva) - 1
+        if index < 0:
+            return f"{address:#x}"
+        return f"{self.symbols['names'][index]}+{rva - self.symbols['rvas'][index]:#x}"
 
 
 class RunnerProcess:

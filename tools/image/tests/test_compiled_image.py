@@ -5,7 +5,7 @@ the built images (x64 and ARM64, and the self-test's broken copies when built) a
 broken here, where both must refuse the image with the same one-line reason. And the
 compiled runner's answer to bad input: one line, exit status 2.
 
-The binary: $PPM_COMPILED_RUNNER (scripts/image-runner.sh --self-test sets it), else
+The binary: $PPM_RUNNER_BINARY (scripts/image-runner.sh --self-test sets it), else
 target/release/ppm-image-runner (cargo build --release -p ppm-image-runner). capstone: the
 library the `capstone` package loads, passed as $PPM_CAPSTONE_LIB (one test leaves it unset:
 the binary finds the virtual environment's)."""
@@ -22,18 +22,19 @@ from typing import Any
 import capstone
 import pefile
 import pytest
+from fake_host import RUNNER
 
 from ppm_image import image as pe_image
-from ppm_image.arch import ARCHES
 from ppm_image.layout import IMAGE_BASE
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 IMAGES = ROOT / "target" / "driver-image"
-BUILT = {arch: (IMAGES / arch / "ppm_pep.sys", IMAGES / arch / "ppm_pep.map") for arch in ARCHES}
-RUNNER = Path(
-    os.environ.get("PPM_COMPILED_RUNNER", ROOT / "target" / "release" / "ppm-image-runner")
-)
+# The imports the runner's 4 KiB import stub page holds: a 1-byte stub each on x64, 4 on ARM64.
+MAX_IMPORTS = {"x64": pe_image.MAX_IMPORTS, "arm64": pe_image.MAX_IMPORTS // 4}
+BUILT = {
+    arch: (IMAGES / arch / "ppm_pep.sys", IMAGES / arch / "ppm_pep.map") for arch in MAX_IMPORTS
+}
 CAPSTONE_LIB = Path(capstone.__file__).resolve().parent / "lib" / "libcapstone.so"
 
 pytestmark = pytest.mark.skipif(
@@ -57,7 +58,7 @@ def python_describe(image_path: Path, map_path: Path, arch: str) -> dict[str, An
     """What ppm_image.image reads of the files, as `describe` prints it; {"error": reason}
     when it refuses them (in the order the runner's load reads them)."""
     try:
-        image = pe_image.parse_image(str(image_path), IMAGE_BASE, arch, ARCHES[arch].max_imports)
+        image = pe_image.parse_image(str(image_path), IMAGE_BASE, arch, MAX_IMPORTS[arch])
         symbols = pe_image.parse_map(str(map_path), image)
         symbols_in_map = pe_image.read_map(str(map_path))
     except pe_image.ImageError as error:

@@ -374,6 +374,7 @@ impl Runner {
             "kmdf_function_count": self.kmdf_count,
             "seh": self.seh_log,
             "functions": {"total": self.symbols.rvas.len(), "executed": executed},
+            "page_protections": self.page_protections,
             "verifier": self.verifier.as_ref().map(|verifier| verifier.report(self.kmdf_calls.keys().map(|index| self.kmdf_name(*index)))),
         })))
     }

@@ -4,10 +4,9 @@
 //!
 //! Unicorn (GPL-2.0) and capstone are not linked: they are loaded at run time from the image
 //! backend's virtual environment (the `PyPI` wheels `tools/image/requirements.txt` pins), so no
-//! binary of this workspace contains them. It is `tools/image/ppm_image/runner.py` ported module
-//! for module (docs/image-backend.md, "Two runners").
-// The unwinders' and the image reader's modules are ported whole, with their tests: their parts
-// only the image checker uses (frame sizes, backtraces) have no caller until it is ported too.
+//! binary of this workspace contains them (docs/image-backend.md, "Runner internals").
+// The unwinders' and the image reader's parts only the image checker uses (frame sizes,
+// backtraces) have no caller yet.
 #![allow(dead_code)]
 
 mod arch;

@@ -2,7 +2,7 @@
 //! message names in `pages` follow its line as raw bytes. With a doorbell (a spinning
 //! handoff), each message sent rings it and each one received is waited for on it first.
 
-use std::io::{BufRead, BufReader, Read, Stdin, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -42,7 +42,7 @@ pub struct Received {
 
 /// stdin and stdout of the runner.
 pub struct Channel {
-    input: BufReader<Stdin>,
+    input: Box<dyn BufRead>,
     line: Vec<u8>,
     doorbell: Option<Doorbell>,
 }
@@ -51,10 +51,16 @@ impl Channel {
     /// The runner's stdin and stdout, with `doorbell` if `ppm-sim` gave one.
     pub fn new(doorbell: Option<Doorbell>) -> Self {
         Self {
-            input: BufReader::with_capacity(1 << 16, std::io::stdin()),
+            input: Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())),
             line: Vec::new(),
             doorbell,
         }
+    }
+
+    /// A channel whose input is `bytes` (its output still stdout).
+    #[cfg(test)]
+    pub fn reading(bytes: Vec<u8>) -> Self {
+        Self { input: Box::new(std::io::Cursor::new(bytes)), line: Vec::new(), doorbell: None }
     }
 
     /// Sends `message` (one line, one write).
@@ -290,6 +296,95 @@ impl Doorbell {
         if self.misses >= DOORBELL_MISSES_BEFORE_REST {
             self.misses = 0;
             self.resting = DOORBELL_REST_WAITS;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Channel, Fatal, MAX_CALL_PAGES, PAGE_BYTES, integer, unsigned};
+    use serde_json::{Value, json};
+
+    const PAYLOAD: u64 = 0x10000;
+
+    fn error<T>(result: Result<T, Fatal>) -> String {
+        match result {
+            Err(fatal) => fatal.0,
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn a_protocol_integer_is_an_unsigned_int_of_its_width() {
+        assert_eq!(unsigned(Some(&json!(0)), "arg", 64).unwrap(), 0);
+        assert_eq!(unsigned(Some(&json!(u64::MAX)), "arg", 64).unwrap(), u64::MAX);
+        assert_eq!(integer(json!({"index": 7}).as_object().unwrap(), "index", 32).unwrap(), 7);
+        let too_wide: Value = serde_json::from_str("18446744073709551616").unwrap();
+        for (value, bits) in [
+            (json!(true), 64),
+            (json!(false), 64),
+            (json!(-1), 64),
+            (too_wide, 64),
+            (json!(1u64 << 32), 32),
+        ] {
+            let text = error(unsigned(Some(&value), "arg", bits));
+            assert!(text.starts_with(&format!("'arg': expected an unsigned {bits}-bit")), "{text}");
+        }
+        for value in [json!(1.0), json!("1"), Value::Null, json!([1])] {
+            assert!(error(unsigned(Some(&value), "arg", 64)).starts_with("'arg': "));
+        }
+        assert_eq!(
+            error(integer(json!({}).as_object().unwrap(), "index", 64)),
+            "'index': expected an unsigned 64-bit integer, got None"
+        );
+    }
+
+    #[test]
+    fn a_message_pages_follow_its_line_as_raw_bytes() {
+        // Each page named in `pages` is read from the bytes after the line, in order, and the
+        // next message from the byte after the last page (a page may hold a newline).
+        let first = vec![b'\n'; PAGE_BYTES];
+        let second: Vec<u8> = (0..=255u8).cycle().take(PAGE_BYTES).collect();
+        let call =
+            json!({"op": "call", "address": 1, "pages": [[PAYLOAD, 4096], [PAYLOAD + 4096, 4096]]});
+        let mut stream = format!("{call}\n").into_bytes();
+        stream.extend_from_slice(&first);
+        stream.extend_from_slice(&second);
+        stream.extend_from_slice(b"{\"op\": \"quit\"}\n");
+        let mut channel = Channel::reading(stream);
+        let received = channel.receive().unwrap().unwrap();
+        assert_eq!(Value::Object(received.message), json!({"op": "call", "address": 1}));
+        let pages: Vec<(Value, Vec<u8>)> =
+            received.pages.into_iter().map(|(address, data)| (address, data.to_vec())).collect();
+        assert_eq!(pages, [(json!(PAYLOAD), first), (json!(PAYLOAD + 4096), second)]);
+        let quit = channel.receive().unwrap().unwrap();
+        assert_eq!((Value::Object(quit.message), quit.pages.len()), (json!({"op": "quit"}), 0));
+        assert!(channel.receive().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_message_with_malformed_pages_is_refused() {
+        let nine = vec![json!([PAYLOAD, 4096]); MAX_CALL_PAGES + 1];
+        for (pages, after, expected) in [
+            (json!([[PAYLOAD, 16]]), 16, "each page must be [address, 4096], got [65536,16]"),
+            (json!([PAYLOAD]), 0, "each page must be [address, 4096], got 65536"),
+            (json!("x"), 0, "'pages' must be a list of at most 8 pages"),
+            (json!(nine), 9 * PAGE_BYTES, "'pages' must be a list of at most 8 pages"),
+            (json!([[PAYLOAD, 4096]]), 0x800, "the input ended inside the bytes of page 65536"),
+        ] {
+            let mut stream =
+                format!("{}\n", json!({"op": "call", "address": 1, "pages": pages})).into_bytes();
+            stream.resize(stream.len() + after, 0);
+            assert_eq!(error(Channel::reading(stream).receive()), expected);
+        }
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_json_object_is_refused() {
+        for (line, expected) in [("not json\n", "not JSON: "), ("[1, 2]\n", "not a JSON object: ")]
+        {
+            let text = error(Channel::reading(line.as_bytes().to_vec()).receive());
+            assert!(text.starts_with(expected), "{text}");
         }
     }
 }

@@ -286,6 +286,9 @@ pub struct Runner {
     pub counter: Option<Box<u64>>,
     /// The instructions of the calls nested in the current one.
     pub nested_instructions: u64,
+    /// How often a page of `ppm-sim`'s memory changed protection (each change makes Unicorn
+    /// rebuild its memory map): `report`'s `page_protections`.
+    pub page_protections: u64,
 }
 
 /// The answer of a call: `{"rax", "writes"}` or `{"crash"}`.
@@ -345,6 +348,7 @@ impl Runner {
             verifier: None,
             counter: None,
             nested_instructions: 0,
+            page_protections: 0,
         }
     }
 
@@ -495,7 +499,7 @@ impl Runner {
     fn install_page(&mut self, page: u64, data: PageBytes) -> Outcome<()> {
         if self.stale.remove(&page) {
             if !self.unprotected.remove(&page) {
-                self.uc()?.mem_protect(page, PAGE, unicorn::PROT_READ | unicorn::PROT_WRITE)?;
+                self.protect_page(page, unicorn::PROT_READ | unicorn::PROT_WRITE)?;
             }
         } else {
             if self.stale.len() >= MAX_CACHED_PAGES {
@@ -525,6 +529,12 @@ impl Runner {
             set_mirror(level, page, data);
         }
         Ok(())
+    }
+
+    /// Sets the protection of `ppm-sim`'s `page`, counted in `page_protections`.
+    fn protect_page(&mut self, page: u64, protection: u32) -> Outcome<()> {
+        self.page_protections += 1;
+        Ok(self.uc()?.mem_protect(page, PAGE, protection)?)
     }
 
     /// One page of `ppm-sim`'s memory, as it is now.
@@ -557,7 +567,7 @@ impl Runner {
         let protect: Vec<u64> =
             self.unprotected.iter().copied().filter(|page| !sent.contains(page)).collect();
         for page in protect {
-            self.uc()?.mem_protect(page, PAGE, unicorn::PROT_NONE)?;
+            self.protect_page(page, unicorn::PROT_NONE)?;
         }
         self.unprotected.retain(|page| sent.contains(page));
         Ok(())
@@ -1372,5 +1382,81 @@ impl Runner {
             Err(Stop::Crash(crash)) => Ok(self.crash_json(&crash)),
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OwnMemory, PAINT, PageBytes, Runner, Stop};
+    use crate::layout::PAGE_BYTES;
+    use crate::protocol::Channel;
+
+    const STACK_LOW: u64 = 0x000F_F800_0010_0000;
+    const STACK_BYTES: usize = 6 * PAGE_BYTES;
+
+    /// A runner with no image, its stack at `STACK_LOW` and nothing else.
+    fn with_stack() -> Runner {
+        let mut runner = Runner::new(Channel::new(None));
+        runner.stack_low = STACK_LOW;
+        runner.stack_top = STACK_LOW + STACK_BYTES as u64;
+        runner.set_stack(OwnMemory::new(STACK_BYTES).unwrap());
+        runner
+    }
+
+    /// Writes a zero `depth` bytes below the stack's top, as a call would.
+    fn touch(runner: &mut Runner, depth: usize) {
+        let stack = runner.stack.as_mut().unwrap().bytes();
+        stack[STACK_BYTES - depth] = 0;
+    }
+
+    #[test]
+    fn the_low_water_mark_follows_the_stack_not_the_last_answer() {
+        // The mark found below an address is reused only while the stack still shows it: a
+        // deeper or a shallower touch below the same address is found anew.
+        let mut runner = with_stack();
+        let (low, top) = (runner.stack_low, runner.stack_top);
+        runner.paint(low, top);
+        assert_eq!(runner.lowest_touched(top), top, "untouched");
+        touch(&mut runner, 64);
+        assert_eq!(runner.lowest_touched(top), top - 64);
+        touch(&mut runner, 300);
+        assert_eq!(runner.lowest_touched(top), top - 300, "deeper");
+        runner.paint(low, top);
+        touch(&mut runner, 40);
+        assert_eq!(runner.lowest_touched(top), top - 40, "shallower, below the same address");
+        touch(&mut runner, STACK_BYTES);
+        assert_eq!(runner.lowest_touched(top), low, "the very bottom");
+        runner.paint(low, top);
+        assert_eq!(runner.lowest_touched(top), top);
+        // A byte written with the paint's own value is not seen: the paint's known limit.
+        let stack = runner.stack.as_mut().unwrap().bytes();
+        stack[STACK_BYTES - 16] = PAINT;
+        assert_eq!(runner.lowest_touched(top), top);
+    }
+
+    #[test]
+    fn the_low_water_mark_below_each_address_is_its_own() {
+        let mut runner = with_stack();
+        let (low, top) = (runner.stack_low, runner.stack_top);
+        runner.paint(low, top);
+        touch(&mut runner, 2000);
+        assert_eq!(runner.lowest_touched(top), top - 2000);
+        // Below a lower address, the same write is above it: nothing touched there.
+        assert_eq!(runner.lowest_touched(top - 4096), top - 4096);
+        assert_eq!(runner.lowest_touched(top), top - 2000);
+    }
+
+    #[test]
+    fn pages_with_an_answer_need_a_call_under_way() {
+        let mut runner = with_stack();
+        let page: PageBytes = Box::new([0; PAGE_BYTES]);
+        match runner.resume_pages(vec![(0x7000, page)]) {
+            Err(Stop::Fatal(fatal)) => {
+                assert_eq!(fatal.0, "an answer carried pages while no call was under way");
+            }
+            _ => panic!("pages without a call under way were taken"),
+        }
+        // Without pages, an answer needs no call.
+        assert!(runner.resume_pages(Vec::new()).is_ok());
     }
 }

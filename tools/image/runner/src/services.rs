@@ -475,7 +475,7 @@ impl Runner {
         let (provider, callback, context, handle_out) =
             (self.arg(0)?, self.arg(1)?, self.arg(2)?, self.arg(3)?);
         let guid = encode_hex(&self.read(provider, 16)?);
-        let answer = self.ask(json!({"host": "etw_register", "provider": guid}))?;
+        let answer = self.ask(json!({"host": "etw_register", "provider": guid, "callback": callback, "context": context}))?;
         let result = status(&answer)?;
         if result == STATUS_SUCCESS {
             let handle = integer(&answer, "handle", 64)?;
