@@ -784,8 +784,7 @@ def test_a_read_past_the_timestamps_sent_is_asked():
 
 def test_malformed_timestamps_are_refused():
     """`timestamps` only with `processor`, a list of 1 to 4 counters, each checked when a read
-    uses it. Each refusal on a session of its own: a runner that refuses a message exits (the
-    compiled runner's process does)."""
+    uses it. Each refusal on a session of its own: a runner that refuses a message exits."""
 
     def refused(message: dict[str, Any]) -> None:
         session = booted(FakeHost(advancing=True))

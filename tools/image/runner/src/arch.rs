@@ -1,6 +1,6 @@
-//! The two architectures the runner executes (`tools/image/ppm_image/arch.py`): the Unicorn CPU,
-//! the calling convention (where argument N lives, the return value, the return address), the
-//! stub instruction, the call frame, the interrupt flag and the framework's unload thunk.
+//! The two architectures the runner executes: the Unicorn CPU, the calling convention (where
+//! argument N lives, the return value, the return address), the stub instruction, the call frame,
+//! the interrupt flag and the framework's unload thunk.
 
 use std::ffi::c_int;
 

@@ -1,7 +1,8 @@
 //! capstone 5's C library, loaded at run time from the image backend's virtual environment
-//! (the wheel `tools/image/requirements.txt` pins, whose `capstone/lib/libcapstone.so` the
-//! Python runner's `capstone` package loads too): the x86-64 disassembler of the site finder
-//! (`image::find_sites`), bound by hand to the five functions it needs.
+//! (`capstone/lib/libcapstone.so` of the wheel `tools/image/requirements.txt` pins, the library
+//! the `capstone` package that `tools/image/ppm_image/image.py` imports loads too): the x86-64
+//! disassembler of the site finder (`image::find_sites`), bound by hand to the five functions it
+//! needs.
 //!
 //! The library is found by [`find_library`]: `PPM_CAPSTONE_LIB` when set, else
 //! `target/image/venv/lib/python3*/site-packages/capstone/lib/libcapstone.so` under the first

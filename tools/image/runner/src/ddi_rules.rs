@@ -2,8 +2,7 @@
 //! image may call: the highest IRQL its documentation allows, whether and how it can fail (what
 //! the low-resources simulation makes it return), and the page that says so. The runner's
 //! verifier (`verifier.rs`) checks every import and every KMDF call against this table; an
-//! import with no row is itself a finding (docs/verifier.md). The port of
-//! `tools/image/ppm_image/ddi_rules.py`.
+//! import with no row is itself a finding (docs/verifier.md).
 
 /// `PASSIVE_LEVEL`.
 pub const PASSIVE_LEVEL: u8 = 0;
@@ -67,7 +66,7 @@ pub enum Failure {
 }
 
 impl Failure {
-    /// Its name in `ddi_rules.py` (`"status"` or `"null"`).
+    /// Its name: `"status"` or `"null"`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -112,7 +111,7 @@ impl Rule {
 }
 
 /// Imports (ntoskrnl.exe, HAL.dll, WDFLDR.SYS) and KMDF functions (called through the KMDF
-/// function table), by name, in `ddi_rules.py`'s order.
+/// function table), by name, grouped by the module that exports them.
 pub const RULES: &[(&str, Rule)] = &[
     // ntoskrnl.exe
     ("DbgPrintEx", Rule::new(DIRQL_MAX, ddi!("wdm/nf-wdm-dbgprintex"))),
@@ -284,7 +283,7 @@ mod tests {
             }
             let text = std::fs::read_to_string(&path).expect("a .def file");
             for line in text.lines() {
-                // Python's `^\s+(\w+)\s*;`.
+                // An indented name, then `;`: `^\s+(\w+)\s*;`.
                 let rest = line.trim_start();
                 if rest.len() == line.len() {
                     continue;
@@ -313,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn the_table_is_the_python_one() {
+    fn the_table_has_38_distinct_rules() {
         assert_eq!(RULES.len(), 38);
         let mut names: Vec<&str> = RULES.iter().map(|(name, _)| *name).collect();
         names.sort_unstable();

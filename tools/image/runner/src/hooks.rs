@@ -1,6 +1,6 @@
-//! The runner's hooks on the emulated CPU (`tools/image/ppm_image/runner.py`'s hooks): the
-//! machine-answered instruction sites, the stubs of imports, KMDF functions and PoFx services,
-//! the stop at a command's return, coverage, memory faults, interrupts and exception dispatch.
+//! The runner's hooks on the emulated CPU: the machine-answered instruction sites, the stubs of
+//! imports, KMDF functions and PoFx services, the stop at a command's return, coverage, memory
+//! faults, interrupts and exception dispatch.
 //!
 //! Each hook is an `extern "C"` function whose user data is the runner itself: the runner is
 //! boxed for the process's life (`main`), and no reference to it is held across `emu_start`
@@ -476,8 +476,10 @@ impl Runner {
         Ok(())
     }
 
-    /// An access to unmapped or protected memory (see `runner.py`'s `_unmapped`): whether it
-    /// may go on.
+    /// An access to unmapped or protected memory: whether it may go on. A `ppm-sim` page of the
+    /// current call is made live (a stale one stops the emulation to be refreshed first); the
+    /// stack's guard page, a verifier pool fault, a write to read-only memory and any other
+    /// unmapped address bugcheck.
     fn memory_fault(&mut self, access: c_int, address: u64, size: u64) -> Outcome<bool> {
         if (STACK_GUARD..self.stack_low).contains(&address) {
             let pc = self.pc();

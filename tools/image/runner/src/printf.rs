@@ -1,21 +1,21 @@
-//! `DbgPrintEx`'s format, as the kernel's CRT formats it: the port of
-//! `tools/image/ppm_image/printf.py`, character for character (its text ends up in reports).
+//! `DbgPrintEx`'s format, as the kernel's CRT formats it, character for character (its text ends
+//! up in reports).
 //!
 //! The conversions are `%s %d %i %u %x %X %o %p %c %%` and `%ws` (`%ls`, `%S`), with flags
 //! (`-`, `0`, `+`, space, `#`), width and precision (numbers or `*`), and the length modifiers
 //! `h`, `hh`, `l`, `ll`, `I64`, `I32`, `I`, `z`, `w`; `l` is 32 bits (LLP64). Any other
 //! conversion (`%f`, `%C`, `%wZ`, ...) is copied as written and takes no argument.
 //!
-//! The Python runner's string reads (`c_string`, `wide_string` and `_terminated` in
-//! `runner.py`) are here too, as [`read_terminated`], [`decode_narrow`] and [`decode_wide`]:
-//! the runner supplies the memory reads, these functions the loop and the decoding.
+//! The runner's string reads (its `c_string`, `wide_string` and `terminated`) are built on
+//! [`read_terminated`], [`decode_narrow`] and [`decode_wide`]: the runner supplies the memory
+//! reads, these functions the loop and the decoding.
 
 /// The longest text a message formats to, in characters; strings read for `%s` and `%ws`
-/// stop after this many characters (`printf.MAX_TEXT`).
+/// stop after this many characters.
 pub const MAX_TEXT: usize = 4096;
 
 /// Where [`format_message`] takes its arguments and strings from, each when a conversion
-/// needs it (the Python `format_message`'s `next_arg`, `read_string` and `read_wide_string`).
+/// needs it.
 ///
 /// One object serves all three, so the runner's implementation can hold the runner itself
 /// (arguments come from registers and the stack, strings from memory that a read may fetch).
@@ -70,8 +70,8 @@ pub fn unicode_conversions(format: &[u8]) -> Vec<String> {
 /// Arguments are taken in order: a `*` width, then a `*` precision, then the value. Once the
 /// text passes [`MAX_TEXT`] characters, no further conversion is made (nor argument taken).
 ///
-/// Padding is counted, not built: a width or precision of a billion costs nothing here, where
-/// Python built the whole string (and failed, a "runner bug", past its memory or 2^63 − 1).
+/// Padding is counted, not built: a width or precision of a billion costs no more than a small
+/// one (only the first [`MAX_TEXT`] characters are kept).
 ///
 /// # Errors
 ///
@@ -147,7 +147,8 @@ pub fn format_message<A: Arguments + ?Sized>(
 /// The bytes of the NUL-terminated string at `address`, in units of 2 bytes if `wide`, else
 /// of 1, without the terminator and at most [`MAX_TEXT`] units; `(null)` (encoded as the unit
 /// says) for address 0. `read(address, buffer)` fills `buffer` from memory; it is called once
-/// a unit, in order, so a fault stops the string where the runner's `_terminated` stops.
+/// a unit, in order, so the first unit that faults ends the read with its error, and no unit
+/// past the terminator is read.
 ///
 /// The runner's `c_string` is [`decode_narrow`] of this, `wide_string` [`decode_wide`] of it.
 /// A string running past the top of the address space wraps to address 0.
@@ -182,16 +183,15 @@ pub fn read_terminated<E>(
     Ok(out)
 }
 
-/// `bytes` decoded as Latin-1: each byte the character of its value (Python's
-/// `decode("latin-1")`).
+/// `bytes` decoded as Latin-1: each byte the character of its value.
 #[must_use]
 pub fn decode_narrow(bytes: &[u8]) -> String {
     bytes.iter().copied().map(char::from).collect()
 }
 
-/// `bytes` decoded as UTF-16LE with Python's `decode("utf-16-le", "replace")`: an unpaired
-/// surrogate becomes U+FFFD, and so does a last odd byte, except that a high surrogate with
-/// fewer than two bytes after it makes one U+FFFD together with them.
+/// `bytes` decoded as UTF-16LE, errors replaced: an unpaired surrogate becomes U+FFFD, and so
+/// does a last odd byte, except that a high surrogate with fewer than two bytes after it makes
+/// one U+FFFD together with them.
 #[must_use]
 pub fn decode_wide(bytes: &[u8]) -> String {
     let pairs = bytes.chunks_exact(2);
@@ -269,8 +269,11 @@ impl Layout<'_> {
     }
 }
 
-/// Appends a number: `printf.py`'s `_python_format` for a value of sign `negative` and
-/// absolute value `magnitude`, in the base of `conversion` (`d i u` decimal, `x X o`).
+/// Appends a number of sign `negative` and absolute value `magnitude`, in the base of
+/// `conversion` (`d i u` decimal, `x X o`): the sign (`-`, else `+` or space by the flags),
+/// `0x`/`0X` for `#` and a nonzero hex value, zeros up to the precision's digits, then the
+/// width's padding: spaces after it with `-`, zeros after the sign with `0` and no precision,
+/// else spaces before it.
 fn push_number(
     text: &mut Text,
     layout: &Layout<'_>,
@@ -326,8 +329,9 @@ fn push_number(
     }
 }
 
-/// Appends a string: cut to the precision (Python's `text[:precision]`, so a negative one
-/// drops characters from the end), then padded to the width (`_pad`).
+/// Appends a string: cut to its first `precision` characters (a negative precision, from a
+/// `*`, drops that many from the end instead), then padded with spaces to the width (after it
+/// with `-`, else before it).
 fn push_string(text: &mut Text, layout: &Layout<'_>, string: &str) {
     let count = string.chars().count();
     let kept = layout.precision.map_or(count, |precision| {
@@ -389,7 +393,8 @@ enum Length {
     W,
 }
 
-/// The length modifiers in the order Python's pattern tries them.
+/// The length modifiers in the order they are tried: each before any that is its prefix
+/// (`hh` before `h`, `I64` before `I`).
 const LENGTHS: [(&[u8], Length); 9] = [
     (b"hh", Length::Hh),
     (b"h", Length::H),
@@ -411,7 +416,7 @@ enum Count<'a> {
     Digits(&'a [u8]),
 }
 
-/// A conversion specification: a match of `printf.py`'s pattern
+/// A conversion specification: a match of the pattern
 /// `%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|I64|I32|I|z|w)?([a-zA-Z%])`.
 struct Spec<'a> {
     /// Where it starts (its `%`).
@@ -430,8 +435,8 @@ struct Spec<'a> {
     conversion: u8,
 }
 
-/// The first conversion specification of `format` at or after `from`, as Python's
-/// `finditer` finds them.
+/// The first conversion specification of `format` at or after `from`: at the first `%` where
+/// the pattern matches (a `%` where it does not is text).
 fn find_spec(format: &[u8], from: usize) -> Option<Spec<'_>> {
     (from..format.len())
         .filter(|&start| format.get(start) == Some(&b'%'))
@@ -488,7 +493,9 @@ fn spec_at(format: &[u8], start: usize) -> Option<Spec<'_>> {
     Some(Spec { start, end: conversion_at + 1, flags, width, precision, length, conversion })
 }
 
-/// The port held to `printf.py` and `runner.py` by vectors of the Python code.
+/// Expected results for fixed inputs: the texts of [`format_message`] (they end up in reports,
+/// which must stay byte-identical), the Unicode conversions, the decodings and the string
+/// reads.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,7 +533,7 @@ mod tests {
         }
     }
 
-    /// The narrow strings of the vectors (the generator's, in Python).
+    /// The narrow strings the vectors' `%s` conversions read.
     fn narrow(address: u64) -> Option<String> {
         Some(match address {
             0xBAD => return None,
@@ -539,7 +546,7 @@ mod tests {
         })
     }
 
-    /// The wide strings of the vectors (the generator's, in Python).
+    /// The wide strings the vectors' `%ws`, `%ls` and `%S` conversions read.
     fn wide(address: u64) -> Option<String> {
         Some(match address {
             0xBAD => return None,
@@ -564,9 +571,9 @@ mod tests {
     /// arguments were asked for.
     type Vector<'a, T> = (&'a [u8], &'a [u64], Option<T>, usize);
 
-    /// Vectors of `printf.py`'s `format_message` (Python 3.11), with the strings of [`narrow`]
-    /// and [`wide`]: format, arguments, text (`None`: an argument or string read failed), and
-    /// how many arguments were asked for (the failing one included).
+    /// Expected results of [`format_message`], with the strings of [`narrow`] and [`wide`]:
+    /// format, arguments, text (`None`: an argument or string read failed), and how many
+    /// arguments were asked for (the failing one included).
     #[rustfmt::skip]
     const FORMATS: &[Vector<'static, &str>] = &[
     (b"", &[7], Some(""), 0),
@@ -1354,9 +1361,10 @@ mod tests {
     (b"%5%%d", &[], None, 1),
     ];
 
-    /// [`format_message`] formats as `printf.py` does, taking the same arguments.
+    /// [`format_message`] makes the expected text of each vector, taking the expected number of
+    /// arguments.
     #[test]
-    fn formats_as_printf_py() {
+    fn formats_each_vector() {
         assert_eq!(FORMATS.len(), 783);
         for &(text, args, expected, calls) in FORMATS {
             let expected = (expected.map(String::from), calls);
@@ -1412,7 +1420,8 @@ mod tests {
         }
     }
 
-    /// `tools/image/tests/test_runner.py`'s `test_dbgprintex_format`.
+    /// A message of the common conversions: a 64-bit `%llu`, `%ws` and `%ls`, `%s`, widths
+    /// either side, `%c`, `%p`, `%%` and a negative 32-bit `%d`.
     #[test]
     fn dbgprintex_format() {
         let args = [18_446_744_073_709_551_615, 0x40, 0x50, 42, 7, u64::from(b'x'), 0x1234];
@@ -1430,8 +1439,8 @@ mod tests {
         );
     }
 
-    /// Vectors of `printf.py`'s `unicode_conversions`; the first is
-    /// `tools/image/tests/test_verifier.py`'s `test_dbgprintex_unicode_conversions_are_passive_only`.
+    /// Formats and the Unicode conversions [`unicode_conversions`] finds in them (the first mixes
+    /// them with narrow ones).
     #[rustfmt::skip]
     const UNICODE_CONVERSIONS: &[(&[u8], &[&str])] = &[
     (b"%s %d %ws %wZ %S %lc %hs %C", &["%ws", "%wZ", "%S", "%lc", "%C"]),
@@ -1451,15 +1460,16 @@ mod tests {
     (b"%.ws %.S", &[]),
     ];
 
-    /// [`unicode_conversions`] finds what `printf.py` finds.
+    /// [`unicode_conversions`] finds the expected conversions, as written.
     #[test]
-    fn unicode_conversions_as_printf_py() {
+    fn unicode_conversions_finds_each_as_written() {
         for &(text, expected) in UNICODE_CONVERSIONS {
             assert_eq!(unicode_conversions(text), expected, "{}", decode_narrow(text));
         }
     }
 
-    /// Vectors of Python's `bytes.decode("utf-16-le", "replace")`.
+    /// UTF-16LE bytes and their decoding, errors replaced: unpaired surrogates, odd last bytes,
+    /// pairs.
     #[rustfmt::skip]
     const WIDE: &[(&[u8], &str)] = &[
     (b"", ""),
@@ -1486,9 +1496,9 @@ mod tests {
     (b"(\x00n\x00u\x00l\x00l\x00)\x00", "(null)"),
     ];
 
-    /// [`decode_wide`] decodes as Python does.
+    /// [`decode_wide`] decodes each as expected.
     #[test]
-    fn decode_wide_as_python() {
+    fn decode_wide_replaces_what_is_not_utf_16() {
         for &(bytes, expected) in WIDE {
             assert_eq!(decode_wide(bytes), expected, "{bytes:x?}");
         }
@@ -1518,10 +1528,10 @@ mod tests {
         (bytes, reads)
     }
 
-    /// The runner's `_terminated`: "(null)" for address 0, NUL-terminated, at most
-    /// [`MAX_TEXT`] units, read a unit at a time.
+    /// [`read_terminated`]: "(null)" for address 0, NUL-terminated, at most [`MAX_TEXT`]
+    /// units, read a unit at a time.
     #[test]
-    fn read_terminated_as_runner_py() {
+    fn read_terminated_stops_at_nul_fault_or_max_text() {
         assert_eq!(terminated(0, false, &[]), (Ok(b"(null)".to_vec()), 0));
         assert_eq!(terminated(0, true, &[]), (Ok(b"(\0n\0u\0l\0l\0)\0".to_vec()), 0));
         assert_eq!(terminated(0x1000, false, b"ab\0cd"), (Ok(b"ab".to_vec()), 3));

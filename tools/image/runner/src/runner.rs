@@ -1,6 +1,5 @@
 //! The runner's state and its core: memory (the image's own, the stack, `ppm-sim`'s pages),
-//! host requests, calls and nested calls, the stack's low-water mark
-//! (`tools/image/ppm_image/runner.py`, which this ports).
+//! host requests, calls and nested calls, the stack's low-water mark.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::c_int;
@@ -691,7 +690,8 @@ fn set_mirror(level: &mut Vec<(u64, PageBytes)>, page: u64, data: PageBytes) {
     }
 }
 
-/// Whether a JSON value is true as Python's `bool` sees it.
+/// Whether a JSON value counts as true: anything but `null`, `false`, zero, and an empty
+/// string, array or object.
 pub fn truthy(value: &Value) -> bool {
     match value {
         Value::Null => false,
@@ -950,7 +950,7 @@ impl Runner {
         };
         let stack = stack.bytes();
         let paint = &self.paint;
-        // Slices compared whole: one memcmp each, as runner.py's `paint.startswith`.
+        // Slices compared whole: one memcmp each, not a loop over bytes.
         let painted_prefix = |length: usize| stack[..length] == paint[..length];
         if !self.low_water.contains_key(&below) && self.low_water.len() >= MAX_LOW_WATER_HINTS {
             self.low_water.clear();
@@ -981,9 +981,9 @@ impl Runner {
     /// `{"rax", "writes"}` or `{"crash"}`. `processor`: the call's, when no interrupt can
     /// arrive in it, and `timestamps` its time-stamp counter ahead; `pages`: `ppm-sim`'s pages
     /// sent with the call; `irql`: the IRQL the kernel calls at.
-    // Long as `runner.py`'s `execute`, which it follows step by step (the frame, the paint,
-    // the registers, the pages, the run, the low-water mark, the state restored): split, its
-    // order of effects would no longer read in one place.
+    // Long because it is one sequence of steps whose order matters (the frame, the paint, the
+    // registers, the pages, the run, the low-water mark, the state restored): split, that
+    // order would no longer read in one place.
     #[allow(clippy::too_many_arguments, clippy::too_many_lines)]
     pub fn execute(
         &mut self,
@@ -1212,7 +1212,7 @@ impl Runner {
         Crash::new(
             0,
             [milliseconds],
-            format!("hang: the command ran longer than {} s", python_float(limit)),
+            format!("hang: the command ran longer than {} s", seconds_text(limit)),
             self.pc(),
         )
     }
@@ -1270,8 +1270,9 @@ impl Runner {
     }
 }
 
-/// A float as Python's `{:g}` shows it (the hang limit: whole seconds or a short fraction).
-fn python_float(value: f64) -> String {
+/// The hang limit's seconds as the hang's text shows them: a whole number without `.0` (`10`),
+/// else the shortest decimal that reads back as the value (`0.25`).
+fn seconds_text(value: f64) -> String {
     let text = format!("{value}");
     text.strip_suffix(".0").map_or_else(|| text.clone(), str::to_owned)
 }

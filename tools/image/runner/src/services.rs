@@ -1,8 +1,7 @@
 //! The kernel and KMDF calls of the image, each translated into one host request to `ppm-sim`
-//! (docs/image-backend.md, "Host requests (runner → `ppm-sim`)";
-//! `tools/image/ppm_image/services.py`). A handler returns the return value, RAX or X0 (`None`:
-//! leave it). Each is written once for both architectures: `arg(n)` follows the image's calling
-//! convention.
+//! (docs/image-backend.md, "Host requests (runner → `ppm-sim`)"). A handler returns the return
+//! value, RAX or X0 (`None`: leave it). Each is written once for both architectures: `arg(n)`
+//! follows the image's calling convention.
 
 use serde_json::{Map, Value, json};
 
@@ -153,8 +152,7 @@ impl Runner {
 
     /// The import `name`'s translation (`None`: not translated, or it returns nothing; the
     /// caller tells which by `translates`).
-    // One arm per import, as `services.py` has one `imp_` method per import: the table of
-    // translations reads in one place.
+    // One arm per import: the table of translations reads in one place.
     #[allow(clippy::too_many_lines)]
     pub fn import(&mut self, name: &str) -> Outcome<Option<u64>> {
         Ok(match name {
@@ -645,8 +643,7 @@ impl Runner {
     }
 
     /// The KMDF function `name`.
-    // One arm per KMDF function, as `services.py` has one `wdf_` method per function: the table
-    // of translations reads in one place.
+    // One arm per KMDF function: the table of translations reads in one place.
     #[allow(clippy::too_many_lines)]
     fn wdf_function(&mut self, name: &str) -> Outcome<Option<u64>> {
         Ok(match name {

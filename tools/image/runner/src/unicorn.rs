@@ -160,7 +160,7 @@ pub struct UcError {
 }
 
 impl UcError {
-    /// Unicorn's own text for the error, as the Python binding's `UcError` prints it.
+    /// Unicorn's own text for the error (`uc_strerror`), else `Unicorn error N`.
     pub fn message(&self) -> String {
         // SAFETY: uc_strerror returns a static NUL-terminated string for any code.
         let text = unsafe { (api().strerror)(self.errno) };

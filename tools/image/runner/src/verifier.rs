@@ -1,6 +1,5 @@
 //! Driver Verifier's rules, held to the image by the runner when `ppm-sim` loads it with
-//! `verifier` (`ppm-sim ... --pep image --verifier`, docs/verifier.md); the port of
-//! `tools/image/ppm_image/verifier.py`:
+//! `verifier` (`ppm-sim ... --pep image --verifier`, docs/verifier.md):
 //!
 //! - IRQL: every import and KMDF call is checked against [`ddi_rules::RULES`] at the IRQL of
 //!   the call the kernel made (`HIGH_LEVEL` while the image has interrupts disabled); a call
@@ -301,7 +300,8 @@ pub struct Verifier {
     pub phase: Phase,
     /// The blocks allocated and not freed, by address: (insertion number, block).
     blocks: BTreeMap<u64, (u64, Block)>,
-    /// The next block's insertion number (`blocks` iterates in insertion order in Python).
+    /// The next block's insertion number: the order of allocation, which [`Self::outstanding`]
+    /// lists blocks in and [`Self::pool_fault`] prefers the latest of.
     next_insertion: u64,
     /// The blocks freed, in order.
     pub freed: Vec<Block>,
@@ -354,7 +354,8 @@ fn text(spec: &Message, field: &str) -> String {
     spec.get(field).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
-/// Python's truth of a JSON value.
+/// Whether a JSON value counts as true: anything but `null`, `false`, zero, and an empty
+/// string, array or object.
 fn truthy(value: &Value) -> bool {
     match value {
         Value::Null => false,
@@ -661,7 +662,7 @@ impl Verifier {
     ///
     /// # Errors
     /// The bug check of a bad free: an address never allocated or already freed, or a slack
-    /// overwritten (the block is forgotten then, as it is in Python).
+    /// overwritten (the block is forgotten then: neither outstanding nor freed).
     pub fn free(&mut self, address: u64, site: u64, slack: &[u8]) -> Result<Block, Crash> {
         let Some((_, block)) = self.blocks.remove(&address) else {
             let freed = self.freed.iter().any(|old| old.address == address);
@@ -840,8 +841,8 @@ impl Verifier {
     /// What the rules saw (`report`'s `verifier`); `kmdf_functions`: the KMDF functions the
     /// image called.
     ///
-    /// `serde_json`'s map sorts its keys, so the keys come out sorted, not in `verifier.py`'s
-    /// order: `ppm-sim` parses the report into such a map, where the order is lost either way.
+    /// `serde_json`'s map sorts its keys, so the keys come out sorted: `ppm-sim` parses the
+    /// report into such a map, where any order is lost either way.
     pub fn report(&self, kmdf_functions: impl IntoIterator<Item = String>) -> Value {
         let injected = self.injected.as_ref().map(Injected::to_json);
         let instructions: serde_json::Map<String, Value> = self
@@ -1172,7 +1173,7 @@ mod tests {
 
     #[test]
     fn dbgprintex_unicode_conversions_are_passive_only() {
-        // (The printf half of the Python test, `unicode_conversions`, is printf.rs's.)
+        // (Which conversions are Unicode ones: printf.rs's `unicode_conversions` tests.)
         let mut rules = make_with(&json!({}), &["DbgPrintEx"]);
         assert_eq!(rules.check_call("DbgPrintEx", 0, DIRQL_MAX, no_arguments, 0, ""), Ok(None));
         // Above DIRQL: interrupts disabled.
@@ -1184,9 +1185,9 @@ mod tests {
         );
     }
 
-    /// The calls [`the_report_is_verifier_py_s`] replays, their answers checked on the way:
-    /// one failure injected (and so no access fault), an unruled KMDF function, a block freed
-    /// and accessed, one accessed beyond its end, a bad free, a bad key, a cost.
+    /// The calls [`the_report_holds_what_the_replayed_calls_did`] replays, their answers checked
+    /// on the way: one failure injected (and so no access fault), an unruled KMDF function, a
+    /// block freed and accessed, one accessed beyond its end, a bad free, a bad key, a cost.
     fn replayed() -> Verifier {
         let options = json!({
             "fail": {"function": "EtwRegister", "site": 0x20, "occurrence": 1},
@@ -1245,8 +1246,8 @@ mod tests {
     }
 
     #[test]
-    fn the_report_is_verifier_py_s() {
-        // verifier.py's report of the same calls (its key order aside).
+    fn the_report_holds_what_the_replayed_calls_did() {
+        // The whole report of those calls, every section.
         let rules = replayed();
         let injected =
             json!({"function": "EtwRegister", "site": 32, "occurrence": 1, "phase": "boot"});
@@ -1299,7 +1300,7 @@ mod tests {
     }
 
     #[test]
-    fn load_s_verifier_object_is_refused_as_verifier_py_refuses_it() {
+    fn a_malformed_verifier_object_or_switch_is_refused_with_its_text() {
         let refused = |options: Value| {
             Verifier::with_switch(&options, [""; 0], "").map(|_| ()).map_err(|error| error.0)
         };
@@ -1348,7 +1349,7 @@ mod tests {
     }
 
     #[test]
-    fn count_is_python_s_truth_and_the_switch_lowers_a_rule() {
+    fn count_is_truthy_and_the_switch_lowers_a_rule() {
         let counting = |options: Value| {
             Verifier::with_switch(&options, [""; 0], "").map(|rules| rules.count_instructions)
         };
@@ -1375,7 +1376,7 @@ mod tests {
     }
 
     #[test]
-    fn placement_never_overflows_and_helpers_match_python() {
+    fn placement_never_overflows_and_the_helpers_answer() {
         assert_eq!(Verifier::place(u64::MAX, POOL), None);
         assert_eq!(Verifier::place(0, u64::MAX), None);
         assert_eq!(

@@ -1,6 +1,6 @@
-//! The hang limit (`tools/image/ppm_image/watchdog.py`): a thread that stops the emulation when
-//! one command has run longer than its limit of wall-clock time, the time spent waiting for
-//! `ppm-sim`'s answers not counted (`pause`/`resume`).
+//! The hang limit: a thread that stops the emulation when one command has run longer than its
+//! limit of wall-clock time, the time spent waiting for `ppm-sim`'s answers not counted
+//! (`pause`/`resume`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
