@@ -17,7 +17,7 @@ use crate::layout::{
     WDFDEVICE_INIT, WDFDRIVER,
 };
 use crate::protocol::{Fatal, Message, integer, python_repr, to_usize};
-use crate::runner::{Done, Outcome, OwnMemory, Runner, Stop};
+use crate::runner::{Call, Done, Outcome, OwnMemory, Runner, Stop};
 use crate::unicorn::{self, Engine};
 use crate::watchdog::Watchdog;
 
@@ -266,7 +266,7 @@ impl Runner {
     /// Calls `address` with `args` as the I/O manager or the framework does (interrupts
     /// enabled, `PASSIVE_LEVEL`): its return register, or the `{"crash"}` it ended with.
     fn boot_call(&mut self, address: u64, args: &[u64]) -> Outcome<Result<u64, Done>> {
-        let done = self.run(address, args, true, false, None, Vec::new(), None, None)?;
+        let done = self.run(Call::plain(address, args, true, false))?;
         if done.contains_key("crash") {
             return Ok(Err(done));
         }

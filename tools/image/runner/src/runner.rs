@@ -290,6 +290,42 @@ pub struct Runner {
     pub page_protections: u64,
 }
 
+/// One call of the image, as [`Runner::execute`] makes it.
+pub struct Call<'a> {
+    /// The function called (an address in the image or a stub).
+    pub address: u64,
+    /// Its arguments, in the architecture's calling convention.
+    pub args: &'a [u64],
+    /// Interrupts enabled at the call (`RFLAGS.IF`; on ARM64 `PSTATE.I` and `F` clear).
+    pub interrupts: bool,
+    /// Made while another call waits for a host answer: it runs below that call's frame.
+    pub nested: bool,
+    /// The call's processor, when no interrupt can arrive in it.
+    pub processor: Option<Processor>,
+    /// `ppm-sim`'s pages sent with the call.
+    pub pages: Vec<(u64, PageBytes)>,
+    /// The IRQL the kernel calls at (Driver Verifier's rules), if told.
+    pub irql: Option<u64>,
+    /// The time-stamp counter ahead (with `processor`).
+    pub timestamps: Option<Vec<Value>>,
+}
+
+impl<'a> Call<'a> {
+    /// A call of `address` with `args`, with no processor, pages, IRQL or time stamps.
+    pub const fn plain(address: u64, args: &'a [u64], interrupts: bool, nested: bool) -> Self {
+        Self {
+            address,
+            args,
+            interrupts,
+            nested,
+            processor: None,
+            pages: Vec::new(),
+            irql: None,
+            timestamps: None,
+        }
+    }
+}
+
 /// The answer of a call: `{"rax", "writes"}` or `{"crash"}`.
 pub type Done = Message;
 
@@ -984,18 +1020,9 @@ impl Runner {
     // Long because it is one sequence of steps whose order matters (the frame, the paint, the
     // registers, the pages, the run, the low-water mark, the state restored): split, that
     // order would no longer read in one place.
-    #[allow(clippy::too_many_arguments, clippy::too_many_lines)]
-    pub fn execute(
-        &mut self,
-        address: u64,
-        args: &[u64],
-        interrupts: bool,
-        nested: bool,
-        processor: Option<Processor>,
-        pages: Vec<(u64, PageBytes)>,
-        irql: Option<u64>,
-        timestamps: Option<Vec<Value>>,
-    ) -> Outcome<Done> {
+    #[allow(clippy::too_many_lines)]
+    pub fn execute(&mut self, call: Call<'_>) -> Outcome<Done> {
+        let Call { address, args, interrupts, nested, processor, pages, irql, timestamps } = call;
         let arch = self.arch;
         let level = self.mirrors.len().wrapping_sub(1);
         if nested {
@@ -1342,8 +1369,14 @@ impl Runner {
             injected_before = verifier.injected.is_some();
             verifier.depth += 1;
         }
-        let done =
-            self.run(address, &args, interrupts, nested, processor, pages, Some(irql), timestamps);
+        let call = Call {
+            processor,
+            pages,
+            irql: Some(irql),
+            timestamps,
+            ..Call::plain(address, &args, interrupts, nested)
+        };
+        let done = self.run(call);
         if let Some(verifier) = &mut self.verifier {
             verifier.depth -= 1;
         }
@@ -1367,19 +1400,8 @@ impl Runner {
     }
 
     /// `execute`, a crash raised before the call (no stack left) as its answer.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run(
-        &mut self,
-        address: u64,
-        args: &[u64],
-        interrupts: bool,
-        nested: bool,
-        processor: Option<Processor>,
-        pages: Vec<(u64, PageBytes)>,
-        irql: Option<u64>,
-        timestamps: Option<Vec<Value>>,
-    ) -> Outcome<Done> {
-        match self.execute(address, args, interrupts, nested, processor, pages, irql, timestamps) {
+    pub fn run(&mut self, call: Call<'_>) -> Outcome<Done> {
+        match self.execute(call) {
             Err(Stop::Crash(crash)) => Ok(self.crash_json(&crash)),
             other => other,
         }

@@ -17,7 +17,7 @@ use crate::printf;
 use crate::protocol::{
     Fatal, Message, encode_hex, hex_bytes, integer, python_repr, to_usize, unsigned,
 };
-use crate::runner::{Crash, Outcome, Runner, Stop, truthy};
+use crate::runner::{Call, Crash, Outcome, Runner, Stop, truthy};
 
 /// `EVENT_CONTROL_CODE_ENABLE_PROVIDER`.
 const EVENT_CONTROL_CODE_ENABLE_PROVIDER: u64 = 1;
@@ -498,16 +498,7 @@ impl Runner {
                 let arguments =
                     [provider, EVENT_CONTROL_CODE_ENABLE_PROVIDER, level, keywords, 0, 0, context];
                 let interrupts = self.interrupts;
-                let done = self.execute(
-                    callback,
-                    &arguments,
-                    interrupts,
-                    true,
-                    None,
-                    Vec::new(),
-                    None,
-                    None,
-                )?;
+                let done = self.execute(Call::plain(callback, &arguments, interrupts, true))?;
                 self.protect_stale(&[])?;
                 if let Some(crash) = done.get("crash") {
                     return Err(Crash::from_json(crash)?.into());
