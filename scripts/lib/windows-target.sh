@@ -112,6 +112,8 @@ windows_target_copy_workspace() {
     mkdir -p "$dest"
     local -A wanted=()
     while IFS= read -r -d '' file; do
+        # A tracked file deleted in the work tree (not yet committed) is not part of it.
+        [[ -e $ROOT/$file ]] || continue
         wanted[$file]=1
         # A changed (or new) file is copied with a new timestamp, so cargo rebuilds it; an
         # unchanged one is left alone, so cargo does not. (Copying timestamps instead, cp -p,
@@ -122,7 +124,8 @@ windows_target_copy_workspace() {
             cp "$ROOT/$file" "$dest/$file"
         fi
     done < <(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- \
-        .cargo Cargo.toml Cargo.lock build.rs src caller engine sim tools/image/runner)
+        .cargo Cargo.toml Cargo.lock build.rs src caller engine sim tools/image/doorbell \
+        tools/image/runner)
     # Files gone from the workspace leave the copy too.
     while IFS= read -r -d '' file; do
         file=${file#"$dest"/}

@@ -12,8 +12,8 @@
 //! runner.
 //!
 //! The submodules: `runner` (the process and the line protocol), `affinity` (where a run's two
-//! processes run and how they hand over), `doorbell` (the shared page a spinning run's two
-//! processes wait on), `host` (the requests),
+//! processes run and how they hand over; the shared page a spinning run's two processes wait
+//! on is the `ppm-doorbell` crate's), `host` (the requests),
 //! `callbacks` (the image's callbacks as the emulator calls them), `measurements` (what the
 //! runner measured, judged against the image's static figures), `pe` (the image and the files
 //! beside it, checked before the runner starts), `symbols` (Rust symbols made readable for
@@ -24,7 +24,6 @@ use std::path::{Path, PathBuf};
 
 mod affinity;
 mod callbacks;
-mod doorbell;
 mod host;
 mod measurements;
 pub mod pe;

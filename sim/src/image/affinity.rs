@@ -12,14 +12,14 @@
 //!   (the verifier's worker pool, the tests) spread over the processors the process may use:
 //!   each takes the one with the fewest runs on it.
 //! - **Spinning** (asked for by a command that makes one run at a time): the waiting side
-//!   spins on a shared doorbell ([`super::doorbell`]) instead of sleeping on its pipe, so no
+//!   spins on a shared doorbell ([`ppm_doorbell`]) instead of sleeping on its pipe, so no
 //!   wake-up crosses processors. Neither process is pinned: the scheduler keeps two processes
 //!   that rarely sleep on two processors by itself, and pinning them measured slower
 //!   (docs/image-backend.md, "Two processes"). Granted only when the thread may use two
 //!   processors that no other run of this process uses (which the run then counts as its
 //!   own), the process's CPU quota gives two, and a doorbell can be made; otherwise the run is
 //!   shared. Other processes are not counted: a side that keeps spinning in vain rests
-//!   ([`super::doorbell::MISSES_BEFORE_REST`]).
+//!   ([`ppm_doorbell::MISSES_BEFORE_REST`]).
 //!
 //! [`Placement::for_runner`] holds the calling thread on its processor until dropped (shared
 //! runs): the run's own threads inherit it (a thread takes its creator's mask), and so does
@@ -28,7 +28,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use super::doorbell::Doorbell;
+use ppm_doorbell::Doorbell;
 
 /// How many runs of this process are placed on each processor (by processor number).
 static PLACED_RUNS: Mutex<Vec<u32>> = Mutex::new(Vec::new());

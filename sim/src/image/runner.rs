@@ -10,10 +10,10 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use ppm_doorbell::Doorbell;
 use serde_json::{Map, Value, json};
 
 use super::affinity::Placement;
-use super::doorbell::{self, Doorbell};
 
 /// The runner's page: `read` requests are at most this long.
 const PAGE: u64 = 4096;
@@ -262,7 +262,7 @@ impl Runner {
         match &doorbell {
             Some(doorbell) => doorbell.give_to_child(&mut command),
             None => {
-                command.env_remove(doorbell::FD_VARIABLE);
+                command.env_remove(ppm_doorbell::FD_VARIABLE);
             }
         }
         let mut child = command

@@ -43,21 +43,6 @@ pub const PAGE: u64 = 0x1000;
 pub const PAGE_BYTES: usize = 0x1000;
 const _: () = assert!(PAGE_BYTES as u64 == PAGE);
 
-/// The environment variable naming the doorbell's file descriptor.
-pub const DOORBELL_FD_VARIABLE: &str = "PPM_DOORBELL_FD";
-/// The doorbell page's length.
-pub const DOORBELL_BYTES: usize = 0x1000;
-/// Byte offset of `ppm-sim`'s message counter in the doorbell.
-pub const DOORBELL_SIM_COUNTER: usize = 0;
-/// Byte offset of the runner's message counter in the doorbell.
-pub const DOORBELL_RUNNER_COUNTER: usize = 8;
-/// How long the runner spins for `ppm-sim`'s next message before it sleeps on the pipe.
-pub const DOORBELL_SPIN_NS: u64 = 200_000;
-/// Spins in vain in a row after which the runner rests.
-pub const DOORBELL_MISSES_BEFORE_REST: u32 = 3;
-/// Messages the runner then waits for on the pipe alone.
-pub const DOORBELL_REST_WAITS: u32 = 1024;
-
 /// The `DRIVER_OBJECT` `driver_entry` builds.
 pub const DRIVER_OBJECT: u64 = DATA;
 /// The registry path's `UNICODE_STRING`.

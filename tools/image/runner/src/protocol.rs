@@ -3,16 +3,15 @@
 //! handoff), each message sent rings it and each one received is waited for on it first.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use crate::layout::{
-    DOORBELL_BYTES, DOORBELL_FD_VARIABLE, DOORBELL_MISSES_BEFORE_REST, DOORBELL_REST_WAITS,
-    DOORBELL_RUNNER_COUNTER, DOORBELL_SIM_COUNTER, DOORBELL_SPIN_NS, MAX_CALL_PAGES, PAGE,
-    PAGE_BYTES,
-};
+use crate::layout::{MAX_CALL_PAGES, PAGE, PAGE_BYTES};
+
+/// The doorbell of a spinning handoff (docs/image-backend.md, "Two processes"): a page shared
+/// with `ppm-sim` holding its message counter and the runner's, which the runner takes with
+/// `Doorbell::from_environment` (both sides are the `ppm-doorbell` crate's).
+pub use ppm_doorbell::Doorbell;
 
 /// The longest line accepted.
 const MAX_LINE_BYTES: usize = 64 << 20;
@@ -200,104 +199,6 @@ pub fn encode_hex(data: &[u8]) -> String {
         text.push(char::from(DIGITS[usize::from(byte & 15)]));
     }
     text
-}
-
-/// The doorbell of a spinning handoff (docs/image-backend.md, "Two processes"): a page shared
-/// with `ppm-sim` holding its message counter and the runner's.
-pub struct Doorbell {
-    /// The shared page, whose counters are 8-byte words.
-    page: *mut AtomicU64,
-    received: u64,
-    misses: u32,
-    resting: u32,
-}
-
-impl Doorbell {
-    /// The doorbell `ppm-sim` gave this process (the variable is removed from the
-    /// environment), if any.
-    pub fn from_environment() -> Result<Option<Self>, Fatal> {
-        let Some(value) = std::env::var_os(DOORBELL_FD_VARIABLE) else {
-            return Ok(None);
-        };
-        // SAFETY: the runner is single-threaded when this runs (at start, before the watchdog).
-        unsafe { std::env::remove_var(DOORBELL_FD_VARIABLE) };
-        let text = value.to_string_lossy().into_owned();
-        let fd: i32 = text
-            .parse()
-            .ok()
-            .filter(|_| text.bytes().all(|byte| byte.is_ascii_digit()))
-            .ok_or_else(|| {
-                Fatal::new(format!(
-                    "{DOORBELL_FD_VARIABLE} must be a file descriptor number, not '{text}'"
-                ))
-            })?;
-        // SAFETY: mapping a shared file of DOORBELL_BYTES; a failure is reported below.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                DOORBELL_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        let error = std::io::Error::last_os_error();
-        // SAFETY: closing the descriptor ppm-sim handed over: mapped or not, it is not needed.
-        unsafe { libc::close(fd) };
-        if page == libc::MAP_FAILED {
-            return Err(Fatal::new(format!(
-                "cannot map the doorbell (file descriptor {fd}): {error}"
-            )));
-        }
-        // The mapping is page-aligned, so the page may be addressed as 8-byte words.
-        Ok(Some(Self { page: page.cast(), received: 0, misses: 0, resting: 0 }))
-    }
-
-    /// The counter at byte `offset` of the page.
-    fn counter(&self, offset: usize) -> &AtomicU64 {
-        // SAFETY: `offset` is 0 or 8 (`DOORBELL_SIM_COUNTER`, `DOORBELL_RUNNER_COUNTER`): inside
-        // the mapped page of `DOORBELL_BYTES`.
-        let counter = unsafe { self.page.byte_add(offset) };
-        // SAFETY: the page is mapped for the process's life and page-aligned, so the counters at
-        // offsets 0 and 8 are 8-aligned; both processes only access them atomically.
-        unsafe { &*counter }
-    }
-
-    /// After the runner wrote a whole message.
-    fn ring(&self) {
-        self.counter(DOORBELL_RUNNER_COUNTER).fetch_add(1, Ordering::Release);
-    }
-
-    /// Before reading `ppm-sim`'s next message: spins at most `DOORBELL_SPIN_NS` for it (not at
-    /// all while resting).
-    fn wait(&mut self) {
-        let received = self.received;
-        self.received += 1;
-        if self.resting > 0 {
-            self.resting -= 1;
-            return;
-        }
-        let counter = self.counter(DOORBELL_SIM_COUNTER);
-        let start = Instant::now();
-        loop {
-            for _ in 0..64 {
-                if counter.load(Ordering::Acquire) > received {
-                    self.misses = 0;
-                    return;
-                }
-                std::hint::spin_loop();
-            }
-            if start.elapsed().as_nanos() >= u128::from(DOORBELL_SPIN_NS) {
-                break;
-            }
-        }
-        self.misses += 1;
-        if self.misses >= DOORBELL_MISSES_BEFORE_REST {
-            self.misses = 0;
-            self.resting = DOORBELL_REST_WAITS;
-        }
-    }
 }
 
 #[cfg(test)]
