@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Linux-linked driver images (scripts/build-driver-image.sh, x64 and ARM64) and
-# checks them the way Windows' loader and a reviewer would (ppm_image.check_image in
-# tools/image, with PyPI pefile in the image backend's venv, target/image/venv; see
-# docs/driver-image.md for what each check proves). Also lints (ruff) and unit-tests (pytest)
-# the checker.
+# checks them the way Windows' loader and a reviewer would (`ppm-image-runner check`, the image
+# backend's runner binary, tools/image/runner, built by scripts/image-runner.sh --setup-only;
+# see docs/driver-image.md for what each check proves). The checker's own tests are the
+# crate's (cargo test -p ppm-image-runner).
 #
 # Usage: scripts/check-driver-image.sh [--self-test]
 #   --self-test  also requires each broken image to fail the check with its own message:
@@ -29,21 +29,23 @@ VENV=$ROOT/target/image/venv
 export PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH=$TOOL
 
-# The checker's virtualenv (scripts/lib/setup.sh).
+# The image backend's virtualenv (scripts/lib/setup.sh): broken_image.py of the self-test.
 LOG_NAME=check-driver-image
 # shellcheck source=scripts/lib/setup.sh
 source "$ROOT/scripts/lib/setup.sh"
 python_venv "$VENV" "$TOOL/requirements.txt"
 PY=$VENV/bin/python
 
-echo "== the checker: ruff, pytest"
-(cd "$TOOL" && "$VENV/bin/ruff" check --no-cache -q . && "$VENV/bin/ruff" format --no-cache --check -q .)
-(cd "$TOOL" && "$PY" -m pytest -q tests/test_checker.py | tail -n 1)
+echo "== the checker (ppm-image-runner, release)"
+start=$SECONDS
+bash scripts/image-runner.sh --setup-only
+CHECKER=${CARGO_TARGET_DIR:-$ROOT/target}/release/ppm-image-runner
+echo "   $((SECONDS - start)) s"
 
 objdump=$(command -v llvm-objdump || ls /usr/lib/llvm-*/bin/llvm-objdump 2>/dev/null | tail -n1)
 check() {
     local arch=$1 dir=$2 image=$3
-    "$PY" -m ppm_image.check_image "$image" --map "$dir/ppm_pep.map" --imports "$TOOL/imports" \
+    "$CHECKER" check "$image" --map "$dir/ppm_pep.map" --imports "$TOOL/imports" \
         --arch "$arch" --objdump "$objdump" ${4:+--stack-report "$4"}
 }
 

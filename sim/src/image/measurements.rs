@@ -16,7 +16,7 @@ use crate::checks::CheckResult;
 
 /// The KMDF 1.31 function count (`WdfFunctionTableNumEntries`), read at compile time from the
 /// KMDF declarations the driver is built against (`tools/windows-check/include/kmdf-1.31.h`),
-/// which `scripts/build-driver-image.sh` and the runner (`ppm_image.layout`) read too.
+/// which `scripts/build-driver-image.sh` and the runner (its `commands.rs`) read too.
 pub const KMDF_FUNCTION_COUNT: u64 = enumerator(
     include_bytes!("../../../tools/windows-check/include/kmdf-1.31.h"),
     b"WdfFunctionTableNumEntries = ",
@@ -355,7 +355,7 @@ pub fn judge(image: &Path, facts: &RunFacts<'_>) -> Result<ImageReport, String> 
     })
 }
 
-/// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/image/ppm_image/stack.py`).
+/// `DriverEntry`'s budget: half the 24 KiB x64 kernel stack (`tools/image/runner/src/stack.rs`).
 pub const DRIVER_ENTRY_BUDGET: u64 = 12 * 1024;
 
 /// `image.kmdf_table`: the image's `WDF_BIND_INFO` declares KMDF 1.31's function count, and

@@ -14,7 +14,7 @@
 //!
 //! Whose map and `stack.txt` they are: lld-link's map names the image's `TimeDateStamp`
 //! (`Timestamp is …`), its preferred load address (the `ImageBase`) and the entry point
-//! (`entry point at SECTION:OFFSET`); `stack.txt` (written by `tools/image/ppm_image/check_image.py`)
+//! (`entry point at SECTION:OFFSET`); `stack.txt` (written by `ppm-image-runner check`)
 //! starts with `image TimeDateStamp 0x… CheckSum 0x… SizeOfImage …`. Each must agree with the
 //! image.
 

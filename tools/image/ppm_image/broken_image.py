@@ -38,24 +38,35 @@ modified. The image check's kinds carry a correct CheckSum, so that the patched 
 image's only one; the image backend's leave it as it was (the runner does not verify it), so
 that the patched bytes are the only ones that differ.
 
+What the patches need of the image (its .pdata, the map's symbols, the section table) is what
+the image backend's one PE reader reads of it, `ppm-image-runner describe IMAGE MAP ARCH`:
+$PPM_RUNNER_BINARY, else the release build under $CARGO_TARGET_DIR (default <repo>/target),
+built by `cargo build --release -p ppm-image-runner` (scripts/image-runner.sh --setup-only).
+pefile gives the file offsets and writes the image check's kinds; capstone decodes x64 code.
+Of ARM64 unwind data only what the patches touch is read here: an .xdata record's header (the
+function's length, where its unwind codes and handler data lie) and a scope table's entries.
+
 Exit 2, with a one-line message, when the image does not contain exactly the expected match (a
-changed image must not turn the self-test into a no-op), or on bad arguments.
+changed image must not turn the self-test into a no-op), when the runner cannot describe it,
+or on bad arguments.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import capstone
 import pefile
 from capstone import x86
-
-from .image import MACHINE_ARM64, ImageError, ImageFile, stack_identity
-from .seh import UWOP_ALLOC_LARGE, u16, u32
 
 KMDF_INDEX = 116  # WdfDriverCreateTableIndex (KMDF 1.31 WDFFUNCENUM)
 WRONG_KMDF_INDEX = 117
@@ -73,8 +84,200 @@ AMU_GUARDS = (
 )
 
 
+MACHINE_X64 = 0x8664
+MACHINE_ARM64 = 0xAA64
+ARCHES = {MACHINE_X64: "x64", MACHINE_ARM64: "arm64"}
+UWOP_ALLOC_LARGE = 1  # x64 UNWIND_CODE operation: an allocation in the next slot(s)
+RUNNER = "ppm-image-runner"
+REPO = Path(__file__).resolve().parents[3]
+
+
 class PatchError(Exception):
     """The image does not contain exactly what the patch changes (a one-line reason)."""
+
+
+def u16(data: bytes, offset: int) -> int:
+    """The little-endian u16 at `offset` of `data`."""
+    return int.from_bytes(data[offset : offset + 2], "little")
+
+
+def u32(data: bytes, offset: int) -> int:
+    """The little-endian u32 at `offset` of `data`."""
+    return int.from_bytes(data[offset : offset + 4], "little")
+
+
+def stack_identity(pe: pefile.PE) -> str:
+    """The first line of stack.txt: which image its figures are of (as `ppm-image-runner check
+    --stack-report` writes it; ppm-sim refuses a stack.txt whose line does not match the image
+    it runs, sim/src/image/pe.rs)."""
+    return (
+        f"image TimeDateStamp {pe.FILE_HEADER.TimeDateStamp:#010x} "
+        f"CheckSum {pe.OPTIONAL_HEADER.CheckSum:#010x} "
+        f"SizeOfImage {pe.OPTIONAL_HEADER.SizeOfImage:#x}"
+    )
+
+
+# ---- the image: pefile, and what the runner reads of it -------------------------------------
+
+
+def runner_binary() -> Path:
+    """$PPM_RUNNER_BINARY, else the release build under $CARGO_TARGET_DIR or <repo>/target."""
+    if os.environ.get("PPM_RUNNER_BINARY"):
+        return Path(os.environ["PPM_RUNNER_BINARY"])
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    return target / "release" / RUNNER
+
+
+def describe_image(path: str, map_path: str, arch: str) -> dict[str, Any]:
+    """What `ppm-image-runner describe` reads of the image and its map (PatchError with the
+    runner's one-line reason when it refuses them)."""
+    binary = runner_binary()
+    if not binary.is_file():
+        raise PatchError(
+            f"no {RUNNER} at {binary}: build it with `cargo build --release -p {RUNNER}` "
+            "(scripts/image-runner.sh --setup-only), or name it in $PPM_RUNNER_BINARY"
+        )
+    environment = dict(os.environ)
+    library = Path(capstone.__file__).resolve().parent / "lib" / "libcapstone.so"
+    if "PPM_CAPSTONE_LIB" not in environment and library.is_file():
+        environment["PPM_CAPSTONE_LIB"] = str(library)  # this interpreter's capstone
+    try:
+        done = subprocess.run(
+            [str(binary), "describe", path, map_path, arch],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=False,
+        )
+    except OSError as error:
+        raise PatchError(f"{binary}: {error.strerror}") from error
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        raise PatchError(lines[-1].removeprefix(f"{RUNNER}: "))
+    return json.loads(done.stdout)
+
+
+@dataclass
+class Scope:
+    """One __C_specific_handler scope table entry (RVAs)."""
+
+    begin: int
+    end: int
+    handler: int
+    target: int
+
+
+@dataclass
+class Function:
+    """One .pdata entry: its range, unwind data (x64 UNWIND_INFO RVA; ARM64 the entry's second
+    word) and, on ARM64 with an exception handler, the RVA of the handler's data."""
+
+    begin: int
+    end: int
+    unwind: int
+    handler_data: int | None = None
+    scopes: list[Scope] = field(default_factory=list)
+
+
+@dataclass
+class Xdata:
+    """What an ARM64 .xdata record's header says: the function's length, where its unwind
+    codes lie (RVA, words) and the RVA of its exception handler's data (None without one)."""
+
+    length: int
+    codes: int
+    words: int
+    handler_data: int | None
+
+
+class ImageFile:
+    """A PE image file (pefile) with what the runner reads of it and its map."""
+
+    def __init__(self, path: str, map_path: str):
+        self.path = path
+        self.map_path = map_path
+        try:
+            self.pe = pefile.PE(path)
+        except (OSError, pefile.PEFormatError) as error:
+            raise PatchError(f"{path}: not a PE image ({error})") from error
+        self.machine = self.pe.FILE_HEADER.Machine
+        arch = ARCHES.get(self.machine)
+        if arch is None:
+            raise PatchError(f"{path}: machine {self.machine:#x} is neither x64 nor ARM64")
+        self.description = describe_image(path, map_path, arch)
+
+    def read(self, rva: int, size: int) -> bytes:
+        """`size` bytes at `rva`."""
+        data = self.pe.get_data(rva, size)
+        if len(data) != size:
+            raise PatchError(f"{size} bytes at RVA {rva:#x} lie outside the image")
+        return data
+
+    def rva_of(self, name: str) -> int:
+        """The RVA of the map's symbol `name` (its first)."""
+        for symbol, rva in self.description["map"]:
+            if symbol == name:
+                return rva
+        raise PatchError(f"symbol {name} not in the map")
+
+    def functions_in_text(self) -> list[tuple[int, str]]:
+        """The map's symbols (RVA, name; a name's first RVA) in an executable section, by RVA."""
+        ranges = [
+            (s["rva"], s["rva"] + max(s["size"], s["raw_size"]))
+            for s in self.description["sections"]
+            if s["executable"]
+        ]
+        symbols: dict[str, int] = {}
+        for name, rva in self.description["map"]:
+            symbols.setdefault(name, rva)
+        return sorted(
+            (rva, name)
+            for name, rva in symbols.items()
+            if any(start <= rva < end for start, end in ranges)
+        )
+
+    def xdata(self, unwind: int) -> Xdata:
+        """The header of the ARM64 .xdata record at `unwind`."""
+        header = u32(self.read(unwind, 4), 0)
+        epilogs, words = header >> 22 & 0x1F, header >> 27
+        cursor = unwind + 4
+        if epilogs == 0 and words == 0:
+            extended = u32(self.read(cursor, 4), 0)
+            epilogs, words = extended & 0xFFFF, extended >> 16 & 0xFF
+            cursor += 4
+        if not header >> 21 & 1:  # E clear: epilog scopes, one word each
+            cursor += 4 * epilogs
+        handler_data = cursor + 4 * words + 4 if header >> 20 & 1 else None
+        return Xdata((header & 0x3FFFF) * 4, cursor, words, handler_data)
+
+    def function_containing(self, rva: int) -> Function | None:
+        """The .pdata entry whose range holds `rva`, or None."""
+        entries = self.description["pdata"]
+        index = bisect.bisect_right([entry[0] for entry in entries], rva) - 1
+        if index < 0:
+            return None
+        if self.machine != MACHINE_ARM64:
+            function = Function(*entries[index])
+        else:
+            begin, unwind = entries[index]
+            if unwind & 3 == 3:
+                raise PatchError(f".pdata entry {begin:#x}: Flag 3 is reserved")
+            if unwind & 3:  # packed unwind data: FunctionLength in bits 2..12
+                function = Function(begin, begin + (unwind >> 2 & 0x7FF) * 4, unwind)
+            else:
+                xdata = self.xdata(unwind)
+                function = Function(begin, begin + xdata.length, unwind, xdata.handler_data)
+            if function.handler_data is not None:
+                function.scopes = self.scope_table(function.handler_data)
+        return function if function.begin <= rva < function.end else None
+
+    def scope_table(self, rva: int) -> list[Scope]:
+        """The __C_specific_handler scope table at `rva` (Count, then Count entries)."""
+        count = u32(self.read(rva, 4), 0)
+        if count > 0x1000:
+            raise PatchError(f"scope table at {rva:#x}: {count} entries")
+        raw = self.read(rva + 4, 16 * count) if count else b""
+        return [Scope(*(u32(raw, 16 * n + 4 * w) for w in range(4))) for n in range(count)]
 
 
 # ---- the image check's kinds: pefile structures and raw (file offset, bytes) patches --------
@@ -105,19 +308,11 @@ def enlarge_arm64_driver_entry_frame(image):
     function = image.function_containing(image.rva_of("DriverEntry"))
     if function is None or function.unwind & 3:
         raise PatchError("DriverEntry has no .xdata record")
-    header = u32(image.read(function.unwind, 4), 0)
-    epilogs, words = header >> 22 & 0x1F, header >> 27
-    cursor = function.unwind + 4
-    if epilogs == 0 and words == 0:
-        extended = u32(image.read(cursor, 4), 0)
-        epilogs, words = extended & 0xFFFF, extended >> 16 & 0xFF
-        cursor += 4
-    if not header >> 21 & 1:
-        cursor += 4 * epilogs
-    codes = image.read(cursor, 4 * words)
+    xdata = image.xdata(function.unwind)
+    codes = image.read(xdata.codes, 4 * xdata.words)
     for index, code in enumerate(codes[:-1]):
         if 0xC0 <= code < 0xC8:
-            return image.pe.get_offset_from_rva(cursor + index), b"\xc7\xff"
+            return image.pe.get_offset_from_rva(xdata.codes + index), b"\xc7\xff"
     raise PatchError("DriverEntry's unwind codes have no alloc_m")
 
 
@@ -429,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     kind, source, out = arguments[0], Path(arguments[1]), Path(arguments[2])
     try:
         what = write_broken(kind, source, out)
-    except (ImageError, PatchError, OSError) as error:
+    except (PatchError, OSError) as error:
         print(f"broken_image {kind}: {error}", file=sys.stderr)
         return 2
     print(f"broken_image {kind}: {out}: {what}")

@@ -26,6 +26,7 @@ from fake_host import (
     Session,
     patched_image,
 )
+from runner_layout import KMDF_STUBS, STATUS_ILLEGAL_INSTRUCTION
 from test_runner import (
     PAYLOAD,
     PROCESSOR_0,
@@ -35,8 +36,6 @@ from test_runner import (
     ready_to_read,
     symbol_address,
 )
-
-from ppm_image.layout import KMDF_STUBS, STATUS_ILLEGAL_INSTRUCTION
 
 pytestmark = pytest.mark.skipif(
     not ARM64_IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh --arch arm64"
@@ -150,14 +149,12 @@ def test_arm64_guard_without_its_scope_is_bugcheck_0x1e(tmp_path):
     handles, bugcheck 0x1E with STATUS_ILLEGAL_INSTRUCTION at the MRS, as on Windows."""
     import pefile
 
-    from ppm_image import arm64_unwind
+    from ppm_image.broken_image import ImageFile
 
     session = booted()
     guard = guard_rva(session, "ppm_amu_read_amcgcr")
     pe = pefile.PE(str(ARM64_IMAGE))
-    directory = pe.OPTIONAL_HEADER.DATA_DIRECTORY[3]  # IMAGE_DIRECTORY_ENTRY_EXCEPTION
-    entries = dict(arm64_unwind.decode_pdata(pe.get_data(directory.VirtualAddress, directory.Size)))
-    function = arm64_unwind.decode_function(guard, entries[guard], pe.get_data)
+    function = ImageFile(str(ARM64_IMAGE), str(ARM64_MAP)).function_containing(guard)
     assert function.handler_data is not None
     data = bytearray(ARM64_IMAGE.read_bytes())
     count = pe.get_offset_from_rva(function.handler_data)

@@ -1,5 +1,6 @@
 """broken_image.py against the real image: each patch changes exactly the bytes it names, and a
-patch whose pattern is not there (exactly once) is refused, never written as a no-op."""
+patch whose pattern is not there (exactly once) is refused, never written as a no-op. It reads
+the image with `ppm-image-runner describe`: the runner binary must be built."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ from pathlib import Path
 import capstone
 import pefile
 import pytest
-from fake_host import IMAGE, MAP
+from fake_host import IMAGE, MAP, RUNNER
 
-from ppm_image import broken_image, image
+from ppm_image import broken_image
 
-pytestmark = pytest.mark.skipif(
-    not IMAGE.exists() or not IMAGE.with_name("stack.txt").exists(),
-    reason="no image with its stack.txt: run scripts/check-driver-image.sh",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not IMAGE.exists() or not IMAGE.with_name("stack.txt").exists(),
+        reason="no image with its stack.txt: run scripts/check-driver-image.sh",
+    ),
+    pytest.mark.skipif(
+        not RUNNER.exists(), reason=f"no {RUNNER}: cargo build --release -p ppm-image-runner"
+    ),
+]
 
 
 def digest(path: Path) -> str:
@@ -64,12 +70,12 @@ def test_kmdf_index_moves_one_displacement_byte(tmp_path, capsys):
 
 
 def function_rva(identifier: str) -> int:
-    """The RVA of the one map symbol holding the Rust identifier (read with the runner's own
-    map parser, not broken_image's lookup)."""
-    symbols = image.parse_map(str(MAP), image.parse_image(str(IMAGE), 0))
+    """The RVA of the one function symbol holding the Rust identifier (the runner's functions
+    of the map, `describe`'s "symbols", not broken_image's lookup)."""
+    symbols = broken_image.describe_image(str(IMAGE), str(MAP), "x64")["symbols"]
     (rva,) = [
         r
-        for r, n in zip(symbols.rvas, symbols.names, strict=True)
+        for r, n in zip(symbols["rvas"], symbols["names"], strict=True)
         if f"{len(identifier)}{identifier}" in n
     ]
     return rva
@@ -166,3 +172,28 @@ def test_out_beside_the_real_image_is_refused(capsys):
 def test_bad_arguments_are_refused(capsys):
     assert broken_image.main(["no-such-kind", str(IMAGE), "x.sys"]) == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_a_missing_runner_is_named_with_how_to_build_it(tmp_path, capsys, monkeypatch):
+    missing = tmp_path / "ppm-image-runner"
+    monkeypatch.setenv("PPM_RUNNER_BINARY", str(missing))
+    out = tmp_path / "out" / "early.sys"
+    status, text = patch("early-return", IMAGE, out, capsys)
+    assert status == 2 and not out.exists()
+    assert text == (
+        f"broken_image early-return: no ppm-image-runner at {missing}: build it with "
+        "`cargo build --release -p ppm-image-runner` (scripts/image-runner.sh --setup-only), "
+        "or name it in $PPM_RUNNER_BINARY\n"
+    )
+
+
+def test_a_missing_map_is_the_runners_one_line_refusal(tmp_path, capsys):
+    directory = tmp_path / "no-map"
+    directory.mkdir()
+    source = directory / "ppm_pep.sys"
+    source.write_bytes(IMAGE.read_bytes())
+    (directory / "stack.txt").write_bytes(IMAGE.with_name("stack.txt").read_bytes())
+    status, text = patch("wx-section", source, tmp_path / "out" / "wx.sys", capsys)
+    assert status == 2
+    reason = "cannot read the map (No such file or directory)"
+    assert text == f"broken_image wx-section: {source.with_suffix('.map')}: {reason}\n"

@@ -1,5 +1,6 @@
-"""The Windows structure offsets the runner uses (layout.STRUCTURES) against the layouts the
-image is built with, read from where the build asserts them:
+"""The Windows structure offsets the runner uses (its STRUCTURES, as tests/runner_layout.py
+reads them) against the layouts the image is built with, read from where the build asserts
+them:
   - the wdk-sys bindings the image build generates (bindgen's compile-time layout assertions,
     `"Offset of field: _S::F"` and `"Size of _S"`), for x64 and ARM64;
   - the engine's `assert_layout!` declarations (engine/src/abi), for the PEP structures;
@@ -13,8 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from ppm_image import layout
+import runner_layout as layout
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]

@@ -17,12 +17,7 @@ from fake_host import (
     Session,
     patched_image,
 )
-
-from ppm_image.layout import (
-    KMDF_MAX_FUNCTIONS,
-    KMDF_STUBS,
-    STATUS_PRIVILEGED_INSTRUCTION,
-)
+from runner_layout import KMDF_MAX_FUNCTIONS, KMDF_STUBS, STATUS_PRIVILEGED_INSTRUCTION
 
 pytestmark = pytest.mark.skipif(
     not IMAGE.exists(), reason="no image: run scripts/build-driver-image.sh"
@@ -660,7 +655,7 @@ def test_a_function_table_larger_than_kmdf_1_31_is_refused(tmp_path):
 def test_pofx_services_are_host_requests():
     """register_plugin's `functions` offsets become stubs in the image's
     PEP_KERNEL_INFORMATION; a call through one is a pofx_service request."""
-    from ppm_image.layout import POFX_STUBS
+    from runner_layout import POFX_STUBS
 
     session = booted()
     done = session.command({"op": "call", "address": POFX_STUBS + 16, "args": [0x1234, 7]})

@@ -2,14 +2,12 @@
 //! (learn.microsoft.com, "ARM64 exception handling"): .pdata entries {`BeginAddress`,
 //! `UnwindData`}, packed unwind data (Flag 1 or 2) and .xdata records (header, epilog scopes,
 //! unwind codes, exception handler RVA and its data), and the scope table
-//! `__C_specific_handler` reads (as on x64: [`seh::scope_table`]). The port of
-//! `tools/image/ppm_image/arm64_unwind.py`, to the byte: the same dispatch targets, restored
-//! registers, reasons and error texts.
+//! `__C_specific_handler` reads (as on x64: [`seh::scope_table`]).
 //!
 //! Packed unwind data is expanded into the unwind codes the documentation says it is equivalent
 //! to, so one interpreter unwinds both forms. A frame is an [`Arm64Registers`]: PC, SP and the
-//! non-volatile general registers x19..x30 (x29 the frame pointer, x30 the link register), the
-//! keys of Python's dict; SP kept unbounded (`i128`) as Python's integer is.
+//! non-volatile general registers x19..x30 (x29 the frame pointer, x30 the link register); SP
+//! kept unbounded (`i128`): outside [0, 2^64) only after a corrupt frame.
 
 use std::sync::Arc;
 
@@ -224,8 +222,7 @@ impl Code {
     }
 }
 
-/// The low byte of `value` (Python's `bytes([value])`, whose values all lie in 0..256 here:
-/// checked against the Python module for every packed word).
+/// The low byte of `value` (the byte itself: the packed expansion's values all lie in 0..256).
 const fn byte_of(value: u32) -> u8 {
     value.to_le_bytes()[0]
 }
@@ -397,8 +394,8 @@ pub fn instruction_count(codes: &[u8], mut index: usize) -> usize {
     count
 }
 
-/// The big-endian number in `codes[from..to]` (what of it there is: Python's
-/// `int.from_bytes(codes[from:to], "big")`).
+/// The big-endian number in `codes[from..to]`, of the bytes there are (a range past the end of
+/// `codes` is cut short, an empty one reads as 0).
 fn big_endian(codes: &[u8], from: usize, to: usize) -> u64 {
     codes.iter().take(to).skip(from).fold(0, |value, byte| (value << 8) | u64::from(*byte))
 }
@@ -445,9 +442,9 @@ pub fn frame_of_codes(codes: &[u8], mut index: usize, unwind: u32) -> Result<u64
     Ok(frame)
 }
 
-/// An ARM64 frame's registers: PC, SP and x19..x30 (Python's dict of "pc", "sp", "x19".."x30";
-/// a register outside x19..x30 named by an unwind code is not tracked, as Python skips a name
-/// its dict lacks). SP is unbounded (`i128`) as Python's integer is.
+/// An ARM64 frame's registers: PC, SP and x19..x30 (a register outside x19..x30 named by an
+/// unwind code is not tracked: its restore is skipped). SP is unbounded (`i128`): outside
+/// [0, 2^64) only after a corrupt frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arm64Registers {
     /// PC.
@@ -459,14 +456,14 @@ pub struct Arm64Registers {
 }
 
 impl Arm64Registers {
-    /// The registers runner.py's `raise_exception` starts a dispatch with: PC, SP and x19..x30
-    /// in order.
+    /// The registers a dispatch starts with: PC, SP and x19..x30 in order.
     #[must_use]
     pub fn new(pc: u64, sp: u64, x19_to_x30: [u64; 12]) -> Self {
         Self { pc, sp: i128::from(sp), x: x19_to_x30 }
     }
 
     /// PC.
+    #[cfg(test)]
     #[must_use]
     pub const fn pc(&self) -> u64 {
         self.pc
@@ -478,12 +475,6 @@ impl Arm64Registers {
         wrap(self.sp)
     }
 
-    /// SP as Python's unbounded integer (outside [0, 2^64) only after a corrupt frame).
-    #[must_use]
-    pub const fn sp_unbounded(&self) -> i128 {
-        self.sp
-    }
-
     /// x19..x30, in order.
     #[must_use]
     pub const fn nonvolatile(&self) -> [u64; 12] {
@@ -491,6 +482,7 @@ impl Arm64Registers {
     }
 
     /// Register x`number`, None outside x19..x30.
+    #[cfg(test)]
     #[must_use]
     pub fn x(&self, number: u32) -> Option<u64> {
         self.x.get(usize::try_from(number.checked_sub(FIRST_NONVOLATILE)?).ok()?).copied()
@@ -651,16 +643,15 @@ pub struct Unwinder {
     pdata: Vec<(u32, u32)>,
     /// The RVAs of `__C_specific_handler` (the map's symbols of that name).
     c_specific_handler: Vec<u64>,
-    /// The entries decoded so far, by index in `pdata` (Python's `decoded`, by begin: the same
-    /// entry, bisection picking the last of equal begins).
+    /// The entries decoded so far, by index in `pdata` (of entries with equal begins, the
+    /// lookup's bisection only ever picks the last).
     decoded: Vec<Option<Arc<Function>>>,
 }
 
 impl Unwinder {
-    /// Python's `Unwinder(base, size, pdata, read, c_specific)` without the reader (passed to
-    /// each call): the image mapped at `base`, `size` bytes; its .pdata entries (image.py's
-    /// `pdata_of`, [`decode_pdata`]: sorted, which they are sorted again to be); the RVAs of
-    /// `__C_specific_handler`.
+    /// The unwinder of the image mapped at `base`, `size` bytes, with its .pdata entries (in
+    /// any order, as [`decode_pdata`] yields them or not: sorted here) and the RVAs of
+    /// `__C_specific_handler`. The memory is passed to each call.
     #[must_use]
     pub fn new(base: u64, size: u64, pdata: &[(u32, u32)], c_specific_handler: &[u64]) -> Self {
         let mut pdata = pdata.to_vec();
@@ -761,12 +752,11 @@ impl Unwinder {
         Ok((Some(handler), seh::scope_table(data, &mut read)?))
     }
 
-    /// Finds the `__except` that takes an exception raised at `regs.pc()` (Python's
-    /// `dispatch(regs, stop)`): see [`seh::walk`].
+    /// Finds the `__except` that takes an exception raised at PC: see [`seh::walk`].
     ///
     /// # Errors
     ///
-    /// What Python's `dispatch` raised (see [`Failure`]).
+    /// Unwind data that cannot be followed; the reader's failure (see [`Failure`]).
     pub fn dispatch<M: Memory + ?Sized>(
         &mut self,
         regs: &Arm64Registers,
@@ -833,10 +823,9 @@ impl FrameWalk for Unwinder {
 
 #[cfg(test)]
 mod tests {
-    //! The cases of `tools/image/tests/test_arm64_unwind.py` (its hand-assembled guard, packed
-    //! callee and .xdata callee; the stack at the fault as Unicorn left it when that test's
-    //! prologues ran) and of `test_checker.py`, and further ones checked against
-    //! `arm64_unwind.py` on the same bytes.
+    //! Hand-assembled unwind data: a guard, a packed callee and an .xdata callee (the stack at
+    //! the fault as Unicorn left it when their prologues ran), packed words and their
+    //! expansion, frame sizes of unwind codes and corrupt data.
 
     use super::*;
     use crate::seh::tests::{BASE, C_SPECIFIC, Fault, SENTINEL, SIZE, STACK, TestMemory};
@@ -892,8 +881,8 @@ mod tests {
         Unwinder::new(BASE, SIZE, &pdata(), &[c_specific])
     }
 
-    /// The machine at `test_arm64_unwind.py`'s fault (the .xdata callee's UDF, two frames below
-    /// the guard): its registers and the stack from SP up, as Unicorn left them.
+    /// The machine at the fault (the .xdata callee's UDF, two frames below the guard): its
+    /// registers and the stack from SP up, as Unicorn left them.
     fn at_fault(scopes: &[[u32; 4]]) -> (TestMemory, Arm64Registers) {
         let mut memory = TestMemory::new(image(scopes));
         let stack = [0x53, 2, 0x80FD0, 0x11054, 0x80FF0, 0x11014, 1, 2, 0x29, SENTINEL];
@@ -978,8 +967,9 @@ mod tests {
     /// A packed word, its codes in hex, its epilogue.
     type Vector = (u32, &'static str, Option<(usize, usize)>);
 
-    /// (word, codes, epilogue) as `arm64_unwind.py` expands them (the port was compared with
-    /// it on every combination of the fields the codes depend on).
+    /// (word, codes, epilogue): packed words across the fields the expansion depends on
+    /// (`RegI`, `RegF`, `CR`, `H`, `FrameSize`, Flag 2), the codes they expand to and their
+    /// epilogue (see [`Packed`]).
     const PACKED_VECTORS: [Vector; 8] = [
         (0x11, "e4e4", Some((1, 1))),
         (0x0101_0029, "01d401e401d401e4", Some((4, 3))),
@@ -992,7 +982,7 @@ mod tests {
     ];
 
     #[test]
-    fn packed_vectors_match_the_python_expansion() {
+    fn packed_vectors_expand_to_their_known_codes() {
         for (word, hex, epilogue) in PACKED_VECTORS {
             let (codes, found) = packed_codes(word).unwrap();
             let text = codes.iter().fold(String::new(), |text, byte| text + &format!("{byte:02x}"));
@@ -1068,7 +1058,7 @@ mod tests {
         // save_fplr_x (z = 1: 16 bytes), alloc_s 2 (32 bytes), alloc_l 0x10000 * 16.
         assert_eq!(frame_of_codes(&[0x81, 0x02, 0xE4], 0, 0), Ok(16 + 32));
         assert_eq!(frame_of_codes(&[0xE0, 0x01, 0x00, 0x00, 0xE4], 0, 0), Ok(0x10000 * 16));
-        // alloc_l cut short: the operand bytes there are (Python's slice).
+        // alloc_l cut short: the number of the operand bytes there are.
         assert_eq!(frame_of_codes(&[0xE0, 0x01], 0, 0), Ok(16));
         // Codes after `end` are not the prologue's.
         assert_eq!(frame_of_codes(&[0xE4, 0x1F], 0, 0), Ok(0));
@@ -1129,7 +1119,7 @@ mod tests {
                 "ARM64 .xdata at 0x44: unwind code 0xe7 not decoded".to_owned()
             )))
         );
-        // add_fp with x29 = 0: SP below 0, where save_fplr then reads (as Python did).
+        // add_fp with x29 = 0: SP below 0, where save_fplr then reads (an unbounded address).
         let mut regs = Arm64Registers::new(0, STACK, [0; 12]);
         let result = execute(&[0xE2, 0x04, 0x40, 0xE4], 0, 0, &mut regs, &mut memory, 0);
         assert_eq!(result, Err(Failure::Read(Fault::Unbounded(-32))));

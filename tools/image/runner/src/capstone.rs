@@ -1,8 +1,8 @@
 //! capstone 5's C library, loaded at run time from the image backend's virtual environment
 //! (`capstone/lib/libcapstone.so` of the wheel `tools/image/requirements.txt` pins, the library
-//! the `capstone` package that `tools/image/ppm_image/image.py` imports loads too): the x86-64
-//! disassembler of the site finder (`image::find_sites`), bound by hand to the five functions it
-//! needs.
+//! the `capstone` package that `tools/image/ppm_image/broken_image.py` imports loads too): the
+//! x86-64 disassembler of the site finder (`image::find_sites`), bound by hand to the five
+//! functions it needs.
 //!
 //! The library is found by [`find_library`]: `PPM_CAPSTONE_LIB` when set, else
 //! `target/image/venv/lib/python3*/site-packages/capstone/lib/libcapstone.so` under the first
@@ -206,8 +206,6 @@ pub struct Instruction<'a> {
     pub size: u16,
     /// Its mnemonic (ASCII), e.g. `rdmsr`.
     pub mnemonic: &'a [u8],
-    /// Its operands as text (ASCII).
-    pub op_str: &'a [u8],
 }
 
 /// `text` up to its first NUL.
@@ -226,12 +224,8 @@ impl Instructions<'_> {
         unsafe { std::slice::from_raw_parts(self.first, self.count) }
     }
 
-    /// How many instructions were decoded.
-    pub const fn len(&self) -> usize {
-        self.as_slice().len()
-    }
-
-    /// Whether none was.
+    /// Whether no instruction was decoded.
+    #[cfg(test)]
     pub const fn is_empty(&self) -> bool {
         self.as_slice().is_empty()
     }
@@ -242,7 +236,6 @@ impl Instructions<'_> {
             address: insn.address,
             size: insn.size,
             mnemonic: c_string(&insn.mnemonic),
-            op_str: c_string(&insn.op_str),
         })
     }
 }
@@ -294,16 +287,16 @@ pub fn venv_library(variable: &str, relative: &str) -> Option<PathBuf> {
 /// exists.
 fn in_virtual_environment(root: &Path, relative: &str) -> Option<PathBuf> {
     let lib = root.join("target").join("image").join("venv").join("lib");
-    let mut pythons: Vec<PathBuf> = std::fs::read_dir(lib)
+    let mut versions: Vec<PathBuf> = std::fs::read_dir(lib)
         .ok()?
         .filter_map(Result::ok)
         .filter(|entry| entry.file_name().to_string_lossy().starts_with("python3"))
         .map(|entry| entry.path())
         .collect();
-    pythons.sort();
-    pythons
+    versions.sort();
+    versions
         .into_iter()
-        .map(|python| python.join("site-packages").join(relative))
+        .map(|version| version.join("site-packages").join(relative))
         .find(|path| path.is_file())
 }
 

@@ -11,12 +11,12 @@ use crate::arch::arm64;
 use crate::hooks;
 use crate::image::{self, Arch, Image};
 use crate::layout::{
-    DATA, DATA_SIZE, DRIVER_INIT, DRIVER_OBJECT, DRIVER_OBJECT_SIZE, DRIVER_SIZE, DRIVER_START,
-    DRIVER_UNLOAD, IMAGE_BASE, IMPORT_STUBS, IO_TYPE_DRIVER, KMDF_STUBS, MAX_STACK_BYTES, PAGE,
-    REGISTRY_PATH, REGISTRY_PATH_BUFFER, REGISTRY_PATH_MAX_BYTES, STACK_GUARD, STUBS, STUBS_SIZE,
-    WDFDEVICE_INIT, WDFDRIVER,
+    DATA, DATA_SIZE, DRIVER_INIT, DRIVER_OBJECT, DRIVER_OBJECT_SIZE, DRIVER_OBJECT_SIZE_FIELD,
+    DRIVER_OBJECT_TYPE, DRIVER_SIZE, DRIVER_START, DRIVER_UNLOAD, IMAGE_BASE, IMPORT_STUBS,
+    IO_TYPE_DRIVER, KMDF_STUBS, MAX_STACK_BYTES, PAGE, REGISTRY_PATH, REGISTRY_PATH_BUFFER,
+    REGISTRY_PATH_MAX_BYTES, STACK_GUARD, STUBS, STUBS_SIZE, WDFDEVICE_INIT, WDFDRIVER,
 };
-use crate::protocol::{Fatal, Message, integer, python_repr, to_usize};
+use crate::protocol::{Fatal, Message, integer, shown_value, to_usize};
 use crate::runner::{Call, Done, Outcome, OwnMemory, Runner, Stop};
 use crate::unicorn::{self, Engine};
 use crate::watchdog::Watchdog;
@@ -45,7 +45,7 @@ pub fn repository() -> PathBuf {
 
 /// KMDF 1.31's function names by table index and its `WdfFunctionTableNumEntries` (the
 /// function table's size), from the Windows-target check's header, read once.
-fn kmdf_header() -> Result<(HashMap<u64, String>, u64), Fatal> {
+pub fn kmdf_header() -> Result<(HashMap<u64, String>, u64), Fatal> {
     let header = repository().join("tools/windows-check/include/kmdf-1.31.h");
     let text = std::fs::read_to_string(&header)
         .map_err(|error| Fatal::new(format!("{}: {error}", header.display())))?;
@@ -128,7 +128,7 @@ impl Runner {
         let arch_name = match message.get("arch") {
             None => "x64".to_owned(),
             Some(Value::String(name)) => name.clone(),
-            Some(other) => python_repr(other),
+            Some(other) => shown_value(other),
         };
         let arch = Arch::from_name(&arch_name)
             .ok_or_else(|| Fatal::new(format!("load: arch '{arch_name}': x64 or arm64")))?;
@@ -296,9 +296,9 @@ impl Runner {
             driver[at..at + bytes.len()].copy_from_slice(bytes);
             Ok(())
         };
-        put(0, &IO_TYPE_DRIVER.to_le_bytes())?;
+        put(DRIVER_OBJECT_TYPE, &IO_TYPE_DRIVER.to_le_bytes())?;
         // Size: a USHORT; DriverSize: a ULONG (the low bytes of each, little-endian).
-        put(2, &DRIVER_OBJECT_SIZE.to_le_bytes()[..2])?;
+        put(DRIVER_OBJECT_SIZE_FIELD, &DRIVER_OBJECT_SIZE.to_le_bytes()[..2])?;
         put(DRIVER_START, &IMAGE_BASE.to_le_bytes())?;
         put(DRIVER_SIZE, &size.to_le_bytes()[..4])?;
         put(DRIVER_INIT, &entry.to_le_bytes())?;
@@ -398,7 +398,7 @@ impl Runner {
                 "unload" => self.cmd_unload(),
                 "report" => self.cmd_report(),
                 _ => {
-                    let shown = message.get("op").map_or_else(|| "None".to_owned(), python_repr);
+                    let shown = message.get("op").map_or_else(|| "None".to_owned(), shown_value);
                     Err(Fatal::new(format!("unknown command {shown}")).into())
                 }
             };

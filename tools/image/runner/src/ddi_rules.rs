@@ -37,9 +37,6 @@ macro_rules! ddi {
     };
 }
 
-/// The DDI reference's root.
-pub const DDI: &str = ddi!("");
-
 /// Where `WdfVersionBind` and `WdfVersionUnbind` are declared (undocumented routines).
 const FXLDR_H: &str = "https://github.com/microsoft/Windows-Driver-Frameworks \
                        src/framework/shared/inc/private/common/fxldr.h";
@@ -68,6 +65,7 @@ pub enum Failure {
 impl Failure {
     /// Its name: `"status"` or `"null"`.
     #[must_use]
+    #[cfg(test)]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Status => "status",

@@ -639,8 +639,8 @@ impl Runner {
         let dispatch: Result<(u64, Resume), String> = match outcome {
             Ok(dispatch) => dispatch,
             Err(seh::Failure::Unwind(error)) => Err(format!("unwind failed: {error}")),
-            Err(seh::Failure::Python(error)) => {
-                return Err(Fatal::new(format!("runner bug in a hook: {}", error.repr())).into());
+            Err(seh::Failure::Malformed(error)) => {
+                return Err(Fatal::new(format!("runner bug in a hook: {}", error.text())).into());
             }
             Err(seh::Failure::Read(stop)) => return Err(stop),
         };

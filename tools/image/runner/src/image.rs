@@ -1,35 +1,40 @@
-//! The linked driver image as the runner maps it: the port of what the runner uses from
-//! `tools/image/ppm_image/image.py` — `parse_image` ([`Image`]), `read_map`, `parse_map` and
-//! `SymbolMap` ([`SymbolMap`]), `find_sites` ([`Site`]) and `system_register` — plus the
-//! `describe IMAGE MAP ARCH` command that prints all of it as one JSON object, which
-//! `tools/image/tests/test_compiled_image.py` holds to the Python reader.
+//! The linked driver image as the runner maps it: `parse_image` ([`Image`]), the lld-link map
+//! (`read_map`; `parse_map`, its functions: [`SymbolMap`]), the machine-answered instructions
+//! (`find_sites`: [`Site`]) and `system_register` — plus the `describe IMAGE MAP ARCH` command
+//! that prints all of it as one JSON object (`tools/image/tests/test_describe.py` runs it;
+//! `tools/image/ppm_image/broken_image.py` reads the image it breaks through it).
 //!
-//! The Python reader parses the PE file with pefile (2024.8.26, pinned); this one reads the
-//! same structures by hand and follows pefile's reading where it is lenient (the section table
-//! sorted by address, data past a section's raw data cut off, a relocation block ended by a
-//! repeated entry, import entries with invalid names skipped, a descriptor without entries
-//! skipped), so that both runners map the same bytes. Every read of the file is bounds-checked:
-//! a broken file is an error, never a panic.
+//! The image checks (`check`, [`crate::check_image`] and [`crate::stack`]) read the same file
+//! through [`ImageFile`]: the PE file as pefile's full load reads it (its export directory too,
+//! and the file as pefile writes it back to compute its checksum, [`PeFile::written`]), with
+//! its lld-link map, its decoded `.pdata` (by [`crate::seh`] on x64 and
+//! [`crate::arm64_unwind`] on ARM64) and `llvm-objdump -d`'s disassembly.
+//!
+//! The PE file is read by hand as pefile (2024.8.26, pinned in `tools/image/requirements.txt`;
+//! `broken_image.py` writes with it) reads it, following pefile where it is lenient (the
+//! section table sorted by address, data past a section's raw data cut off, a relocation block
+//! ended by a repeated entry, import entries with invalid names skipped, a descriptor without
+//! entries skipped), so that both read the same bytes. Every read of the file is
+//! bounds-checked: a broken file is an error, never a panic.
 //!
 //! Limits: an image of at most 64 MiB (`SizeOfImage`) and `max_imports` imports; a map of at most
 //! 16 MiB.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
 use crate::capstone;
 use crate::layout::{IMAGE_BASE, PAGE};
+use crate::seh::{Scope, UnwindError};
 
 /// The largest image (`SizeOfImage`, page-rounded) the runner maps.
 pub const MAX_IMAGE_BYTES: u64 = 64 << 20;
-/// The largest map file read (in characters, as Python reads it).
+/// The largest map file read (in characters of its decoded text, see `decode_map`).
 pub const MAX_MAP_BYTES: usize = 16 << 20;
-/// The default import limit: one stub byte each in the runner's 4 KiB import stub page.
-pub const MAX_IMPORTS: usize = 0x1000;
 
 /// `IMAGE_FILE_MACHINE_AMD64`.
 pub const MACHINE_X64: u16 = 0x8664;
@@ -48,6 +53,8 @@ const REL_BASED_ABSOLUTE: u16 = 0;
 /// `IMAGE_REL_BASED_DIR64`.
 const REL_BASED_DIR64: u16 = 10;
 
+/// The export directory's index in the data directories.
+const DIRECTORY_EXPORT: usize = 0;
 /// The import directory's index in the data directories.
 const DIRECTORY_IMPORT: usize = 1;
 /// The exception directory (`.pdata`).
@@ -58,7 +65,8 @@ const DIRECTORY_BASERELOC: usize = 5;
 /// debug, base relocations, and stops at the first one the optional header lacks.
 const DIRECTORY_DEBUG: usize = 6;
 
-/// pefile's limits and heuristics (pefile.py), followed so that both readers agree.
+/// pefile's limits and heuristics, followed so that the reads agree with pefile's: the most
+/// sections read.
 const PEFILE_MAX_SECTIONS: usize = 0x800;
 /// The longest DLL name read.
 const PEFILE_MAX_DLL_LENGTH: i64 = 0x200;
@@ -70,6 +78,12 @@ const PEFILE_MAX_IMPORT_SYMBOLS: usize = 0x2000;
 const PEFILE_MAX_ADDRESS_SPREAD: u64 = 128 << 20;
 /// A thunk table that repeats a name RVA this often is bogus.
 const PEFILE_MAX_REPEATED_ADDRESSES: usize = 15;
+/// The longest export name read.
+const PEFILE_MAX_SYMBOL_NAME_LENGTH: i64 = 0x200;
+/// Exports read before pefile stops.
+const PEFILE_MAX_SYMBOL_EXPORTS: usize = 0x2000;
+/// An export address repeated more often than this ends the ordinal-only exports.
+const PEFILE_MAX_REPEATED_SYMBOL: usize = 120;
 /// What pefile calls an import or DLL name whose characters it does not accept.
 const INVALID_NAME: &[u8] = b"*invalid*";
 
@@ -100,16 +114,8 @@ impl Arch {
         }
     }
 
-    /// The COFF machine of its images.
-    pub const fn machine(self) -> u16 {
-        match self {
-            Self::X64 => MACHINE_X64,
-            Self::Arm64 => MACHINE_ARM64,
-        }
-    }
-
-    /// How many imports its 4 KiB import stub page holds (`arch.py`'s `max_imports`): one
-    /// byte (`ret`) each on x64, one word on ARM64.
+    /// How many imports its 4 KiB import stub page holds: one byte (`ret`) each on x64, one
+    /// word on ARM64.
     pub const fn max_imports(self) -> usize {
         match self {
             Self::X64 => 0x1000,
@@ -118,7 +124,7 @@ impl Arch {
     }
 }
 
-/// The name of a COFF machine the runner knows (`image.py`'s `MACHINES`).
+/// The name of a COFF machine the runner knows.
 const fn machine_name(machine: u16) -> Option<&'static str> {
     match machine {
         MACHINE_X64 => Some("x64"),
@@ -169,8 +175,6 @@ pub enum Pdata {
 /// A parsed PE image, ready to be mapped at `base`.
 #[derive(Clone, Debug)]
 pub struct Image {
-    /// The file it was read from.
-    pub path: PathBuf,
     /// Where the runner maps it.
     pub base: u64,
     /// `SizeOfImage`, rounded up to a page.
@@ -200,10 +204,13 @@ impl Image {
     }
 }
 
-// ---- Python's texts ---------------------------------------------------------------------------
+// ---- error texts ---------------------------------------------------------------------------------
 
-/// Python's `repr` of a `str` (how `ImageError` texts quote pefile's messages and paths).
-fn py_repr(text: &str) -> String {
+/// `text` quoted as error texts quote pefile's messages, paths and arguments: in single quotes
+/// (double ones when it holds a single quote and no double one), escaping a backslash (`\\`),
+/// newline, CR and tab (`\n`, `\r`, `\t`), the quote, and other control characters and DEL
+/// (`\xNN`).
+pub fn quoted(text: &str) -> String {
     let quote = if text.contains('\'') && !text.contains('"') { '"' } else { '\'' };
     let mut out = String::with_capacity(text.len() + 2);
     out.push(quote);
@@ -227,9 +234,8 @@ fn py_repr(text: &str) -> String {
     out
 }
 
-/// An OS error's `strerror`, as Python's `OSError.strerror` (Rust's text less its
-/// ` (os error N)`).
-fn strerror(error: &std::io::Error) -> String {
+/// An OS error's `strerror` text (Rust's text less its ` (os error N)`).
+pub fn strerror(error: &std::io::Error) -> String {
     let text = error.to_string();
     match error.raw_os_error() {
         Some(code) => text
@@ -239,12 +245,12 @@ fn strerror(error: &std::io::Error) -> String {
     }
 }
 
-/// Python's `str` of the `OSError` opening `path` raised: `[Errno N] strerror: 'path'`.
-fn os_error_text(error: &std::io::Error, path: &Path) -> String {
+/// The text of the OS error opening `path`: `[Errno N] strerror: 'path'`.
+pub fn os_error_text(error: &std::io::Error, path: &Path) -> String {
     error.raw_os_error().map_or_else(
         || error.to_string(),
         |code| {
-            format!("[Errno {code}] {}: {}", strerror(error), py_repr(&path.display().to_string()))
+            format!("[Errno {code}] {}: {}", strerror(error), quoted(&path.display().to_string()))
         },
     )
 }
@@ -252,13 +258,13 @@ fn os_error_text(error: &std::io::Error, path: &Path) -> String {
 // ---- bounded reads ------------------------------------------------------------------------------
 
 /// The little-endian `u16` at `offset` of `data`.
-fn u16_at(data: &[u8], offset: usize) -> Option<u16> {
+pub fn u16_at(data: &[u8], offset: usize) -> Option<u16> {
     let bytes = data.get(offset..offset.checked_add(2)?)?;
     Some(u16::from_le_bytes(bytes.try_into().ok()?))
 }
 
 /// The little-endian `u32` at `offset` of `data`.
-fn u32_at(data: &[u8], offset: usize) -> Option<u32> {
+pub fn u32_at(data: &[u8], offset: usize) -> Option<u32> {
     let bytes = data.get(offset..offset.checked_add(4)?)?;
     Some(u32::from_le_bytes(bytes.try_into().ok()?))
 }
@@ -269,9 +275,9 @@ fn u64_at(data: &[u8], offset: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
 
-/// `data[start:end]` with Python's slice semantics (negative indexes count from the end, every
-/// index clamped to the data).
-fn py_slice(data: &[u8], start: i64, end: i64) -> &[u8] {
+/// `data[start..end]` where a negative index counts from the end and every index is clamped to
+/// the data (empty when `start` lies at or past `end`).
+fn clamped_slice(data: &[u8], start: i64, end: i64) -> &[u8] {
     let length = i64::try_from(data.len()).unwrap_or(i64::MAX);
     let clamp = |index: i64| if index < 0 { (index + length).max(0) } else { index.min(length) };
     let (Ok(start), Ok(end)) = (usize::try_from(clamp(start)), usize::try_from(clamp(end))) else {
@@ -281,7 +287,7 @@ fn py_slice(data: &[u8], start: i64, end: i64) -> &[u8] {
 }
 
 /// `value` as a signed RVA or offset (saturated: pefile computes with unbounded integers).
-fn wide(value: u64) -> i64 {
+pub fn wide(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
@@ -290,8 +296,8 @@ fn up_to_nul(bytes: &[u8]) -> &[u8] {
     bytes.iter().position(|&byte| byte == 0).map_or(bytes, |end| &bytes[..end])
 }
 
-/// `bytes` decoded as UTF-8, each invalid sequence as U+FFFD (Python's `errors="replace"`).
-fn lossy(bytes: &[u8]) -> String {
+/// `bytes` decoded as UTF-8, each invalid sequence as U+FFFD.
+pub fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -299,19 +305,19 @@ fn lossy(bytes: &[u8]) -> String {
 
 /// One entry of the section table, with pefile's adjusted addresses.
 #[derive(Clone, Debug)]
-struct RawSection {
+pub struct RawSection {
     /// `Name`.
-    name: [u8; 8],
+    pub name: [u8; 8],
     /// `Misc_VirtualSize`.
-    virtual_size: u32,
+    pub virtual_size: u32,
     /// `VirtualAddress`.
-    virtual_address: u32,
+    pub virtual_address: u32,
     /// `SizeOfRawData`.
-    raw_size: u32,
+    pub raw_size: u32,
     /// `PointerToRawData`.
     raw_pointer: u32,
     /// `Characteristics`.
-    characteristics: u32,
+    pub characteristics: u32,
     /// The next section's `VirtualAddress` (by address), if any.
     next_virtual_address: Option<u32>,
     /// `VirtualAddress` aligned down to the section alignment (pefile's `VirtualAddress_adj`).
@@ -321,37 +327,69 @@ struct RawSection {
 }
 
 /// An import entry as pefile lists it.
-struct RawImport<'a> {
+pub struct RawImport<'a> {
     /// The DLL's name (or `*invalid*`).
-    dll: &'a [u8],
+    pub dll: &'a [u8],
     /// The function's name, or `None` when imported by ordinal.
-    name: Option<&'a [u8]>,
+    pub name: Option<&'a [u8]>,
     /// The ordinal, when imported by ordinal.
-    ordinal: Option<u64>,
+    pub ordinal: Option<u64>,
     /// The RVA of its IAT slot.
-    iat_rva: u64,
+    pub iat_rva: u64,
+}
+
+/// An export entry as pefile lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawExport<'a> {
+    /// Its name, or `None` when exported by ordinal only.
+    pub name: Option<&'a [u8]>,
+    /// Its ordinal (`Base` plus its index in `AddressOfFunctions`).
+    pub ordinal: i64,
+}
+
+/// An `UNWIND_INFO` as pefile's full load reads and re-packs it.
+enum Repacked {
+    /// Its (file offset, bytes as written back; `None` when the file cuts it short).
+    Write((usize, Option<Vec<u8>>)),
+    /// pefile stops reading the exception directory here.
+    Stop,
 }
 
 /// The headers of a PE file and the reads over its data that pefile makes.
-struct PeFile<'a> {
+#[derive(Clone, Debug)]
+pub struct PeFile<'a> {
     /// The whole file.
     data: &'a [u8],
     /// `Machine`.
-    machine: u16,
+    pub machine: u16,
+    /// `TimeDateStamp`.
+    pub time_date_stamp: u32,
+    /// `CheckSum`.
+    pub checksum: u32,
+    /// `Subsystem`.
+    pub subsystem: u16,
+    /// `DllCharacteristics`.
+    pub dll_characteristics: u16,
+    /// The optional header's file offset.
+    optional_offset: usize,
+    /// The (file offset, size) of each header structure pefile unpacks, in its order: the
+    /// DOS, NT and file headers, the optional header (PE32's layout, then PE32+'s for a PE32+
+    /// file) and each data directory. Where the file ends within one, pefile reads zeros.
+    header_structures: Vec<(usize, usize)>,
     /// Whether the optional header is PE32+ (8-byte thunks), else PE32's layout.
     plus: bool,
     /// `ImageBase`.
-    image_base: u64,
+    pub image_base: u64,
     /// `AddressOfEntryPoint`.
-    entry: u32,
+    pub entry: u32,
     /// `SizeOfImage`.
-    size_of_image: u32,
+    pub size_of_image: u32,
     /// `SizeOfHeaders`.
     size_of_headers: u32,
     /// The data directories: (`VirtualAddress`, `Size`).
-    directories: Vec<(u32, u32)>,
+    pub directories: Vec<(u32, u32)>,
     /// The section table, sorted by `VirtualAddress`.
-    sections: Vec<RawSection>,
+    pub sections: Vec<RawSection>,
     /// The length of pefile's `header`: up to the first section's raw data.
     header_length: usize,
 }
@@ -391,6 +429,12 @@ struct OptionalHeader {
     size_of_image: u32,
     /// `SizeOfHeaders`.
     size_of_headers: u32,
+    /// `CheckSum`.
+    checksum: u32,
+    /// `Subsystem`.
+    subsystem: u16,
+    /// `DllCharacteristics`.
+    dll_characteristics: u16,
     /// `NumberOfRvaAndSizes`.
     directories: u32,
     /// Its size without the data directories (96 or 112 bytes).
@@ -424,6 +468,9 @@ impl OptionalHeader {
             file_alignment: field(36),
             size_of_image: field(56),
             size_of_headers: field(60),
+            checksum: field(64),
+            subsystem: u16_at(&header, 68).unwrap_or(0),
+            dll_characteristics: u16_at(&header, 70).unwrap_or(0),
             directories,
             size,
         })
@@ -432,7 +479,7 @@ impl OptionalHeader {
 
 impl<'a> PeFile<'a> {
     /// The headers of `data`; pefile's message when it refuses them.
-    fn parse(data: &'a [u8]) -> Result<Self, &'static str> {
+    pub fn parse(data: &'a [u8]) -> Result<Self, &'static str> {
         if data.is_empty() {
             return Err("The file is empty");
         }
@@ -485,9 +532,22 @@ impl<'a> PeFile<'a> {
             Some(lowest) if lowest != 0 && lowest >= table_end => lowest,
             _ => table_end,
         };
+        let mut header_structures = vec![(0, 64), (nt, 4), (coff, 20), (optional_offset, 96)];
+        if optional.plus {
+            header_structures.push((optional_offset, 112));
+        }
+        let first_directory = optional_offset + optional.size;
+        header_structures
+            .extend((0..directories.len()).map(|index| (first_directory + 8 * index, 8)));
         Ok(Self {
             data,
             machine,
+            time_date_stamp: u32_at(data, coff + 4).unwrap_or(0),
+            checksum: optional.checksum,
+            subsystem: optional.subsystem,
+            dll_characteristics: optional.dll_characteristics,
+            optional_offset,
+            header_structures,
             plus: optional.plus,
             image_base: optional.image_base,
             entry: optional.entry,
@@ -505,12 +565,12 @@ impl<'a> PeFile<'a> {
     }
 
     /// The data directory `index` (`None` when the optional header has fewer).
-    fn directory(&self, index: usize) -> Option<(u32, u32)> {
+    pub fn directory(&self, index: usize) -> Option<(u32, u32)> {
         self.directories.get(index).copied()
     }
 
     /// The file's length, signed.
-    fn length(&self) -> i64 {
+    pub fn length(&self) -> i64 {
         i64::try_from(self.data.len()).unwrap_or(i64::MAX)
     }
 
@@ -536,14 +596,14 @@ impl<'a> PeFile<'a> {
     }
 
     /// The first section (by address) holding `rva`.
-    fn section_by_rva(&self, rva: i64) -> Option<&RawSection> {
+    pub fn section_by_rva(&self, rva: i64) -> Option<&RawSection> {
         self.sections.iter().find(|section| self.contains_rva(section, rva))
     }
 
     /// pefile's `SectionStructure.get_data(start, length)`: the file's bytes from `start`
     /// (the section's start when `None`), at most `length` (its raw size when `None`), never
     /// past its raw data.
-    fn section_data(
+    pub fn section_data(
         &self,
         section: &RawSection,
         start: Option<i64>,
@@ -557,24 +617,24 @@ impl<'a> PeFile<'a> {
         if end > limit {
             end = limit;
         }
-        py_slice(self.data, offset, end)
+        clamped_slice(self.data, offset, end)
     }
 
     /// pefile's `get_data(rva, length)`: `length` bytes at `rva` or fewer where its section's
     /// raw data (or the file) ends; `None` where pefile raises "data at RVA can't be fetched".
-    fn get_data(&self, rva: i64, length: i64) -> Option<&'a [u8]> {
+    pub fn get_data(&self, rva: i64, length: i64) -> Option<&'a [u8]> {
         if let Some(section) = self.section_by_rva(rva) {
             return Some(self.section_data(section, Some(rva), Some(length)));
         }
         let end = rva.saturating_add(length);
         if rva < i64::try_from(self.header_length).unwrap_or(i64::MAX) {
-            return Some(py_slice(self.header(), rva, end));
+            return Some(clamped_slice(self.header(), rva, end));
         }
-        (rva < self.length()).then(|| py_slice(self.data, rva, end))
+        (rva < self.length()).then(|| clamped_slice(self.data, rva, end))
     }
 
     /// pefile's `get_offset_from_rva`.
-    fn offset_of_rva(&self, rva: i64) -> Option<i64> {
+    pub fn offset_of_rva(&self, rva: i64) -> Option<i64> {
         self.section_by_rva(rva).map_or_else(
             || (rva < self.length()).then_some(rva),
             |section| Some(rva - section.virtual_address_adjusted + section.raw_pointer_adjusted),
@@ -582,9 +642,9 @@ impl<'a> PeFile<'a> {
     }
 
     /// pefile's `get_string_at_rva(rva, max_length)`: up to its NUL.
-    fn string_at_rva(&self, rva: i64, max_length: i64) -> &'a [u8] {
+    pub fn string_at_rva(&self, rva: i64, max_length: i64) -> &'a [u8] {
         let bytes = self.section_by_rva(rva).map_or_else(
-            || py_slice(self.data, rva, rva.saturating_add(max_length)),
+            || clamped_slice(self.data, rva, rva.saturating_add(max_length)),
             |section| self.section_data(section, Some(rva), Some(max_length)),
         );
         up_to_nul(bytes)
@@ -694,7 +754,7 @@ impl<'a> PeFile<'a> {
     }
 
     /// pefile's `parse_import_directory`: every import, in order.
-    fn imports(&self) -> Vec<RawImport<'a>> {
+    pub fn imports(&self) -> Vec<RawImport<'a>> {
         let Some((directory, _)) = self.directory(DIRECTORY_IMPORT) else { return Vec::new() };
         if directory == 0 {
             return Vec::new();
@@ -738,7 +798,7 @@ impl<'a> PeFile<'a> {
     }
 
     /// pefile's `parse_relocations_directory`: every base relocation's (type, RVA), in order.
-    fn relocations(&self) -> Vec<(u16, u64)> {
+    pub fn relocations(&self) -> Vec<(u16, u64)> {
         // pefile parses the base relocations after the debug directory: none without it.
         if self.directory(DIRECTORY_DEBUG).is_none() {
             return Vec::new();
@@ -779,6 +839,288 @@ impl<'a> PeFile<'a> {
             rva += i64::from(block_size);
         }
         relocations
+    }
+
+    /// pefile's `parse_export_directory` (as its full load runs it, after the import
+    /// directory's entry): every export, named ones first; empty where pefile gives up on the
+    /// directory.
+    pub fn exports(&self) -> Vec<RawExport<'a>> {
+        // pefile stops before the export directory when the optional header lacks the
+        // import directory's entry.
+        if self.directories.len() <= DIRECTORY_IMPORT {
+            return Vec::new();
+        }
+        let Some((rva, size)) = self.directory(DIRECTORY_EXPORT) else { return Vec::new() };
+        if rva == 0 {
+            return Vec::new();
+        }
+        self.export_entries(i64::from(rva), i64::from(size)).unwrap_or_default()
+    }
+
+    /// The export directory at `rva` (`size` bytes); `None` where pefile gives up on it.
+    fn export_entries(&self, rva: i64, size: i64) -> Option<Vec<RawExport<'a>>> {
+        let header = self.get_data(rva, 40)?;
+        self.offset_of_rva(rva)?;
+        if header.len() < 40 {
+            return None;
+        }
+        let field = |at| i64::from(u32_at(header, at).unwrap_or(0));
+        let (base, function_count, name_count) = (field(16), field(20), field(24));
+        let (functions_rva, names_rva, ordinals_rva) = (field(28), field(32), field(36));
+        // Each array is read up to the file's end at most.
+        let array = |at: i64, length: i64| {
+            let until_end = self.length() - self.offset_of_rva(at)?;
+            self.get_data(at, until_end.min(length))
+        };
+        let name_rvas = array(names_rva, name_count.saturating_mul(4))?;
+        let name_ordinals = array(ordinals_rva, name_count.saturating_mul(4))?;
+        let function_rvas = array(functions_rva, function_count.saturating_mul(4))?;
+        let word = |data: &[u8], index: i64| {
+            u16_at(data, usize::try_from(index).ok()?.checked_mul(2)?).map(i64::from)
+        };
+        let dword = |data: &[u8], index: i64| {
+            u32_at(data, usize::try_from(index).ok()?.checked_mul(4)?).map(i64::from)
+        };
+        // An array is read at most to the end of its section's raw data.
+        let bound = |at: i64| {
+            self.section_by_rva(at).map_or_else(
+                || self.length(),
+                |section| {
+                    let data = self.section_data(section, None, None);
+                    i64::from(section.virtual_address) + wide(data.len() as u64) - at
+                },
+            ) / 4
+        };
+        let forwarded = |address: i64| rva <= address && address < rva.saturating_add(size);
+        let mut exports = Vec::new();
+        let mut failures_left = 10;
+        let mut repeats: HashMap<(&[u8], i64), usize> = HashMap::new();
+        for index in 0..name_count.min(bound(names_rva)) {
+            let ordinal = word(name_ordinals, index);
+            let functions_length = wide(function_rvas.len() as u64);
+            let address = match ordinal {
+                Some(ordinal) if ordinal * 4 < functions_length => dword(function_rvas, ordinal),
+                _ => return None,
+            };
+            let ordinal = ordinal.unwrap_or(0);
+            let Some(address) = address.filter(|&address| address != 0) else { continue };
+            if forwarded(address) && self.offset_of_rva(address).is_none() {
+                continue;
+            }
+            // Without a name's RVA the name is no valid function name: the loop ends.
+            let Some(name_address) = dword(name_rvas, index) else { break };
+            let name = self.string_at_rva(name_address, PEFILE_MAX_SYMBOL_NAME_LENGTH);
+            if !is_valid_relaxed_function_name(name) {
+                break;
+            }
+            if self.offset_of_rva(name_address).is_none() {
+                failures_left -= 2;
+                if failures_left <= 0 {
+                    break;
+                }
+                continue;
+            }
+            let count = repeats.entry((name, address)).or_insert(0);
+            *count += 1;
+            if *count > 10 || repeats.len() > PEFILE_MAX_SYMBOL_EXPORTS {
+                break;
+            }
+            // pefile records the entry's file offsets: an RVA without one aborts the directory.
+            self.offset_of_rva(ordinals_rva + 2 * index)?;
+            self.offset_of_rva(functions_rva + 4 * ordinal)?;
+            exports.push(RawExport { name: Some(name), ordinal: base + ordinal });
+        }
+        let ordinals: HashSet<i64> = exports.iter().map(|export| export.ordinal).collect();
+        let mut failures_left = 10;
+        let mut by_address: HashMap<Option<i64>, usize> = HashMap::new();
+        for index in 0..function_count.min(bound(functions_rva)) {
+            if ordinals.contains(&(index + base)) {
+                continue;
+            }
+            let address = dword(function_rvas, index);
+            if address.is_none() {
+                failures_left -= 1;
+                if failures_left <= 0 {
+                    return None;
+                }
+            }
+            if address == Some(0) {
+                continue;
+            }
+            let count = by_address.entry(address).or_insert(0);
+            *count += 1;
+            if *count > PEFILE_MAX_REPEATED_SYMBOL || by_address.len() > PEFILE_MAX_SYMBOL_EXPORTS {
+                break;
+            }
+            exports.push(RawExport { name: None, ordinal: base + index });
+        }
+        Some(exports)
+    }
+
+    /// The file as pefile's `write` gives it back: its bytes, extended by zeros where a
+    /// header structure read past the file's end (a truncated optional header or data
+    /// directory) is written back after it, and each x64 `UNWIND_INFO` of the exception
+    /// directory as pefile re-packs it ([`PeFile::unwind_writes`]).
+    ///
+    /// # Errors
+    ///
+    /// pefile's error writing an `UNWIND_INFO` it could not read whole.
+    pub fn written(&self) -> Result<Vec<u8>, String> {
+        let mut length = self.data.len();
+        for &(offset, size) in &self.header_structures {
+            // A structure starting past the end is appended at the end.
+            length = if offset >= length { length + size } else { length.max(offset + size) };
+        }
+        let mut data = self.data.to_vec();
+        data.resize(length, 0);
+        for (offset, bytes) in self.unwind_writes() {
+            let bytes = bytes.ok_or("'UnwindInfo' object has no attribute 'UnwindCodes'")?;
+            let start = offset.min(data.len());
+            let end = offset.saturating_add(bytes.len()).min(data.len());
+            data.splice(start..end, bytes);
+        }
+        Ok(data)
+    }
+
+    /// The structures pefile's full load reads from an x64 exception directory, in its order,
+    /// as its `write` puts them back: each `RUNTIME_FUNCTION` (its 12 bytes as read) and its
+    /// `UNWIND_INFO` (file offset, bytes): the header and unwind codes as read, the code slot
+    /// that pads them to an even count zeroed, and the trailing handler or chain field as read
+    /// (zeros when the flags name neither); `None` for one whose bytes the file cuts short.
+    /// pefile parses the exception directory last, after the delay import directory's entry.
+    fn unwind_writes(&self) -> Vec<(usize, Option<Vec<u8>>)> {
+        const DELAY_IMPORT: usize = 13;
+        let mut writes = Vec::new();
+        if self.machine != MACHINE_X64 || self.directories.len() <= DELAY_IMPORT {
+            return writes;
+        }
+        let Some((rva, size)) = self.directory(DIRECTORY_EXCEPTION) else { return writes };
+        if rva == 0 {
+            return writes;
+        }
+        let mut rva = i64::from(rva);
+        let mut read: HashMap<u32, (usize, Option<Vec<u8>>)> = HashMap::new();
+        for _ in 0..size / 12 {
+            let (Some(entry), Some(offset)) = (self.get_data(rva, 12), self.offset_of_rva(rva))
+            else {
+                break;
+            };
+            if entry.len() < 12 {
+                break;
+            }
+            writes.push((usize::try_from(offset).unwrap_or(usize::MAX), Some(entry.to_vec())));
+            let unwind = u32_at(entry, 8).unwrap_or(0);
+            if unwind & 1 == 0 {
+                if let Some(write) = read.get(&unwind) {
+                    writes.push(write.clone());
+                } else {
+                    match self.repacked_unwind_info(unwind) {
+                        Repacked::Write(write) => {
+                            read.insert(unwind, write.clone());
+                            writes.push(write);
+                        }
+                        Repacked::Stop => break,
+                    }
+                }
+            }
+            rva += 12;
+        }
+        writes
+    }
+
+    /// The `UNWIND_INFO` at `rva` as pefile re-packs it (see [`PeFile::unwind_writes`]).
+    fn repacked_unwind_info(&self, rva: u32) -> Repacked {
+        let rva = i64::from(rva);
+        let Some(offset) = self.offset_of_rva(rva) else { return Repacked::Stop };
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        let Some(data) = self.get_data(rva, 4).filter(|data| data.len() >= 4) else {
+            return Repacked::Stop;
+        };
+        let (count, flags) = (usize::from(data[2]), data[0] >> 3);
+        let handler_at = 4 + 2 * ((count + 1) & !1);
+        let size = handler_at + if flags == 0 { 0 } else { 4 };
+        let data = if size > 4 {
+            match self.get_data(rva, wide(size as u64)) {
+                Some(data) if data.len() < 4 => return Repacked::Stop,
+                Some(data) if data.len() < size => return Repacked::Write((offset, None)),
+                Some(data) => data,
+                None => return Repacked::Stop,
+            }
+        } else {
+            data
+        };
+        if !matches!(data[0] & 7, 1 | 2) {
+            return Repacked::Stop;
+        }
+        let mut packed = vec![0u8; size];
+        packed[..4].copy_from_slice(&data[..4]);
+        let (mut at, mut left, mut epilog_seen) = (4, count, false);
+        while left > 0 {
+            let Some(&info) = data.get(at + 1) else { return Repacked::Stop };
+            let (op, op_info) = (info & 0xF, info >> 4);
+            let slots = match op {
+                1 if op_info == 0 => 2,
+                1 | 5 | 9 => 3,
+                4 | 8 => 2,
+                6 if !epilog_seen && op_info & 1 == 0 => 2,
+                0 | 2 | 3 | 6 | 10 => 1,
+                _ => return Repacked::Stop, // an unknown unwind code ends the directory
+            };
+            epilog_seen |= op == 6;
+            // The data is `size` bytes: a code it holds fits in the re-packed bytes.
+            let Some(code) = data.get(at..at + 2 * slots) else { return Repacked::Stop };
+            packed[at..at + code.len()].copy_from_slice(code);
+            at += code.len();
+            left = left.saturating_sub(slots);
+        }
+        if flags & 7 != 0 {
+            packed[size - 4..].copy_from_slice(&data[size - 4..size]);
+        }
+        Repacked::Write((offset, Some(packed)))
+    }
+
+    /// The same headers over other bytes (the file as [`PeFile::written`] gives it).
+    pub fn with_data<'b>(&self, data: &'b [u8]) -> PeFile<'b> {
+        PeFile {
+            data,
+            machine: self.machine,
+            time_date_stamp: self.time_date_stamp,
+            checksum: self.checksum,
+            subsystem: self.subsystem,
+            dll_characteristics: self.dll_characteristics,
+            optional_offset: self.optional_offset,
+            header_structures: self.header_structures.clone(),
+            plus: self.plus,
+            image_base: self.image_base,
+            entry: self.entry,
+            size_of_image: self.size_of_image,
+            size_of_headers: self.size_of_headers,
+            directories: self.directories.clone(),
+            sections: self.sections.clone(),
+            header_length: self.header_length,
+        }
+    }
+
+    /// pefile's `generate_checksum` of its data (call it on the file as [`PeFile::written`]
+    /// gives it): the PE checksum of every dword but the `CheckSum` field's (the last one
+    /// zero-padded), folded to 16 bits, plus the file's length.
+    pub fn generate_checksum(&self) -> u64 {
+        let skipped = (self.optional_offset + 0x40) / 4;
+        let mut checksum: u64 = 0;
+        for (index, dword) in self.data.chunks(4).enumerate() {
+            if index == skipped {
+                continue;
+            }
+            let mut bytes = [0u8; 4];
+            bytes[..dword.len()].copy_from_slice(dword);
+            checksum += u64::from(u32::from_le_bytes(bytes));
+            if checksum >= 1 << 32 {
+                checksum = (checksum & 0xFFFF_FFFF) + (checksum >> 32);
+            }
+        }
+        checksum = (checksum & 0xFFFF) + (checksum >> 16);
+        checksum += checksum >> 16;
+        (checksum & 0xFFFF) + self.data.len() as u64
     }
 }
 
@@ -902,6 +1244,14 @@ fn is_valid_dos_filename(name: &[u8]) -> bool {
         .all(|&byte| byte.is_ascii_alphanumeric() || b"!#$%&'()-@^_`{}~+,.;=[]:\\/".contains(&byte))
 }
 
+/// pefile's `is_valid_function_name` with relaxed characters (export names): letters, digits
+/// and ASCII punctuation but `;` and `=`.
+fn is_valid_relaxed_function_name(name: &[u8]) -> bool {
+    name.iter().all(|&byte| {
+        byte.is_ascii_alphanumeric() || (byte.is_ascii_punctuation() && !b";=".contains(&byte))
+    })
+}
+
 /// pefile's `is_valid_function_name`: letters, digits and `._?@$()<>`.
 fn is_valid_function_name(name: &[u8]) -> bool {
     name.iter().all(|&byte| byte.is_ascii_alphanumeric() || b"._?@$()<>".contains(&byte))
@@ -910,8 +1260,8 @@ fn is_valid_function_name(name: &[u8]) -> bool {
 // ---- the image as the runner maps it --------------------------------------------------------
 
 /// The image at `path`, to be mapped at `base`: its headers, sections, `DIR64` relocations,
-/// imports (by name; at most `max_imports`) and `.pdata`. An error, in `image.py`'s words,
-/// when the file is not a PE image, is not an `arch` image, or is one the runner cannot map.
+/// imports (by name; at most `max_imports`) and `.pdata`. An error when the file is not a PE
+/// image, is not an `arch` image, or is one the runner cannot map.
 pub fn parse_image(
     path: &Path,
     base: u64,
@@ -922,8 +1272,9 @@ pub fn parse_image(
     parse_image_bytes(path, &data, base, arch, max_imports)
 }
 
-/// The file at `path`, whole (`image.py`'s `open_pe` error when it cannot be read).
-fn read_image_file(path: &Path) -> Result<Vec<u8>, String> {
+/// The file at `path`, whole (when it cannot be read, the error `PATH: not a PE image
+/// ([Errno N] strerror: 'PATH')`).
+pub fn read_image_file(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|error| {
         format!("{}: not a PE image ({})", path.display(), os_error_text(&error, path))
     })
@@ -939,7 +1290,7 @@ fn parse_image_bytes(
 ) -> Result<Image, String> {
     let shown = path.display();
     let pe = PeFile::parse(data)
-        .map_err(|error| format!("{shown}: not a PE image ({})", py_repr(error)))?;
+        .map_err(|error| format!("{shown}: not a PE image ({})", quoted(error)))?;
     let found = machine_name(pe.machine);
     if found != Some(arch.name()) {
         return Err(format!(
@@ -1004,7 +1355,6 @@ fn parse_image_bytes(
     let headers =
         headers.get(..usize::try_from(pe.size_of_headers).unwrap_or(usize::MAX)).unwrap_or(headers);
     Ok(Image {
-        path: path.to_path_buf(),
         base,
         size,
         preferred_base: pe.image_base,
@@ -1018,8 +1368,7 @@ fn parse_image_bytes(
     })
 }
 
-/// A section's name: NULs at its end stripped, bytes past ASCII as U+FFFD (Python's
-/// `decode("ascii", "replace")`).
+/// A section's name: NULs at its end stripped, each byte past ASCII as U+FFFD.
 fn section_name(name: [u8; 8]) -> String {
     let end = name.iter().rposition(|&byte| byte != 0).map_or(0, |last| last + 1);
     name[..end]
@@ -1028,7 +1377,7 @@ fn section_name(name: [u8; 8]) -> String {
         .collect()
 }
 
-/// `image.py`'s `pdata_of`: the exception directory's entries, sorted.
+/// The exception directory's entries, sorted.
 fn pdata_of(pe: &PeFile<'_>, arch: Arch) -> Result<Pdata, String> {
     let empty = match arch {
         Arch::X64 => Pdata::X64(Vec::new()),
@@ -1073,18 +1422,20 @@ fn pdata_of(pe: &PeFile<'_>, arch: Arch) -> Result<Pdata, String> {
 
 // ---- the map ---------------------------------------------------------------------------------------
 
-/// Python's `str.isspace` (what `\s` matches): Unicode white space and U+001C..U+001F.
-fn is_py_space(c: char) -> bool {
+/// White space as the text parsers take it (`\s` in their patterns): Unicode white space and
+/// U+001C..U+001F.
+pub fn is_space(c: char) -> bool {
     c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
 }
 
-/// Python's `\w`: alphanumerics and `_`.
-fn is_py_word(c: char) -> bool {
+/// A word character (`\w` in the parsers' patterns): alphanumerics and `_`.
+pub fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-/// Python's `str.splitlines` separators (`\r` is gone after universal newlines).
-const fn is_line_break(c: char) -> bool {
+/// The line separators the text parsers split at: `\n`, `\r`, VT, FF, U+001C..U+001E, NEL,
+/// U+2028 and U+2029 (a map's `\r` is already `\n`: see `decode_map`).
+pub const fn is_line_break(c: char) -> bool {
     matches!(
         c,
         '\n' | '\r'
@@ -1099,8 +1450,7 @@ const fn is_line_break(c: char) -> bool {
     )
 }
 
-/// The map's text as Python reads it: UTF-8 with U+FFFD for invalid bytes, `\r\n` and `\r` as
-/// `\n`.
+/// The map's text: UTF-8 with U+FFFD for invalid bytes, `\r\n` and `\r` as `\n`.
 fn decode_map(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut out = String::with_capacity(text.len());
@@ -1128,18 +1478,18 @@ fn hex_prefix(text: &str, count: usize) -> Option<(u64, &str)> {
 /// A map line's symbol (`^\s*XXXX:XXXXXXXX\s+(\S+)\s+([0-9a-fA-F]{16})\b`): its name and
 /// address.
 fn map_line(line: &str) -> Option<(&str, u64)> {
-    let rest = line.trim_start_matches(is_py_space);
+    let rest = line.trim_start_matches(is_space);
     let (_, rest) = hex_prefix(rest, 4)?;
     let rest = rest.strip_prefix(':')?;
     let (_, rest) = hex_prefix(rest, 8)?;
-    let name_start = rest.trim_start_matches(is_py_space);
+    let name_start = rest.trim_start_matches(is_space);
     if name_start.len() == rest.len() {
         return None;
     }
-    let name_end = name_start.find(is_py_space)?;
+    let name_end = name_start.find(is_space)?;
     let (name, rest) = name_start.split_at(name_end);
-    let (address, rest) = hex_prefix(rest.trim_start_matches(is_py_space), 16)?;
-    if rest.chars().next().is_some_and(is_py_word) {
+    let (address, rest) = hex_prefix(rest.trim_start_matches(is_space), 16)?;
+    if rest.chars().next().is_some_and(is_word) {
         return None;
     }
     Some((name, address))
@@ -1174,7 +1524,7 @@ fn preferred_load_address(text: &str) -> Option<Preferred> {
 }
 
 /// The symbols of an lld-link /MAP file, in its order: (name, RVA), symbols below the preferred
-/// load address left out (`image.py`'s `read_map`).
+/// load address left out.
 pub fn read_map(path: &Path) -> Result<Vec<(String, u64)>, String> {
     let shown = path.display();
     let mut bytes = Vec::new();
@@ -1232,13 +1582,13 @@ impl SymbolMap {
     }
 
     /// The start of the function holding `rva`.
+    #[cfg(test)]
     pub fn function_start(&self, rva: u64) -> Option<u64> {
         self.rvas.get(self.index(rva)?).copied()
     }
 }
 
-/// The map's functions of `image` (local `$` labels left out), by RVA (`image.py`'s
-/// `parse_map`).
+/// The map's functions of `image` (local `$` labels left out), by RVA.
 pub fn parse_map(path: &Path, image: &Image) -> Result<SymbolMap, String> {
     functions_of(path, read_map(path)?, image)
 }
@@ -1264,9 +1614,735 @@ fn functions_of(
     Ok(SymbolMap::new(functions))
 }
 
+// ---- the image file with its map, as the checks read it -------------------------------------
+
+/// `value` in hex as `0x…` (a negative one as `-0x…`).
+pub fn signed_hex(value: i128) -> String {
+    if value < 0 { format!("-{:#x}", value.unsigned_abs()) } else { format!("{value:#x}") }
+}
+
+/// A Rust symbol (legacy `_ZN...E` or v0 `_R...`) as its path `a::b::c`, without hashes and
+/// disambiguators; anything else unchanged. For messages only: not a full demangler.
+pub fn demangle(name: &str) -> String {
+    let v0 = name.starts_with("_R");
+    let body: Vec<char> = if let Some(body) = name.strip_prefix("_ZN") {
+        body.chars().collect()
+    } else if let Some(body) = name.strip_prefix("_R") {
+        body.chars().collect()
+    } else {
+        return name.to_owned();
+    };
+    let mut words: Vec<String> = Vec::new();
+    let mut index = 0;
+    while let Some(&character) = body.get(index) {
+        if character.is_ascii_digit() {
+            let digits: String = body[index..].iter().take_while(|c| c.is_ascii_digit()).collect();
+            let length = digits.parse::<usize>().unwrap_or(usize::MAX);
+            let mut start = index + digits.len();
+            if body.get(start) == Some(&'_') {
+                start += 1;
+            }
+            let end = start.saturating_add(length);
+            words.push(body.get(start..end.min(body.len())).unwrap_or(&[]).iter().collect());
+            index = end;
+        } else if "sBK".contains(character) && v0 {
+            // v0 disambiguators, back-references and const values run to the next `_`.
+            index = body[index..]
+                .iter()
+                .position(|&c| c == '_')
+                .map_or(body.len(), |offset| index + offset + 1);
+        } else {
+            index += 1;
+        }
+    }
+    let is_hash = |word: &str| {
+        word.len() == 17
+            && word.starts_with('h')
+            && word[1..].bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    if words.last().is_some_and(|word| is_hash(word)) {
+        words.pop();
+    }
+    let mut text = words.join("::");
+    for (old, new) in
+        [("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$RF$", "&"), ("$C$", ","), ("..", "::")]
+    {
+        text = text.replace(old, new);
+    }
+    if text.is_empty() { name.to_owned() } else { text }
+}
+
+/// The first line of the stack report: which image its figures are of (`ppm-sim` refuses a
+/// stack report whose line does not match the image it runs).
+pub fn stack_identity(pe: &PeFile<'_>) -> String {
+    format!(
+        "image TimeDateStamp {:#010x} CheckSum {:#010x} SizeOfImage {:#x}",
+        pe.time_date_stamp, pe.checksum, pe.size_of_image
+    )
+}
+
+/// Why a read of the image file failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileError {
+    /// The image, its unwind data or its disassembly cannot be used: a one-line reason, which
+    /// the checks report as their only failure.
+    Image(String),
+    /// A defect the checks have no failure for (data neither a section nor the file holds, a
+    /// header lacking a data directory, ...): the check stops with this message (exit 1).
+    Fatal(String),
+}
+
+impl From<UnwindError> for FileError {
+    fn from(error: UnwindError) -> Self {
+        Self::Image(error.0)
+    }
+}
+
+/// pefile's error for data at an RVA neither a section nor the file holds.
+pub const UNFETCHABLE: &str = "data at RVA can't be fetched. Corrupt header?";
+
+/// One import of the import directory, by name or by ordinal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileImport {
+    /// The DLL's name.
+    pub dll: String,
+    /// The function's name; `None` for an import by ordinal.
+    pub name: Option<String>,
+    /// The ordinal of an import by ordinal.
+    pub ordinal: Option<u64>,
+    /// The RVA of its IAT slot.
+    pub iat_rva: u64,
+}
+
+/// One `.pdata` entry, decoded: its range, frame size, exception handler (RVA) and scope table
+/// (the RVA of the handler's data on ARM64).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeFunction {
+    /// Its first RVA.
+    pub begin: u64,
+    /// The RVA after its last byte.
+    pub end: u64,
+    /// The RVA of its unwind data (x64), or the ARM64 entry's second word.
+    pub unwind: u64,
+    /// Bytes of stack its prologue (and, on x64, every chained parent's) allocates.
+    pub frame: u64,
+    /// Its `UNWIND_INFO` flags (x64).
+    pub flags: u8,
+    /// Its exception handler's RVA.
+    pub handler: Option<u64>,
+    /// The `__C_specific_handler` scope table of its handler's data (empty when it has none or
+    /// its data is no scope table, on x64).
+    pub scopes: Vec<Scope>,
+    /// The RVA of its handler's data (ARM64).
+    pub handler_data: Option<u64>,
+}
+
+/// One disassembled instruction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instruction {
+    /// Its RVA (the disassembler's address less the image base).
+    pub address: i128,
+    /// Its mnemonic.
+    pub mnemonic: String,
+    /// Its operands as the disassembler prints them (with its comments).
+    pub operands: String,
+}
+
+impl Instruction {
+    /// An instruction at `address`.
+    pub fn new(address: i128, mnemonic: &str, operands: &str) -> Self {
+        Self { address, mnemonic: mnemonic.to_owned(), operands: operands.to_owned() }
+    }
+}
+
+/// The first index of the sorted `items` not below the key (`below(item)`: item < key), by
+/// bisection probing the middle of [low, high), so an unsorted list gets a fixed answer too.
+pub fn bisect_left<T>(items: &[T], below: impl Fn(&T) -> bool) -> usize {
+    let (mut low, mut high) = (0, items.len());
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if items.get(middle).is_some_and(&below) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
+}
+
+/// The first index of the sorted `items` above the key (`above(item)`: key < item), by the
+/// same bisection.
+pub fn bisect_right<T>(items: &[T], above: impl Fn(&T) -> bool) -> usize {
+    let (mut low, mut high) = (0, items.len());
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if items.get(middle).is_some_and(&above) {
+            high = middle;
+        } else {
+            low = middle + 1;
+        }
+    }
+    low
+}
+
+/// The text of the failure decoding `bytes` as UTF-8, where `error` is the first invalid
+/// sequence, worded as the `utf-8` codec's error: `'utf-8' codec can't decode byte 0xff in
+/// position 2: invalid start byte`.
+pub fn unicode_decode_error(bytes: &[u8], error: &std::str::Utf8Error) -> String {
+    let start = error.valid_up_to();
+    let (end, reason) =
+        error.error_len().map_or((bytes.len(), "unexpected end of data"), |length| {
+            let first = bytes.get(start).copied().unwrap_or(0);
+            let reason = if (0xC2..=0xF4).contains(&first) {
+                "invalid continuation byte"
+            } else {
+                "invalid start byte"
+            };
+            (start + length, reason)
+        });
+    if end - start == 1 {
+        let byte = bytes.get(start).copied().unwrap_or(0);
+        format!("'utf-8' codec can't decode byte {byte:#04x} in position {start}: {reason}")
+    } else {
+        format!("'utf-8' codec can't decode bytes in position {start}-{}: {reason}", end - 1)
+    }
+}
+
+/// `signal` (Linux's numbers) as the text of a child that died of it names it:
+/// `<Signals.SIGKILL: 9>`, `<Signals.SIGRTMIN+n: m>` for a real-time one.
+fn signal_text(signal: i32) -> String {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    let name =
+        usize::try_from(signal).ok().and_then(|n| n.checked_sub(1)).and_then(|i| NAMES.get(i));
+    match name {
+        Some(name) => format!("<Signals.{name}: {signal}>"),
+        None if (34..=64).contains(&signal) => {
+            format!("<Signals.SIGRTMIN+{}: {signal}>", signal - 34)
+        }
+        None => format!("unknown signal {signal}"),
+    }
+}
+
+/// The instructions of `llvm-objdump -d --no-show-raw-insn` output: every line
+/// `ADDRESS: MNEMONIC OPERANDS` (hex address, less `base`).
+pub fn parse_disassembly(output: &str, base: u64) -> Vec<Instruction> {
+    let mut found = Vec::new();
+    for line in output.replace("\r\n", "\n").split(is_line_break) {
+        let rest = line.trim_start_matches(is_space);
+        let digits = rest.bytes().take_while(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')).count();
+        if digits == 0 {
+            continue;
+        }
+        let Some(after) = rest[digits..].strip_prefix(':') else { continue };
+        let mnemonic_start = after.trim_start_matches(is_space);
+        if mnemonic_start.len() == after.len() || mnemonic_start.is_empty() {
+            continue;
+        }
+        let end = mnemonic_start.find(is_space).unwrap_or(mnemonic_start.len());
+        let (mnemonic, operands) = mnemonic_start.split_at(end);
+        let operands = operands.trim_matches(is_space);
+        let address = u128::from_str_radix(&rest[..digits], 16)
+            .ok()
+            .and_then(|value| i128::try_from(value).ok())
+            .unwrap_or(i128::MAX);
+        found.push(Instruction::new(address - i128::from(base), mnemonic, operands));
+    }
+    found
+}
+
+/// A linked image file with its lld-link map, as the image checks read it: its PE headers,
+/// sections, imports, exports and base relocations, its decoded `.pdata`, the map's symbols and
+/// the disassembly (`llvm-objdump -d`, run once, when first needed).
+pub struct ImageFile<'a> {
+    /// The image's path, as given.
+    pub path: String,
+    /// The PE file the reads go to.
+    pub pe: PeFile<'a>,
+    /// `ImageBase`.
+    pub base: u64,
+    /// `Machine`.
+    pub machine: u16,
+    /// The map's path (empty: none).
+    pub map_path: String,
+    /// The map's symbols: each name with its first RVA, in the map's order.
+    pub symbols: Vec<(String, u64)>,
+    /// The RVA of each symbol.
+    symbol_rvas: HashMap<String, u64>,
+    /// (RVA, name) of every symbol, sorted.
+    by_address: Vec<(u64, String)>,
+    /// The disassembler to run.
+    objdump: String,
+    /// The import directory's entries.
+    imports: Vec<FileImport>,
+    /// The export directory's names (`#ordinal` for an export by ordinal).
+    exports: Vec<String>,
+    /// The base relocations: (type, RVA).
+    relocations: Vec<(u16, u64)>,
+    /// Why the file cannot be written back (to compute its checksum).
+    write_error: Option<String>,
+    /// The disassembly, once run.
+    instructions: std::cell::OnceCell<Vec<Instruction>>,
+    /// The decoded `.pdata`, once read.
+    functions: std::cell::OnceCell<Vec<RuntimeFunction>>,
+}
+
+/// The image file at `path` (its bytes), or the error `PATH: not a PE image (...)`.
+///
+/// # Errors
+///
+/// The file cannot be read.
+pub fn read_pe_file(path: &str) -> Result<Vec<u8>, String> {
+    read_image_file(Path::new(path))
+}
+
+/// The PE headers of `data`, the bytes of the file at `path`.
+///
+/// # Errors
+///
+/// `PATH: not a PE image ('pefile's message')`: the file is not a PE image.
+pub fn parse_pe_file<'a>(path: &str, data: &'a [u8]) -> Result<PeFile<'a>, String> {
+    PeFile::parse(data).map_err(|error| format!("{path}: not a PE image ({})", quoted(error)))
+}
+
+impl<'a> ImageFile<'a> {
+    /// The image `pe` (read from the file at `path`) with the map at `map_path` (none when
+    /// empty). Its imports, exports and relocations are those of `pe`; every later read goes
+    /// to `written`, the file as [`PeFile::written`] gives it, when the image has a `CheckSum`
+    /// (verifying it writes the file back as pefile reads it), else to `pe`'s bytes.
+    ///
+    /// # Errors
+    ///
+    /// The map cannot be read or is no lld-link map.
+    pub fn new(
+        path: &str,
+        pe: PeFile<'a>,
+        written: &'a Result<Vec<u8>, String>,
+        map_path: &str,
+        objdump: &str,
+    ) -> Result<Self, String> {
+        let mut symbols = Vec::new();
+        let mut symbol_rvas = HashMap::new();
+        if !map_path.is_empty() {
+            for (name, rva) in read_map(Path::new(map_path))? {
+                if !symbol_rvas.contains_key(&name) {
+                    symbol_rvas.insert(name.clone(), rva);
+                    symbols.push((name, rva));
+                }
+            }
+        }
+        let mut by_address: Vec<(u64, String)> =
+            symbols.iter().map(|(name, rva)| (*rva, name.clone())).collect();
+        by_address.sort();
+        let imports = pe
+            .imports()
+            .into_iter()
+            .map(|import| FileImport {
+                dll: lossy(import.dll),
+                name: import.name.map(lossy),
+                ordinal: if import.name.is_some() { None } else { import.ordinal },
+                iat_rva: import.iat_rva,
+            })
+            .collect();
+        let exports = pe
+            .exports()
+            .into_iter()
+            .map(|export| match export.name {
+                Some(name) if !name.is_empty() => lossy(name),
+                _ => format!("#{}", export.ordinal),
+            })
+            .collect();
+        let relocations = pe.relocations();
+        let write_error = written.as_ref().err().cloned();
+        let pe = match written {
+            Ok(written) if pe.checksum != 0 => pe.with_data(written),
+            _ => pe,
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            base: pe.image_base,
+            machine: pe.machine,
+            pe,
+            map_path: map_path.to_owned(),
+            symbols,
+            symbol_rvas,
+            by_address,
+            objdump: objdump.to_owned(),
+            imports,
+            exports,
+            relocations,
+            write_error,
+            instructions: std::cell::OnceCell::new(),
+            functions: std::cell::OnceCell::new(),
+        })
+    }
+
+    // --- sections and bytes -------------------------------------------------------------
+
+    /// `size` bytes at `rva`.
+    ///
+    /// # Errors
+    ///
+    /// [`FileError::Image`] where the image holds fewer; [`FileError::Fatal`] where neither a
+    /// section nor the file holds `rva`.
+    pub fn read(&self, rva: u64, size: usize) -> Result<&'a [u8], FileError> {
+        let data = self
+            .pe
+            .get_data(wide(rva), wide(size as u64))
+            .ok_or_else(|| FileError::Fatal(UNFETCHABLE.to_owned()))?;
+        if data.len() != size {
+            return Err(FileError::Image(format!(
+                "{size} bytes at RVA {rva:#x} lie outside the image"
+            )));
+        }
+        Ok(data)
+    }
+
+    /// [`ImageFile::read`] into `buffer` (the unwind decoders' reader).
+    fn read_into(&self, rva: u64, buffer: &mut [u8]) -> Result<(), FileError> {
+        buffer.copy_from_slice(self.read(rva, buffer.len())?);
+        Ok(())
+    }
+
+    /// The [start, end) RVA ranges of executable sections (each its virtual or raw size,
+    /// whichever is larger).
+    pub fn executable_ranges(&self) -> Vec<(u64, u64)> {
+        self.pe
+            .sections
+            .iter()
+            .filter(|section| section.characteristics & SCN_MEM_EXECUTE != 0)
+            .map(|section| {
+                let start = u64::from(section.virtual_address);
+                (start, start + u64::from(section.virtual_size.max(section.raw_size)))
+            })
+            .collect()
+    }
+
+    /// The image's checksum as pefile's `generate_checksum` computes it.
+    ///
+    /// # Errors
+    ///
+    /// [`FileError::Fatal`] when the file cannot be written back.
+    pub fn generate_checksum(&self) -> Result<u64, FileError> {
+        self.write_error.as_ref().map_or_else(
+            || Ok(self.pe.generate_checksum()),
+            |error| Err(FileError::Fatal(error.clone())),
+        )
+    }
+
+    // --- symbols --------------------------------------------------------------------------
+
+    /// The RVA of the map's symbol `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`FileError::Image`] when the map has no such symbol.
+    pub fn rva_of(&self, name: &str) -> Result<u64, FileError> {
+        self.symbol_rvas
+            .get(name)
+            .copied()
+            .ok_or_else(|| FileError::Image(format!("symbol {name} not in the map")))
+    }
+
+    /// The map's symbols (RVA, name) that lie in an executable section, by address.
+    pub fn functions_in_text(&self) -> Vec<(u64, &str)> {
+        let ranges = self.executable_ranges();
+        let mut found: Vec<(u64, &str)> = self
+            .symbols
+            .iter()
+            .filter(|(_, rva)| ranges.iter().any(|&(start, end)| start <= *rva && *rva < end))
+            .map(|(name, rva)| (*rva, name.as_str()))
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
+    /// The nearest map symbol at or before `rva`, demangled, as `name+offset` (`rva` in hex
+    /// when there is none).
+    pub fn name_at(&self, rva: i128) -> String {
+        let index = bisect_right(&self.by_address, |(address, name)| {
+            (rva, "\u{ffff}") < (i128::from(*address), name.as_str())
+        });
+        let Some((address, name)) = index.checked_sub(1).and_then(|i| self.by_address.get(i))
+        else {
+            return signed_hex(rva);
+        };
+        let offset = rva - i128::from(*address);
+        let name = demangle(name);
+        if offset == 0 { name } else { format!("{name}+{}", signed_hex(offset)) }
+    }
+
+    // --- imports and exports ------------------------------------------------------------
+
+    /// The import directory's entries, in order.
+    pub fn imports(&self) -> &[FileImport] {
+        &self.imports
+    }
+
+    /// The RVA of the IAT slot of `dll!name` (the DLL's name in any case).
+    pub fn import_address(&self, dll: &str, name: &str) -> Option<u64> {
+        self.imports
+            .iter()
+            .find(|import| {
+                import.dll.to_lowercase() == dll.to_lowercase()
+                    && import.name.as_deref() == Some(name)
+            })
+            .map(|import| import.iat_rva)
+    }
+
+    /// The export directory's names (`#ordinal` for an export by ordinal), named ones first.
+    pub fn exports(&self) -> &[String] {
+        &self.exports
+    }
+
+    /// The base relocations: (type, RVA), in the directory's order.
+    pub fn relocations(&self) -> &[(u16, u64)] {
+        &self.relocations
+    }
+
+    // --- unwind data ----------------------------------------------------------------------
+
+    /// Every `.pdata` entry, decoded, by address.
+    ///
+    /// # Errors
+    ///
+    /// [`FileError::Image`] for unwind data that cannot be read or decoded.
+    pub fn runtime_functions(&self) -> Result<&[RuntimeFunction], FileError> {
+        if let Some(functions) = self.functions.get() {
+            return Ok(functions);
+        }
+        let functions = self.decode_pdata()?;
+        Ok(self.functions.get_or_init(|| functions))
+    }
+
+    /// The exception directory's entries, decoded.
+    fn decode_pdata(&self) -> Result<Vec<RuntimeFunction>, FileError> {
+        let Some(&(rva, size)) = self.pe.directories.get(DIRECTORY_EXCEPTION) else {
+            return Err(FileError::Fatal("list index out of range".to_owned()));
+        };
+        if size == 0 {
+            return Ok(Vec::new());
+        }
+        let data = self.read(u64::from(rva), size as usize)?;
+        match self.machine {
+            MACHINE_ARM64 => crate::arm64_unwind::decode_pdata(data)?
+                .into_iter()
+                .map(|(begin, unwind)| self.arm64_function(begin, unwind))
+                .collect(),
+            MACHINE_X64 => {
+                if data.len() % 12 != 0 {
+                    return Err(FileError::Image(format!(
+                        ".pdata size {} is not a multiple of 12",
+                        data.len()
+                    )));
+                }
+                let word = |at: usize| u32_at(data, at).unwrap_or(0);
+                let mut entries: Vec<[u32; 3]> = (0..data.len())
+                    .step_by(12)
+                    .map(|at| [word(at), word(at + 4), word(at + 8)])
+                    .collect();
+                entries.sort_unstable();
+                entries.into_iter().map(|entry| self.x64_function(entry)).collect()
+            }
+            machine => {
+                Err(FileError::Image(format!("unwind data of machine {machine:#x} is not decoded")))
+            }
+        }
+    }
+
+    /// An x64 `.pdata` entry (begin, end, unwind) decoded: the frame its prologue and every
+    /// chained parent's allocate, its handler and, when it has one, its scope table.
+    fn x64_function(&self, [begin, end, unwind]: [u32; 3]) -> Result<RuntimeFunction, FileError> {
+        let mut function = RuntimeFunction {
+            begin: u64::from(begin),
+            end: u64::from(end),
+            unwind: u64::from(unwind),
+            ..RuntimeFunction::default()
+        };
+        let mut rva = u64::from(unwind);
+        let mut read = |rva: u64, buffer: &mut [u8]| self.read_into(rva, buffer);
+        for depth in 0..=crate::seh::MAX_CHAIN {
+            let info = crate::seh::unwind_info::<FileError, _>(rva, &mut read)?;
+            function.frame += crate::seh::frame_of_codes(&info)?;
+            if depth == 0 {
+                function.flags = info.flags;
+            }
+            if info.flags & crate::seh::UNW_FLAG_CHAININFO != 0 {
+                rva = u64::from(u32_at(self.read(info.tail, 12)?, 8).unwrap_or(0));
+                continue;
+            }
+            let handlers = crate::seh::UNW_FLAG_EHANDLER | crate::seh::UNW_FLAG_UHANDLER;
+            if depth == 0 && info.flags & handlers != 0 {
+                function.handler =
+                    Some(u64::from(u32_at(self.read(info.tail, 4)?, 0).unwrap_or(0)));
+                let mut read = |rva: u64, buffer: &mut [u8]| {
+                    self.read_into(rva, buffer).map_err(ScopeFailure::File)
+                };
+                function.scopes = match crate::seh::scope_table(info.tail + 4, &mut read) {
+                    Ok(scopes) => scopes,
+                    // A handler whose data is no scope table.
+                    Err(ScopeFailure::Unwind) => Vec::new(),
+                    Err(ScopeFailure::File(error)) => return Err(error),
+                };
+            }
+            return Ok(function);
+        }
+        Err(FileError::Image(format!(
+            "unwind chain at {begin:#x} deeper than {}",
+            crate::seh::MAX_CHAIN
+        )))
+    }
+
+    /// An ARM64 `.pdata` entry decoded: the function's range, frame (what its prologue or an
+    /// epilogue allocates), exception handler and, when it has one, its scope table read as
+    /// `__C_specific_handler`'s.
+    fn arm64_function(&self, begin: u32, unwind: u32) -> Result<RuntimeFunction, FileError> {
+        let mut read = |rva: u64, buffer: &mut [u8]| self.read_into(rva, buffer);
+        let decoded =
+            crate::arm64_unwind::decode_function::<FileError, _>(begin, unwind, &mut read)?;
+        let mut function = RuntimeFunction {
+            begin: u64::from(begin),
+            end: decoded.end,
+            unwind: u64::from(unwind),
+            frame: decoded.frame()?,
+            handler: decoded.handler.map(u64::from),
+            ..RuntimeFunction::default()
+        };
+        if let Some(data) = decoded.handler_data {
+            function.handler_data = Some(data);
+            function.scopes = crate::seh::scope_table::<FileError, _>(data, &mut read)?;
+        }
+        Ok(function)
+    }
+
+    /// The `.pdata` entry whose range holds `rva`.
+    ///
+    /// # Errors
+    ///
+    /// [`ImageFile::runtime_functions`]'.
+    pub fn function_containing(&self, rva: i128) -> Result<Option<&RuntimeFunction>, FileError> {
+        let functions = self.runtime_functions()?;
+        let index = bisect_right(functions, |function| rva < i128::from(function.begin));
+        Ok(index
+            .checked_sub(1)
+            .and_then(|index| functions.get(index))
+            .filter(|function| i128::from(function.begin) <= rva && rva < i128::from(function.end)))
+    }
+
+    // --- disassembly --------------------------------------------------------------------
+
+    /// Every instruction of the executable sections, in the disassembler's order.
+    ///
+    /// # Errors
+    ///
+    /// [`FileError::Image`] when the disassembler cannot be run or fails;
+    /// [`FileError::Fatal`] when its output is not UTF-8.
+    pub fn instructions(&self) -> Result<&[Instruction], FileError> {
+        if let Some(instructions) = self.instructions.get() {
+            return Ok(instructions);
+        }
+        let instructions = parse_disassembly(&self.disassemble()?, self.base);
+        Ok(self.instructions.get_or_init(|| instructions))
+    }
+
+    /// `llvm-objdump -d --no-show-raw-insn` of the image: its output.
+    fn disassemble(&self) -> Result<String, FileError> {
+        let arguments = [self.objdump.as_str(), "-d", "--no-show-raw-insn", self.path.as_str()];
+        let failed = |error: String| {
+            FileError::Image(format!("{} -d {} failed: {error}", self.objdump, self.path))
+        };
+        // An empty name is looked up in every directory of PATH: each is a directory.
+        let output = if self.objdump.is_empty() {
+            Err(std::io::Error::from_raw_os_error(libc::EACCES))
+        } else {
+            std::process::Command::new(&self.objdump).args(&arguments[1..]).output()
+        };
+        let output =
+            output.map_err(|error| failed(os_error_text(&error, Path::new(&self.objdump))))?;
+        if !output.status.success() {
+            let command = arguments.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(", ");
+            let status = std::os::unix::process::ExitStatusExt::signal(&output.status);
+            return Err(failed(match (output.status.code(), status) {
+                (_, Some(signal)) => {
+                    format!("Command '[{command}]' died with {}.", signal_text(signal))
+                }
+                (code, None) => format!(
+                    "Command '[{command}]' returned non-zero exit status {}.",
+                    code.unwrap_or(1)
+                ),
+            }));
+        }
+        String::from_utf8(output.stdout).map_err(|error| {
+            FileError::Fatal(unicode_decode_error(error.as_bytes(), &error.utf8_error()))
+        })
+    }
+
+    /// The instructions with `begin <= RVA < end`.
+    ///
+    /// # Errors
+    ///
+    /// [`ImageFile::instructions`]'.
+    pub fn instructions_between(
+        &self,
+        begin: i128,
+        end: i128,
+    ) -> Result<&[Instruction], FileError> {
+        let instructions = self.instructions()?;
+        let low = bisect_left(instructions, |instruction| instruction.address < begin);
+        let high = bisect_left(instructions, |instruction| instruction.address < end);
+        Ok(instructions.get(low..high).unwrap_or(&[]))
+    }
+}
+
+/// A scope table read's failure: its count refused (the handler's data is no scope table), or
+/// the read's own.
+enum ScopeFailure {
+    /// More entries than a scope table has.
+    Unwind,
+    /// The read failed.
+    File(FileError),
+}
+
+impl From<UnwindError> for ScopeFailure {
+    fn from(_: UnwindError) -> Self {
+        Self::Unwind
+    }
+}
+
 // ---- the machine-answered instruction sites -------------------------------------------------
 
-/// An x64 instruction the runner answers from `ppm-sim` (`image.py`'s `SITE_KINDS`).
+/// An x64 instruction the runner answers from `ppm-sim`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SiteKind {
     /// `rdmsr`.
@@ -1336,7 +2412,7 @@ pub struct SystemRegister {
 }
 
 impl SystemRegister {
-    /// As Python's tuple, a JSON array.
+    /// As a JSON array: `[op0, op1, CRn, CRm, op2]`.
     fn to_json(self) -> Value {
         json!([self.op0, self.op1, self.crn, self.crm, self.op2])
     }
@@ -1346,9 +2422,9 @@ impl SystemRegister {
 pub const DAIF: SystemRegister = SystemRegister { op0: 3, op1: 3, crn: 4, crm: 2, op2: 1 };
 
 /// MRS Xt, (op0 op1 `CRn` `CRm` op2) (Arm ARM C6.2).
-const MRS_MASK: u32 = 0xFFF0_0000;
+pub const MRS_MASK: u32 = 0xFFF0_0000;
 /// MRS's bits under [`MRS_MASK`].
-const MRS: u32 = 0xD530_0000;
+pub const MRS: u32 = 0xD530_0000;
 /// MSR (register).
 const MSR_REG_MASK: u32 = 0xFFF0_0000;
 /// MSR (register)'s bits under [`MSR_REG_MASK`].
@@ -1411,7 +2487,7 @@ pub enum Arm64Site {
 }
 
 impl Arm64Site {
-    /// Its kind's name in `image.py`: `mrs`, `msr`, `msr_daif`, `daifset` or `daifclr`.
+    /// Its kind's name: `mrs`, `msr`, `msr_daif`, `daifset` or `daifclr`.
     pub const fn kind(self) -> &'static str {
         match self {
             Self::Mrs { .. } => "mrs",
@@ -1446,7 +2522,7 @@ impl Arm64Site {
     }
 }
 
-/// A machine-answered instruction: `image.py`'s site tuple.
+/// A machine-answered instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Site {
     /// An x64 instruction: (kind, length).
@@ -1461,7 +2537,7 @@ pub enum Site {
 }
 
 impl Site {
-    /// As Python's tuple, a JSON array: `[kind, length]`; `[kind, [op0, op1, CRn, CRm, op2],
+    /// As a JSON array: `[kind, length]`; `[kind, [op0, op1, CRn, CRm, op2],
     /// Rt]` (MRS, MSR; DAIF's encoding for `msr_daif`); `[kind, imm, null]` (`DAIFSet`/`DAIFClr`).
     pub fn to_json(self) -> Value {
         match self {
@@ -1515,7 +2591,7 @@ fn find_arm64_sites(image: &Image) -> BTreeMap<u64, Site> {
 
 /// Every privileged or machine-answered x64 instruction in the executable sections: RVA ->
 /// (kind, length). A linear sweep (capstone) that resynchronises one byte past undecodable
-/// bytes, as `image.py`'s `find_x64_sites`.
+/// bytes.
 fn find_x64_sites(
     image: &Image,
     library: &capstone::Library,
@@ -1640,7 +2716,7 @@ pub fn describe_command(args: &[String]) -> Result<String, String> {
         return Err("usage: ppm-image-runner describe IMAGE MAP ARCH".to_owned());
     };
     let arch = Arch::from_name(arch_name)
-        .ok_or_else(|| format!("arch {}: x64 or arm64", py_repr(arch_name)))?;
+        .ok_or_else(|| format!("arch {}: x64 or arm64", quoted(arch_name)))?;
     let (image_path, map_path) = (Path::new(image_path), Path::new(map_path));
     let image = parse_image(image_path, IMAGE_BASE, arch, arch.max_imports())?;
     let symbols = parse_map(map_path, &image)?;
@@ -1690,7 +2766,7 @@ mod tests {
 
     use super::{
         Arch, Arm64Site, DAIF, Image, Import, Pdata, Section, Site, SymbolMap, SystemRegister,
-        digest_json, find_sites, functions_of, map_symbols_of, parse_image_bytes, py_repr, sha256,
+        digest_json, find_sites, functions_of, map_symbols_of, parse_image_bytes, quoted, sha256,
         system_register,
     };
 
@@ -1831,7 +2907,7 @@ mod tests {
     }
 
     #[test]
-    fn an_image_the_runner_cannot_map_is_refused_as_image_py_does() {
+    fn an_image_the_runner_cannot_map_is_refused_with_its_reason() {
         let refused = |bytes: &[u8], arch| parse(bytes, arch).err().unwrap_or_default();
         let whole = image(0x8664, &[]);
         assert_eq!(
@@ -1935,7 +3011,7 @@ mod tests {
         0000:00000000       below                      0000000100000000     a.obj\r\n";
 
     #[test]
-    fn a_map_is_read_as_image_py_reads_it() -> Result<(), String> {
+    fn a_map_yields_its_symbols_and_its_functions() -> Result<(), String> {
         let path = Path::new("test.map");
         let text = super::decode_map(MAP.as_bytes());
         let symbols = map_symbols_of(path, &text)?;
@@ -1965,6 +3041,13 @@ mod tests {
             no_base.err().unwrap_or_default(),
             "test.map: not an lld-link /MAP file (no preferred load address)"
         );
+        // lld-link's `f` (a function) after the address; another preferred load address.
+        let flagged = map_symbols_of(
+            path,
+            " Preferred load address is 0000000180000000\n\n \
+             0001:000084d0       FxDriverEntry              00000001800094d0 f   kmdf_stub.obj\n",
+        )?;
+        assert_eq!(flagged, [("FxDriverEntry".to_owned(), 0x94D0)]);
         let data_only = functions_of(path, vec![("x".to_owned(), 0x2000)], &image);
         assert_eq!(
             data_only.err().unwrap_or_default(),
@@ -1974,9 +3057,9 @@ mod tests {
     }
 
     #[test]
-    fn texts_are_pythons() {
-        assert_eq!(py_repr("a'b"), "\"a'b\"");
-        assert_eq!(py_repr("/x\\y\n"), "'/x\\\\y\\n'");
+    fn texts_quote_strings_and_demangle_rust_names() {
+        assert_eq!(quoted("a'b"), "\"a'b\"");
+        assert_eq!(quoted("/x\\y\n"), "'/x\\\\y\\n'");
         let error = std::io::Error::from_raw_os_error(2);
         assert_eq!(
             super::os_error_text(&error, Path::new("/none")),
@@ -1992,5 +3075,244 @@ mod tests {
         let long = b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
         assert_eq!(hex(long), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
         assert_eq!(sha256(&[0u8; 64])[0], 0xf5);
+    }
+
+    /// The image file of `bytes` with a map (written to a temporary file) of these symbols.
+    fn with_map<T>(
+        bytes: &[u8],
+        symbols: &[(&str, u64)],
+        test: impl FnOnce(&super::ImageFile<'_>) -> T,
+    ) -> Result<T, String> {
+        use std::fmt::Write as _;
+        let mut map = " x\n\n Preferred load address is 0000000140000000\n\n".to_owned();
+        for (name, rva) in symbols {
+            let _ =
+                writeln!(map, " 0001:00000000       {name}   {:016x}     a.o", 0x1_4000_0000 + rva);
+        }
+        let path = std::env::temp_dir().join(format!(
+            "ppm-image-runner-test-{}-{}.map",
+            std::process::id(),
+            symbols.len()
+        ));
+        std::fs::write(&path, map).map_err(|error| error.to_string())?;
+        let pe = super::parse_pe_file(PATH, bytes);
+        let written = pe.as_ref().map_or_else(|error| Err(error.clone()), super::PeFile::written);
+        let file = pe.and_then(|pe| {
+            super::ImageFile::new(PATH, pe, &written, &path.display().to_string(), "objdump")
+        });
+        let _ = std::fs::remove_file(&path);
+        Ok(test(&file?))
+    }
+
+    #[test]
+    fn the_image_file_reads_imports_symbols_and_unwind_data() -> Result<(), String> {
+        use super::{FileError, RuntimeFunction};
+        let mut bytes = image(0x8664, &[0x53, 0x48, 0x83, 0xEC, 0x20, 0xC3]);
+        let symbols = [("FxDriverEntry", 0x1000), ("_ZN3ppm5entry17h0123456789abcdefE", 0x1002)];
+        let unreadable = with_map(&bytes, &symbols, |file| {
+            assert_eq!(file.imports()[0].name.as_deref(), Some("KeBugCheckEx"));
+            assert_eq!(file.import_address("NTOSKRNL.EXE", "KeBugCheckEx"), Some(0x2060));
+            assert_eq!(file.import_address("ntoskrnl.exe", "KeBugCheckEy"), None);
+            assert!(file.exports().is_empty());
+            assert_eq!(file.relocations(), [(10, 0x20F0), (0, 0x2000)]);
+            assert_eq!(
+                file.functions_in_text(),
+                [(0x1000, "FxDriverEntry"), (0x1002, symbols[1].0)]
+            );
+            assert_eq!(file.name_at(0x1001), "FxDriverEntry+0x1");
+            assert_eq!(file.name_at(0x1004), "ppm::entry+0x2");
+            assert_eq!(file.name_at(0xFFF), "0xfff");
+            assert_eq!(
+                file.rva_of("x"),
+                Err(FileError::Image("symbol x not in the map".to_owned()))
+            );
+            assert_eq!(file.read(0x1000, 2), Ok(&[0x53, 0x48][..]));
+            assert_eq!(
+                file.read(0x2300, 0x200),
+                Err(FileError::Image("512 bytes at RVA 0x2300 lie outside the image".to_owned()))
+            );
+            assert_eq!(file.read(0x9000, 4), Err(FileError::Fatal(super::UNFETCHABLE.to_owned())));
+            file.runtime_functions().map(<[RuntimeFunction]>::to_vec)
+        })?;
+        assert_eq!(
+            unreadable,
+            Err(FileError::Image("UNWIND_INFO at 0x2120: version 0".to_owned()))
+        );
+        // UNWIND_INFO version 1, prologue 5 bytes, 2 codes: ALLOC_SMALL 32 at 5, PUSH_NONVOL at 1.
+        put(&mut bytes, rdata(0x2120), &[0x01, 0x05, 0x02, 0x00, 0x05, 0x32, 0x01, 0x30]);
+        let functions = with_map(&bytes, &symbols, |file| {
+            let functions = file.runtime_functions().map(<[RuntimeFunction]>::to_vec);
+            assert_eq!(
+                file.function_containing(0x1002).map(|f| f.map(|f| f.begin)),
+                Ok(Some(0x1000))
+            );
+            assert_eq!(file.function_containing(0x1003).map(|f| f.is_some()), Ok(false));
+            functions
+        })?;
+        let expected = RuntimeFunction {
+            begin: 0x1000,
+            end: 0x1003,
+            unwind: 0x2120,
+            frame: 40,
+            flags: 0,
+            ..RuntimeFunction::default()
+        };
+        assert_eq!(functions, Ok(vec![expected]));
+        Ok(())
+    }
+
+    #[test]
+    fn the_checksum_is_the_pe_checksum_of_the_file_as_written() -> Result<(), String> {
+        let mut bytes = image(0x8664, &[0xC3]);
+        bytes.truncate(0x9FD); // not a whole number of dwords
+        let pe = super::parse_pe_file(PATH, &bytes)?;
+        assert_eq!(pe.written(), Ok(bytes.clone()));
+        // The PE checksum as 16-bit words with carries folded, the CheckSum field left out.
+        let field = 0x98 + 0x40;
+        let mut sum: u64 = 0;
+        let mut padded = bytes.clone();
+        padded.push(0);
+        for (index, word) in padded.chunks(2).enumerate() {
+            if index * 2 == field || index * 2 == field + 2 {
+                continue;
+            }
+            sum += u64::from(u16::from_le_bytes([word[0], word.get(1).copied().unwrap_or(0)]));
+            sum = (sum & 0xFFFF) + (sum >> 16);
+        }
+        assert_eq!(pe.generate_checksum(), sum + bytes.len() as u64);
+        // A file ending within the data directories is written back with all of them, each
+        // read as zeros past the end; one ending within the optional header has none.
+        let cut = 0x98 + 112 + 8 * 3 + 2;
+        let pe = super::parse_pe_file(PATH, &bytes[..cut])?;
+        let written = pe.written()?;
+        assert_eq!(written.len(), 0x98 + 112 + 8 * 16);
+        assert_eq!(written[..cut], bytes[..cut]);
+        let cut = 0x98 + 80;
+        let pe = super::parse_pe_file(PATH, &bytes[..cut])?;
+        assert_eq!(pe.written()?.len(), 0x98 + 112);
+        Ok(())
+    }
+
+    #[test]
+    fn unwind_info_is_written_back_as_pefile_packs_it() -> Result<(), String> {
+        let mut bytes = image(0x8664, &[0xC3]);
+        // Version 1, flags 8 (none pefile knows), one code (PUSH_NONVOL): the padding slot and
+        // the trailing field are written back as zeros.
+        put(&mut bytes, rdata(0x2120), &[0x41, 0x01, 0x01, 0x00, 0x01, 0x30, 0xAA, 0xBB]);
+        put(&mut bytes, rdata(0x2128), &[1, 2, 3, 4, 5]);
+        let written = super::parse_pe_file(PATH, &bytes)?.written()?;
+        assert_eq!(
+            written[rdata(0x2120)..rdata(0x212D)],
+            [0x41, 1, 1, 0, 1, 0x30, 0, 0, 0, 0, 0, 0, 5]
+        );
+        // With EHANDLER the trailing field is the handler's RVA, kept.
+        put(&mut bytes, rdata(0x2120), &[0x09]);
+        let written = super::parse_pe_file(PATH, &bytes)?.written()?;
+        assert_eq!(written[rdata(0x2124)..rdata(0x212C)], [1, 0x30, 0, 0, 1, 2, 3, 4]);
+        // An unknown unwind code ends the directory: nothing re-packed.
+        put(&mut bytes, rdata(0x2125), &[0x3B]);
+        let written = super::parse_pe_file(PATH, &bytes)?.written()?;
+        assert_eq!(written, bytes);
+        // An UNWIND_INFO the section's raw data cuts short cannot be written back.
+        put(&mut bytes, rdata(0x2108), &0x23FCu32.to_le_bytes());
+        put(&mut bytes, rdata(0x23FC), &[0x01, 0x00, 0x02, 0x00]);
+        let refused = super::parse_pe_file(PATH, &bytes)?.written();
+        assert_eq!(refused, Err("'UnwindInfo' object has no attribute 'UnwindCodes'".to_owned()));
+        Ok(())
+    }
+
+    #[test]
+    fn exports_are_named_then_by_ordinal() -> Result<(), String> {
+        let mut bytes = image(0x8664, &[0xC3]);
+        put(&mut bytes, 0x98 + 112, &[0x00, 0x23, 0, 0, 0x80, 0, 0, 0]); // export directory
+        let header = [0u32, 0, 0, 0x2390, 1, 3, 1, 0x2340, 0x2350, 0x2358];
+        for (index, field) in header.iter().enumerate() {
+            put(&mut bytes, rdata(0x2300 + 4 * index), &field.to_le_bytes());
+        }
+        for (index, function) in [0x1000u32, 0, 0x1010].iter().enumerate() {
+            put(&mut bytes, rdata(0x2340 + 4 * index), &function.to_le_bytes());
+        }
+        put(&mut bytes, rdata(0x2350), &0x2360u32.to_le_bytes());
+        put(&mut bytes, rdata(0x2358), &2u16.to_le_bytes());
+        put(&mut bytes, rdata(0x2360), b"DriverEntry\0");
+        let pe = super::parse_pe_file(PATH, &bytes)?;
+        let exports: Vec<(Option<&[u8]>, i64)> =
+            pe.exports().into_iter().map(|export| (export.name, export.ordinal)).collect();
+        assert_eq!(exports, [(Some(&b"DriverEntry"[..]), 3), (None, 1)]);
+        // A name with a character pefile does not accept ends the named exports.
+        put(&mut bytes, rdata(0x2363), b";");
+        let pe = super::parse_pe_file(PATH, &bytes)?;
+        let ordinals: Vec<i64> = pe.exports().into_iter().map(|export| export.ordinal).collect();
+        assert_eq!(ordinals, [1, 3]);
+        Ok(())
+    }
+
+    #[test]
+    fn disassembly_lines_are_instructions() {
+        let output = "\nx.sys:\tfile format coff-x86-64\n\nDisassembly of section .text:\n\n\
+                      0000000140001000 <DriverEntry>:\n140001000:     \tpushq\t%r15\n\
+                      140001002:     \tsubq\t$3752, %rsp             # imm = 0xEA8  \r\n\
+                      140001009:     \tretq\n       ...\n";
+        let instructions = super::parse_disassembly(output, 0x1_4000_0000);
+        let expected = [
+            super::Instruction::new(0x1000, "pushq", "%r15"),
+            super::Instruction::new(0x1002, "subq", "$3752, %rsp             # imm = 0xEA8"),
+            super::Instruction::new(0x1009, "retq", ""),
+        ];
+        assert_eq!(instructions, expected);
+        let below = super::parse_disassembly("1000: nop", 0x2000);
+        assert_eq!(
+            (below[0].address, super::signed_hex(below[0].address)),
+            (-0x1000, "-0x1000".to_owned())
+        );
+    }
+
+    #[test]
+    fn rust_names_read_as_paths() {
+        use super::demangle;
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+        assert_eq!(demangle("_RNvNtCs1pEWN1xWsaF_7ppm_pep3log5print"), "ppm_pep::log::print");
+        assert_eq!(demangle("FxDriverEntry"), "FxDriverEntry");
+        assert_eq!(
+            demangle("_ZN4core3ptr23drop_in_place$LT$u8$GT$17h0123456789abcdefE"),
+            "core::ptr::drop_in_place<u8>"
+        );
+        assert_eq!(demangle("_ZN"), "_ZN");
+        assert_eq!(demangle("_ZN99abc"), "abc");
+        assert_eq!(demangle("_RNvCs1_3foo3barB2_3baz"), "foo::bar::baz");
+        assert_eq!(demangle("_ZN3a..b3c$C$d$u20$e$RF$"), "a::::c$C::$e&");
+        // An uppercase digit in the hash: no hash, kept.
+        assert_eq!(
+            demangle("_ZN4core3fmt9Arguments6as_str17h0123456789abcdeFE"),
+            "core::fmt::Arguments::as_str::h0123456789abcdeF"
+        );
+    }
+
+    #[test]
+    fn decode_errors_name_the_invalid_bytes() {
+        let message = |bytes: &[u8]| {
+            std::str::from_utf8(bytes)
+                .map_or_else(|error| super::unicode_decode_error(bytes, &error), str::to_owned)
+        };
+        assert_eq!(
+            message(b"ab\xff"),
+            "'utf-8' codec can't decode byte 0xff in position 2: invalid start byte"
+        );
+        assert_eq!(
+            message(b"\xe2(x"),
+            "'utf-8' codec can't decode byte 0xe2 in position 0: invalid continuation byte"
+        );
+        assert_eq!(
+            message(b"a\xf0\x9f\x98"),
+            "'utf-8' codec can't decode bytes in position 1-3: unexpected end of data"
+        );
+    }
+
+    #[test]
+    fn bisection_finds_the_first_index_not_below_or_above_the_key() {
+        let items = [1, 3, 3, 5];
+        let left = |key: i32| super::bisect_left(&items, |&item| item < key);
+        let right = |key: i32| super::bisect_right(&items, |&item| key < item);
+        assert_eq!((left(3), right(3), left(0), right(9)), (1, 3, 0, 4));
     }
 }

@@ -1,17 +1,17 @@
-//! The compiled image runner of `ppm-sim --pep image` (docs/image-backend.md): maps
-//! `ppm_pep.sys` into Unicorn, binds its imports and the KMDF function table to stubs, executes
-//! `ppm-sim`'s commands, and turns each kernel call and machine instruction into a host request.
+//! The image runner of `ppm-sim --pep image` (docs/image-backend.md): maps `ppm_pep.sys` into
+//! Unicorn, binds its imports and the KMDF function table to stubs, executes `ppm-sim`'s
+//! commands, and turns each kernel call and machine instruction into a host request. Its
+//! subcommands: `check` (the linked image's checks, docs/driver-image.md), `describe` (what it
+//! reads of an image), `layout` (its figures, as the tests read them).
 //!
 //! Unicorn (GPL-2.0) and capstone are not linked: they are loaded at run time from the image
 //! backend's virtual environment (the `PyPI` wheels `tools/image/requirements.txt` pins), so no
 //! binary of this workspace contains them (docs/image-backend.md, "Runner internals").
-// The unwinders' and the image reader's parts only the image checker uses (frame sizes,
-// backtraces) have no caller yet.
-#![allow(dead_code)]
 
 mod arch;
 mod arm64_unwind;
 mod capstone;
+mod check_image;
 mod commands;
 mod ddi_rules;
 mod hooks;
@@ -22,6 +22,7 @@ mod protocol;
 mod runner;
 mod seh;
 mod services;
+mod stack;
 mod unicorn;
 mod verifier;
 mod watchdog;
@@ -45,11 +46,23 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some("layout") if args.len() == 1 => match layout::describe() {
+            Ok(text) => {
+                println!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("ppm-image-runner: {}", error.0);
+                ExitCode::from(2)
+            }
+        },
+        Some("check") => ExitCode::from(check_image::check_command(&args[1..])),
         Some(other) => {
             eprintln!(
                 "image-runner: unexpected argument '{other}' (the runner takes none: commands come \
                  on stdin; see docs/image-backend.md; `describe IMAGE MAP ARCH` prints what it reads \
-                 from an image)"
+                 from an image; `layout` prints its figures; `check IMAGE --map MAP --imports DIR \
+                 [--arch x64|arm64] [--objdump PATH] [--stack-report FILE]` checks a linked image)"
             );
             ExitCode::from(2)
         }

@@ -148,13 +148,14 @@ pub fn unsigned(value: Option<&Value>, what: &str, bits: u32) -> Result<u64, Fat
     let found =
         value.and_then(Value::as_u64).filter(|number| bits >= 64 || *number < (1u64 << bits));
     found.ok_or_else(|| {
-        let shown = value.map_or_else(|| "None".to_owned(), python_repr);
+        let shown = value.map_or_else(|| "None".to_owned(), shown_value);
         Fatal::new(format!("'{what}': expected an unsigned {bits}-bit integer, got {shown}"))
     })
 }
 
-/// `value` as Python's `repr` shows the JSON value (for error texts).
-pub fn python_repr(value: &Value) -> String {
+/// The JSON `value` as error texts show it: `None`, `True`, `False`, a string in single quotes
+/// as it is (`'text'`), other values as JSON.
+pub fn shown_value(value: &Value) -> String {
     match value {
         Value::Null => "None".to_owned(),
         Value::Bool(true) => "True".to_owned(),
@@ -167,13 +168,13 @@ pub fn python_repr(value: &Value) -> String {
 /// `message[key]`, a hex string's bytes.
 pub fn hex_bytes(message: &Message, key: &str) -> Result<Vec<u8>, Fatal> {
     let Some(Value::String(text)) = message.get(key) else {
-        let shown = message.get(key).map_or_else(|| "None".to_owned(), python_repr);
+        let shown = message.get(key).map_or_else(|| "None".to_owned(), shown_value);
         return Err(Fatal::new(format!("'{key}': expected a hex string, got {shown}")));
     };
     decode_hex(text).ok_or_else(|| Fatal::new(format!("'{key}': not a hex string")))
 }
 
-/// The bytes of a hex string (Python's `bytes.fromhex` without its spaces), or `None`.
+/// The bytes of a hex string (pairs of hex digits of either case, no spaces), or `None`.
 pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
     let digits = text.as_bytes();
     if !digits.len().is_multiple_of(2) {

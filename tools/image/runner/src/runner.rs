@@ -12,7 +12,7 @@ use crate::layout::{
     PAGE_FAULT_IN_NONPAGED_AREA, PAINT, SENTINEL, UNEXPECTED_KERNEL_MODE_TRAP, UNREACHED,
     USER_LIMIT,
 };
-use crate::protocol::{Channel, Fatal, Message, integer, python_repr, unsigned};
+use crate::protocol::{Channel, Fatal, Message, integer, shown_value, unsigned};
 use crate::unicorn::{self, Engine};
 use crate::watchdog::Watchdog;
 
@@ -773,7 +773,7 @@ fn timestamps_of(message: &Message) -> Result<Option<Vec<Value>>, Fatal> {
         }
         Some(other) => Err(Fatal::new(format!(
             "'timestamps' must be a list of 1 to {MAX_TIMESTAMPS} counters, got {}",
-            python_repr(other)
+            shown_value(other)
         ))),
     }
 }
@@ -811,7 +811,7 @@ impl Runner {
 
     /// `ask` with the watchdog paused.
     fn ask_paused(&mut self, request: Value) -> Outcome<Message> {
-        let host = request.get("host").map_or_else(|| "None".to_owned(), python_repr);
+        let host = request.get("host").map_or_else(|| "None".to_owned(), shown_value);
         let message = self.with_deferred(request);
         self.channel.send(&message)?;
         let mut bugcheck: Option<Value> = None;
@@ -839,7 +839,7 @@ impl Runner {
                 return Ok(message);
             }
             if message.get("op").and_then(Value::as_str) != Some("call") {
-                let op = message.get("op").map_or_else(String::new, python_repr);
+                let op = message.get("op").map_or_else(String::new, shown_value);
                 return Err(Fatal::new(format!(
                     "{op} while a host request was waiting (only call may nest)"
                 ))

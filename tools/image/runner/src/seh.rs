@@ -2,8 +2,7 @@
 //! documented format (learn.microsoft.com, "x64 exception handling"): `RUNTIME_FUNCTION`,
 //! `UNWIND_INFO` and its `UNWIND_CODE`s, and the scope table `__C_specific_handler` reads
 //! (Count, then {`BeginAddress`, `EndAddress`, `HandlerAddress`, `JumpTarget`} RVAs, the same
-//! on ARM64). The port of `tools/image/ppm_image/seh.py`, to the byte: the same dispatch targets,
-//! restored registers, reasons and error texts.
+//! on ARM64).
 //!
 //! The dispatch walks frames with [`Unwinder::dispatch`] (x64) or `arm64_unwind::Unwinder`
 //! (ARM64), both over [`walk`], the frame walk they share. Memory is passed to each call as a
@@ -11,9 +10,9 @@
 //! comes back unchanged as [`Failure::Read`] for the caller to raise again.
 //!
 //! Registers are a fixed [`X64Registers`] (no map per frame): the stack pointer is kept as an
-//! `i128` because Python's integers are unbounded and a corrupt frame can carry it below 0 or
-//! past 2^64 (what the runner writes back is the value modulo 2^64, as ctypes does; a read at
-//! such an address goes to [`Memory::read_unbounded`] with the unbounded value).
+//! `i128`, unbounded, because a corrupt frame can carry it below 0 or past 2^64 (what the
+//! runner writes back is the value modulo 2^64; a read at such an address goes to
+//! [`Memory::read_unbounded`] with the unbounded value).
 
 use std::fmt;
 
@@ -91,13 +90,39 @@ pub enum Gpr {
 }
 
 impl Gpr {
+    /// All 16, by `UNWIND_CODE` number.
+    const ALL: [Self; 16] = [
+        Self::Rax,
+        Self::Rcx,
+        Self::Rdx,
+        Self::Rbx,
+        Self::Rsp,
+        Self::Rbp,
+        Self::Rsi,
+        Self::Rdi,
+        Self::R8,
+        Self::R9,
+        Self::R10,
+        Self::R11,
+        Self::R12,
+        Self::R13,
+        Self::R14,
+        Self::R15,
+    ];
+
+    /// The register an `UNWIND_CODE` names by `number` (its low 4 bits).
+    #[must_use]
+    pub const fn from_number(number: u16) -> Self {
+        Self::ALL[(number & 15) as usize]
+    }
+
     /// The register's `UNWIND_CODE` number (0..16).
     #[must_use]
     pub const fn number(self) -> usize {
         self as usize
     }
 
-    /// The register's name in Python's register dicts (`"rbx"`).
+    /// The register's name (`"rbx"`), as error texts name it.
     #[must_use]
     pub const fn name(self) -> &'static str {
         REGISTERS[self as usize]
@@ -105,11 +130,11 @@ impl Gpr {
 }
 
 /// The non-volatile registers an x64 unwind restores besides RSP and RIP, in the order of
-/// runner.py's `NONVOLATILE_REGS` (the order of [`X64Registers::new`]'s array).
+/// [`X64Registers::new`]'s array.
 pub const NONVOLATILE: [Gpr; 8] =
     [Gpr::Rbx, Gpr::Rbp, Gpr::Rsi, Gpr::Rdi, Gpr::R12, Gpr::R13, Gpr::R14, Gpr::R15];
 
-/// The unwind data cannot be followed (a one-line reason: Python's `UnwindError`).
+/// The unwind data cannot be followed (a one-line reason).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnwindError(pub String);
 
@@ -121,50 +146,46 @@ impl fmt::Display for UnwindError {
 
 impl std::error::Error for UnwindError {}
 
-/// An exception other than `UnwindError` that the Python modules raise on corrupt unwind data.
-/// runner.py's `raise_exception` does not catch it: its hook reports it as
-/// `Fatal(f"runner bug in a hook: {error!r}")` (and prints a traceback to stderr), so the
-/// runner should say `format!("runner bug in a hook: {}", error.repr())`.
+/// Corrupt unwind data that the unwinder does not diagnose as an [`UnwindError`]: the runner
+/// ends the command with the fatal error `format!("runner bug in a hook: {}", error.text())`
+/// rather than an unhandled exception.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PythonError {
-    /// `KeyError('rax')`: a register read that the dispatch never had (a volatile register as
-    /// the frame register, before any unwind code of the walk restored it).
-    KeyError(&'static str),
-    /// `IndexError('list index out of range')`: an unwind code whose operand slots lie past
-    /// the `UNWIND_INFO`'s codes.
-    IndexError,
+pub enum Malformed {
+    /// A register read that the dispatch never had (a volatile register as the frame register,
+    /// before any unwind code of the walk restored it), by name.
+    MissingRegister(&'static str),
+    /// An unwind code whose operand slots lie past the `UNWIND_INFO`'s codes.
+    OperandPastCodes,
 }
 
-impl PythonError {
-    /// Python's `repr` of the exception.
+impl Malformed {
+    /// The error's text, worded as the exception of its kind: `KeyError('rax')` for a missing
+    /// register, `IndexError('list index out of range')` for an operand past the codes.
     #[must_use]
-    pub fn repr(&self) -> String {
+    pub fn text(&self) -> String {
         match self {
-            Self::KeyError(name) => format!("KeyError('{name}')"),
-            Self::IndexError => "IndexError('list index out of range')".to_owned(),
+            Self::MissingRegister(name) => format!("KeyError('{name}')"),
+            Self::OperandPastCodes => "IndexError('list index out of range')".to_owned(),
         }
     }
 }
 
-impl fmt::Display for PythonError {
+impl fmt::Display for Malformed {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.repr())
+        formatter.write_str(&self.text())
     }
 }
 
-/// Why a dispatch or a backtrace ended without an answer: what the Python call raised.
+/// Why a dispatch or a backtrace ended without an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure<E> {
-    /// `UnwindError`: runner.py's `raise_exception` turns it into the unhandled dispatch
-    /// `f"unwind failed: {error}"` on x64. On ARM64 its handler names `arm64_unwind.Dispatch`,
-    /// which that module lacks: there the `UnwindError` becomes
-    /// `AttributeError("module 'ppm_image.arm64_unwind' has no attribute 'Dispatch'")`, a
-    /// `Fatal` "runner bug in a hook" (and no `seh` log entry).
+    /// The unwind data cannot be followed: the runner ends the dispatch unhandled, with the
+    /// reason `unwind failed: {error}`.
     Unwind(UnwindError),
-    /// Another Python exception (a runner bug there): see [`PythonError`].
-    Python(PythonError),
-    /// The memory read failed: the reader's own error, to raise again as it is (runner.py's
-    /// `read` raised its `Crash`, `Fatal` or `UcError` through the dispatch unchanged).
+    /// Corrupt unwind data the unwinder does not diagnose: see [`Malformed`].
+    Malformed(Malformed),
+    /// The memory read failed: the reader's own error (the runner's crash or fatal error), to
+    /// raise again as it is.
     Read(E),
 }
 
@@ -174,9 +195,9 @@ impl<E> From<UnwindError> for Failure<E> {
     }
 }
 
-impl<E> From<PythonError> for Failure<E> {
-    fn from(error: PythonError) -> Self {
-        Self::Python(error)
+impl<E> From<Malformed> for Failure<E> {
+    fn from(error: Malformed) -> Self {
+        Self::Malformed(error)
     }
 }
 
@@ -185,17 +206,16 @@ pub trait Memory {
     /// The reader's failure (the runner's crash or fatal error).
     type Error;
 
-    /// Fills `buffer` from `address` (Python's `read(address, len(buffer))`).
+    /// Fills `buffer` from `address`.
     ///
     /// # Errors
     ///
     /// The reader's failure, which the dispatch returns as [`Failure::Read`].
     fn read(&mut self, address: u64, buffer: &mut [u8]) -> Result<(), Self::Error>;
 
-    /// Fills `buffer` from an address outside [0, 2^64), which only a corrupt frame computes
-    /// (Python passed its unbounded integer to `read`: a negative one took runner.py's
-    /// user-mode branch, one of 2^64 or more was truncated by ctypes but named whole in the
-    /// crash text). By default the address modulo 2^64.
+    /// Fills `buffer` from an address outside [0, 2^64), which only a corrupt frame computes.
+    /// By default the address modulo 2^64; a reader may instead refuse it, naming the whole
+    /// value.
     ///
     /// # Errors
     ///
@@ -205,7 +225,7 @@ pub trait Memory {
     }
 }
 
-/// `value` modulo 2^64 (what ctypes' `c_uint64` makes of a Python integer).
+/// `value` modulo 2^64.
 #[must_use]
 pub const fn wrap(value: i128) -> u64 {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // the truncation wanted
@@ -229,7 +249,7 @@ pub fn read_at<M: Memory + ?Sized>(
     }
 }
 
-/// The little-endian u64 at `address` (Python's `self.u64(address)`).
+/// The little-endian u64 at `address`.
 ///
 /// # Errors
 ///
@@ -240,8 +260,7 @@ pub fn u64_at<M: Memory + ?Sized>(memory: &mut M, address: i128) -> Result<u64, 
     Ok(u64::from_le_bytes(bytes))
 }
 
-/// The little-endian u32 at `offset` of `data` (0 past its end, as Python's `int.from_bytes`
-/// of a short slice reads what is there).
+/// The little-endian u32 at `offset` of `data` (the bytes past its end read as 0).
 #[must_use]
 pub fn u32_of(data: &[u8], offset: usize) -> u32 {
     let mut bytes = [0; 4];
@@ -256,12 +275,12 @@ pub fn u32_of(data: &[u8], offset: usize) -> u32 {
 pub struct ImageView {
     /// Where the image is mapped.
     pub base: u64,
-    /// Its size (`SizeOfImage`, page-rounded, as image.py's `Image.size`).
+    /// Its size (`SizeOfImage`, page-rounded, as [`crate::image::Image`]'s `size`).
     pub size: u64,
 }
 
 impl ImageView {
-    /// Fills `buffer` from `rva` of the image (Python's `FrameWalk._read_rva`).
+    /// Fills `buffer` from `rva` of the image.
     ///
     /// # Errors
     ///
@@ -357,9 +376,9 @@ where
     })
 }
 
-/// The code slot at `index`, Python's `codes[index]` (an `IndexError` past the end).
-fn slot(codes: &[u16], index: usize) -> Result<u16, PythonError> {
-    codes.get(index).copied().ok_or(PythonError::IndexError)
+/// The code slot at `index` ([`Malformed::OperandPastCodes`] past the end).
+fn slot(codes: &[u16], index: usize) -> Result<u16, Malformed> {
+    codes.get(index).copied().ok_or(Malformed::OperandPastCodes)
 }
 
 /// Bytes of stack the prologue's unwind codes allocate (pushes, allocations, a machine frame);
@@ -440,9 +459,8 @@ where
 /// the handler is `__C_specific_handler`).
 pub type Handler = (Option<u32>, Vec<Scope>);
 
-/// Where an exception goes: the frame whose `__except` takes it, or why none does (Python's
-/// `Dispatch(target, registers, reason)`: `target` and `registers` None exactly when
-/// unhandled, `reason` empty exactly when handled).
+/// Where an exception goes: the frame whose `__except` takes it (the target and the registers
+/// to resume with), or why none does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dispatch<R> {
     /// An `__except` takes it.
@@ -460,7 +478,8 @@ pub enum Dispatch<R> {
 }
 
 impl<R> Dispatch<R> {
-    /// The absolute `JumpTarget` (Python's `target`; None when unhandled).
+    /// The absolute `JumpTarget` (None when unhandled).
+    #[cfg(test)]
     #[must_use]
     pub const fn target(&self) -> Option<u64> {
         match self {
@@ -469,7 +488,8 @@ impl<R> Dispatch<R> {
         }
     }
 
-    /// Why unhandled (Python's `reason`: empty when handled).
+    /// Why unhandled (empty when handled).
+    #[cfg(test)]
     #[must_use]
     pub fn reason(&self) -> &str {
         match self {
@@ -537,8 +557,8 @@ pub fn frame_verdict<R: Frame>(
     None
 }
 
-/// The exception dispatch both architectures' unwinders share (Python's `FrameWalk`): the frame
-/// walk from the faulting frame up, each frame's scopes judged by [`frame_verdict`].
+/// The exception dispatch both architectures' unwinders share: the frame walk from the
+/// faulting frame up, each frame's scopes judged by [`frame_verdict`].
 pub trait FrameWalk {
     /// The registers of a frame.
     type Registers: Frame;
@@ -611,7 +631,7 @@ pub trait FrameWalk {
 ///
 /// # Errors
 ///
-/// What Python's `dispatch` raised (see [`Failure`]).
+/// Unwind data that cannot be followed or is malformed; the reader's failure (see [`Failure`]).
 pub fn walk<W, M>(
     walker: &mut W,
     regs: &W::Registers,
@@ -659,11 +679,11 @@ where
 }
 
 /// An x64 frame's registers: RIP, the 16 general registers, and which of them the walk has
-/// (Python's dict: `rip`, `rsp` and the non-volatile registers from the caller, a volatile one
-/// once an unwind code restores it; reading one it lacks is Python's `KeyError`).
+/// (RSP and the non-volatile registers from the start, a volatile one once an unwind code
+/// restores it; reading one it lacks is [`Malformed::MissingRegister`]).
 ///
-/// RSP is kept unbounded (`i128`) as Python's integer is; the others are only ever set from
-/// 64-bit values.
+/// RSP is kept unbounded (`i128`): outside [0, 2^64) only after a corrupt frame. The others
+/// are only ever set from 64-bit values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct X64Registers {
     /// RIP.
@@ -686,8 +706,8 @@ const X64_INITIAL: u16 = 1 << Gpr::Rsp as u16
     | 1 << Gpr::R15 as u16;
 
 impl X64Registers {
-    /// The registers runner.py's `raise_exception` starts a dispatch with: RIP, RSP and the
-    /// non-volatile registers in [`NONVOLATILE`]'s order (RBX RBP RSI RDI R12..R15).
+    /// The registers a dispatch starts with: RIP, RSP and the non-volatile registers in
+    /// [`NONVOLATILE`]'s order (RBX RBP RSI RDI R12..R15).
     #[must_use]
     pub fn new(rip: u64, rsp: u64, nonvolatile: [u64; 8]) -> Self {
         let mut values = [0; 16];
@@ -699,14 +719,10 @@ impl X64Registers {
     }
 
     /// RIP.
+    #[cfg(test)]
     #[must_use]
     pub const fn rip(&self) -> u64 {
         self.rip
-    }
-
-    /// Sets RIP.
-    pub const fn set_rip(&mut self, rip: u64) {
-        self.rip = rip;
     }
 
     /// RSP modulo 2^64 (what the runner writes back).
@@ -715,13 +731,8 @@ impl X64Registers {
         wrap(self.values[Gpr::Rsp as usize])
     }
 
-    /// RSP as Python's unbounded integer (outside [0, 2^64) only after a corrupt frame).
-    #[must_use]
-    pub const fn rsp_unbounded(&self) -> i128 {
-        self.values[Gpr::Rsp as usize]
-    }
-
     /// `register` modulo 2^64, None if the walk does not have it.
+    #[cfg(test)]
     #[must_use]
     pub const fn get(&self, register: Gpr) -> Option<u64> {
         if self.present & (1 << register as u16) == 0 {
@@ -732,6 +743,7 @@ impl X64Registers {
     }
 
     /// Sets `register` (now present).
+    #[cfg(test)]
     pub fn set(&mut self, register: Gpr, value: u64) {
         self.values[register.number()] = i128::from(value);
         self.present |= 1 << register as u16;
@@ -743,13 +755,14 @@ impl X64Registers {
         NONVOLATILE.map(|register| wrap(self.values[register.number()]))
     }
 
-    /// Register number `number` (0..16), or Python's `KeyError` when absent.
-    fn value(&self, number: u16) -> Result<i128, PythonError> {
-        let index = usize::from(number & 15);
-        if self.present & (1 << index) == 0 {
-            return Err(PythonError::KeyError(REGISTERS[index]));
+    /// Register number `number` (its low 4 bits), or [`Malformed::MissingRegister`] when the
+    /// walk does not have it.
+    const fn value(&self, number: u16) -> Result<i128, Malformed> {
+        let register = Gpr::from_number(number);
+        if self.present & (1 << register as u16) == 0 {
+            return Err(Malformed::MissingRegister(register.name()));
         }
-        Ok(self.values[index])
+        Ok(self.values[register.number()])
     }
 
     /// Sets register number `number` (0..16).
@@ -780,8 +793,7 @@ impl Frame for X64Registers {
     }
 }
 
-/// An x64 .pdata entry, as image.py's `pdata_of` yields it: (`BeginAddress`, `EndAddress`,
-/// `UnwindData`) RVAs.
+/// An x64 .pdata entry: (`BeginAddress`, `EndAddress`, `UnwindData`) RVAs.
 pub type RuntimeFunction = (u32, u32, u32);
 
 /// Virtual unwinding and `__C_specific_handler` scope lookup over one mapped x64 image.
@@ -796,10 +808,9 @@ pub struct Unwinder {
 }
 
 impl Unwinder {
-    /// Python's `Unwinder(base, size, pdata, read, c_specific)` without the reader (passed to
-    /// each call): the image mapped at `base`, `size` bytes; its .pdata entries (image.py's
-    /// `pdata_of`: sorted, which they are sorted again to be); the RVAs of
-    /// `__C_specific_handler`.
+    /// The unwinder of the image mapped at `base`, `size` bytes, with its .pdata entries (in
+    /// any order: sorted here) and the RVAs of `__C_specific_handler`. The memory is passed to
+    /// each call.
     #[must_use]
     pub fn new(
         base: u64,
@@ -828,7 +839,8 @@ impl Unwinder {
     ///
     /// # Errors
     ///
-    /// What Python's `unwind` raised (see [`Failure`]).
+    /// Unwind data that cannot be followed or is malformed; the reader's failure (see
+    /// [`Failure`]).
     pub fn unwind<M: Memory + ?Sized>(
         &self,
         regs: &mut X64Registers,
@@ -867,12 +879,12 @@ impl Unwinder {
         Ok(())
     }
 
-    /// Finds the `__except` that takes an exception raised at `regs.rip()` (Python's
-    /// `dispatch(regs, stop)`): see [`walk`].
+    /// Finds the `__except` that takes an exception raised at RIP: see [`walk`].
     ///
     /// # Errors
     ///
-    /// What Python's `dispatch` raised (see [`Failure`]).
+    /// Unwind data that cannot be followed or is malformed; the reader's failure (see
+    /// [`Failure`]).
     pub fn dispatch<M: Memory + ?Sized>(
         &self,
         regs: &X64Registers,
@@ -890,8 +902,10 @@ impl Unwinder {
     ///
     /// # Errors
     ///
-    /// What Python's `backtrace` raised (see [`Failure`]): among them an [`UnwindError`] for a
-    /// frame outside the image or more than [`MAX_FRAMES`] frames.
+    /// Unwind data that cannot be followed or is malformed, among them an [`UnwindError`] for a
+    /// frame outside the image or more than [`MAX_FRAMES`] frames; the reader's failure (see
+    /// [`Failure`]).
+    #[cfg(test)]
     pub fn backtrace<M: Memory + ?Sized>(
         &self,
         regs: &X64Registers,
@@ -1007,8 +1021,8 @@ impl FrameWalk for Walker<'_> {
     }
 }
 
-/// Replays one `UNWIND_INFO`'s codes on `regs` (the body of Python's chain loop); whether a
-/// machine frame set RIP.
+/// Replays one `UNWIND_INFO`'s codes on `regs` (one link of the chain); whether a machine
+/// frame set RIP.
 fn unwind_codes<M: Memory + ?Sized>(
     info: &UnwindInfo,
     in_prolog: bool,
@@ -1020,7 +1034,8 @@ fn unwind_codes<M: Memory + ?Sized>(
     let frame_reg = u16::from(info.frame_register);
     let frame_off = i128::from(info.frame_offset) * 16;
     let mut machine_frame = false;
-    // Python: `if frame_reg and not (in_prolog and not _fpreg_done(codes, offset))`.
+    // With a frame register, its value less its offset, unless the fault lies in the prologue
+    // before UWOP_SET_FPREG ran; else RSP.
     let frame = if frame_reg != 0 && (!in_prolog || fpreg_done(codes, offset)) {
         regs.value(frame_reg)? - frame_off
     } else {
@@ -1099,9 +1114,8 @@ fn fpreg_done(codes: &[u16], offset: i128) -> bool {
 
 #[cfg(test)]
 pub mod tests {
-    //! The x64 decoder and dispatch over hand-assembled unwind data (the cases of
-    //! `tools/image/tests/test_checker.py`, and dispatches whose expectations were checked
-    //! against seh.py on the same bytes).
+    //! The x64 decoder and dispatch over hand-assembled unwind data: frame sizes of unwind
+    //! codes, and dispatches through a guard, its callee and corrupt unwind data.
 
     use super::*;
 
@@ -1282,7 +1296,7 @@ pub mod tests {
         dispatch.as_ref().unwrap().reason()
     }
 
-    /// `frame_of_codes` over an `UNWIND_INFO` of these code bytes (`test_checker.py`'s helper).
+    /// `frame_of_codes` over an `UNWIND_INFO` of these code bytes.
     fn frame(codes: &[u8]) -> Result<u64, UnwindError> {
         let mut bytes = vec![1, 0, u8::try_from(codes.len() / 2).unwrap(), 0];
         bytes.extend_from_slice(codes);
@@ -1365,7 +1379,7 @@ pub mod tests {
         // RBP and RDI from the callee's saves; RBX, RSI, R12..R15 as they were.
         assert_eq!(registers.nonvolatile(), [0x4444, 0xB9B9, 0x5151, 0xD1D1, 12, 13, 14, 15]);
         assert_eq!(registers.get(Gpr::Rax), None);
-        // The reads, in seh.py's order: the callee's UNWIND_INFO (for its handler, then for
+        // The reads, in order: the callee's UNWIND_INFO (for its handler, then for
         // the unwind), its saves, its return address; the guard's, its handler and scopes.
         let image = |rva: u64| i128::from(BASE + rva);
         assert_eq!(
@@ -1460,7 +1474,7 @@ pub mod tests {
     }
 
     #[test]
-    fn undecodable_unwind_data_fails_as_seh_py_raises() {
+    fn undecodable_unwind_data_fails_with_its_reason() {
         let unwinder = unwinder();
         let fails = |rip: u64| {
             let mut memory = called(&[COVERING_CALL]);
@@ -1468,14 +1482,14 @@ pub mod tests {
         };
         let unwind = |text: &str| Err(Failure::Unwind(UnwindError(text.to_owned())));
         assert_eq!(fails(BASE + 0x10C0), unwind("UNWIND_INFO at 0x2400: chain longer than 32"));
-        assert_eq!(fails(BASE + 0x1120), Err(Failure::Python(PythonError::IndexError)));
+        assert_eq!(fails(BASE + 0x1120), Err(Failure::Malformed(Malformed::OperandPastCodes)));
         assert_eq!(fails(BASE + 0x1140), unwind("UNWIND_INFO at 0x2800: unwind code 11"));
         assert_eq!(fails(BASE + 0x1160), unwind("UNWIND_INFO at 0x2900: version 3"));
         assert_eq!(fails(BASE + 0x1180), unwind("4 bytes at rva 0x2ffe lie outside the image"));
         let key = fails(BASE + 0x1100);
-        assert_eq!(key, Err(Failure::Python(PythonError::KeyError("rcx"))));
-        assert_eq!(PythonError::KeyError("rcx").repr(), "KeyError('rcx')");
-        assert_eq!(PythonError::IndexError.repr(), "IndexError('list index out of range')");
+        assert_eq!(key, Err(Failure::Malformed(Malformed::MissingRegister("rcx"))));
+        assert_eq!(Malformed::MissingRegister("rcx").text(), "KeyError('rcx')");
+        assert_eq!(Malformed::OperandPastCodes.text(), "IndexError('list index out of range')");
     }
 
     #[test]
@@ -1485,8 +1499,8 @@ pub mod tests {
         let regs = X64Registers::new(BASE + 0x1800, 0x9000, [0; 8]);
         let dispatch = unwinder().dispatch(&regs, STOP, &mut memory);
         assert_eq!(dispatch, Err(Failure::Read(Fault::At(0x9000))));
-        // RBP 0 as the frame register at offset 0x20: the save lies at -0x20, which Python
-        // passed to `read` as it is.
+        // RBP 0 as the frame register at offset 0x20: the save lies at -0x20, which reaches
+        // `read_unbounded` as it is.
         let mut memory = called(&[COVERING_CALL]);
         let regs = X64Registers::new(BASE + 0x11A0, 0x80100, [0; 8]);
         let dispatch = unwinder().dispatch(&regs, STOP, &mut memory);

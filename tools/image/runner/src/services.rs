@@ -15,7 +15,7 @@ use crate::layout::{
 };
 use crate::printf;
 use crate::protocol::{
-    Fatal, Message, encode_hex, hex_bytes, integer, python_repr, to_usize, unsigned,
+    Fatal, Message, encode_hex, hex_bytes, integer, shown_value, to_usize, unsigned,
 };
 use crate::runner::{Call, Crash, Outcome, Runner, Stop, truthy};
 
@@ -29,17 +29,6 @@ const MAX_ETW_DESCRIPTORS: u64 = 128;
 const MAX_ETW_BYTES: u64 = 0x10000;
 /// The most bytes of a `PEP_INFORMATION` or `PEP_KERNEL_INFORMATION` sent.
 const MAX_INFORMATION_BYTES: u64 = 0x1000;
-
-/// `WDF_DEVICE_STATE`'s fields and offsets.
-const WDF_DEVICE_STATE_FIELDS: [(&str, u64); 7] = [
-    ("Size", 0),
-    ("Disabled", 4),
-    ("DontDisplayInUI", 8),
-    ("Failed", 12),
-    ("NotDisableable", 16),
-    ("Removed", 20),
-    ("ResourcesChanged", 24),
-];
 
 /// The imports the runner translates.
 const IMPORTS: [&str; 30] = [
@@ -489,7 +478,7 @@ impl Runner {
                 let Value::Object(enable) = enable else {
                     return Err(Fatal::new(format!(
                         "etw_register: 'enable' must be an object, got {}",
-                        python_repr(enable)
+                        shown_value(enable)
                     ))
                     .into());
                 };
@@ -767,7 +756,7 @@ impl Runner {
             "WdfDeviceSetDeviceState" => {
                 let state = self.arg(2)?;
                 let mut values = Map::new();
-                for (field, at) in WDF_DEVICE_STATE_FIELDS {
+                for &(field, at) in crate::layout::WDF_DEVICE_STATE_FIELDS {
                     values.insert(field.to_owned(), json!(self.u32(state + at)?));
                 }
                 self.wdf(name, json!({"state": values}))?;
