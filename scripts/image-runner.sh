@@ -41,10 +41,11 @@ source "$ROOT/scripts/lib/setup.sh"
 python_venv "$VENV" "$TOOL/requirements.txt"
 
 # The runner's path, built (release, quietly, its output on stderr) when it is missing
-# or older than a file of its crate, of the doorbell crate it uses, or the lock file.
+# or older than a file of its crate, of the doorbell and image-file crates it uses, or the lock
+# file.
 runner_binary() {
     local binary=${CARGO_TARGET_DIR:-$ROOT/target}/release/ppm-image-runner
-    if [[ ! -x $binary ]] || [[ -n $(find "$ROOT/tools/image/runner" "$ROOT/tools/image/doorbell" "$ROOT/Cargo.lock" -newer "$binary" -print -quit) ]]; then
+    if [[ ! -x $binary ]] || [[ -n $(find "$ROOT/tools/image/runner" "$ROOT/tools/image/doorbell" "$ROOT/tools/image/file" "$ROOT/Cargo.lock" -newer "$binary" -print -quit) ]]; then
         (cd "$ROOT" && cargo build --release --quiet -p ppm-image-runner) >&2 || return 1
     fi
     echo "$binary"

@@ -1,7 +1,8 @@
 //! The import graph of every crate has no circle.
 //!
-//! Reads the Rust sources of each crate (`engine/src`, `sim/src`, `src`, `caller/src` and the
-//! fuzz harness's `fuzz/src`, each when it exists), builds the graph of its modules and fails naming every circle it finds, as
+//! Reads the Rust sources of each crate (`engine/src`, `sim/src`, `src`, `caller/src`, the
+//! fuzz harness's `fuzz/src` and the image backend's `tools/image/{runner,file,doorbell}/src`,
+//! each when it exists), builds the graph of its modules and fails naming every circle it finds, as
 //! `sim: checks -> pofx -> checks`. Std only: a small lexer, no `syn`, no `cargo modules`.
 //!
 //! The rules:
@@ -55,12 +56,15 @@ impl Graph {
 }
 
 /// The crates whose graphs are checked: (name, source directory relative to the workspace).
-const CRATES: [(&str, &str); 5] = [
+const CRATES: [(&str, &str); 8] = [
     ("engine", "engine/src"),
     ("sim", "sim/src"),
     ("driver", "src"),
     ("caller", "caller/src"),
     ("fuzz", "fuzz/src"),
+    ("image-runner", "tools/image/runner/src"),
+    ("image-file", "tools/image/file/src"),
+    ("doorbell", "tools/image/doorbell/src"),
 ];
 
 /// The modules that must use no other module of their crate: (crate, module).
@@ -501,7 +505,7 @@ fn leaf_uses(graph: &Graph, leaf: &str) -> Option<Vec<String>> {
 #[test]
 fn every_crate_is_read_and_has_edges() {
     let graphs = workspace_graphs();
-    for name in ["engine", "sim", "driver"] {
+    for name in ["engine", "sim", "driver", "image-runner"] {
         let (_, graph) = graphs
             .iter()
             .find(|(crate_name, _)| *crate_name == name)

@@ -125,7 +125,7 @@ windows_target_copy_workspace() {
         fi
     done < <(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- \
         .cargo Cargo.toml Cargo.lock build.rs src caller engine sim tools/image/doorbell \
-        tools/image/runner)
+        tools/image/file tools/image/runner)
     # Files gone from the workspace leave the copy too.
     while IFS= read -r -d '' file; do
         file=${file#"$dest"/}

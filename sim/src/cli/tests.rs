@@ -374,7 +374,7 @@ fn a_garbage_or_truncated_image_is_refused_before_any_run() {
     use crate::image::pe::minimal_image;
     ImageDirectory::new("garbage", b"MZ").assert_refused("ppm_pep.sys", "not a PE image");
     ImageDirectory::new("text", b"this is not a driver\n")
-        .assert_refused("ppm_pep.sys", "not a PE image: no MZ signature");
+        .assert_refused("ppm_pep.sys", "not a PE image ('Unable to read the DOS Header");
     let whole = minimal_image(0x8664);
     ImageDirectory::new("truncated", &whole[..0x300])
         .assert_refused("ppm_pep.sys", "truncated: section .text extends past the end of the file");

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use ppm_image_file::{MapSymbol, read_map};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -133,45 +134,33 @@ pub struct ImageReport {
     pub verifier: Option<super::verifier::RunnerVerdict>,
 }
 
-/// One function of the map: its address relative to the preferred base, its symbol, its crate.
+/// One function of the map: its RVA, its symbol, its crate.
 pub type MapFunction = (u64, String, String);
 
-/// The image's functions from its lld-link map: (address relative to the preferred base,
-/// symbol) for every symbol in the code section, import thunks excluded.
+/// The image's functions from its lld-link map ([`read_map`]): (RVA, symbol, crate) for every
+/// symbol of the code section (the map's section 1) with its object file, import thunks and
+/// labels left out; the first symbol (by name) of each address.
 ///
 /// # Errors
 /// When the map cannot be read or is not an lld-link map.
-pub fn map_functions(map: &Path) -> Result<(u64, Vec<MapFunction>), String> {
-    let text =
-        std::fs::read_to_string(map).map_err(|error| format!("{}: {error}", map.display()))?;
-    let base = text
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("Preferred load address is "))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .ok_or_else(|| {
-            format!("{}: not an lld-link map (no preferred load address)", map.display())
-        })?;
+pub fn map_functions(map: &Path) -> Result<Vec<MapFunction>, String> {
     let mut functions = Vec::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let [place, name, address, object, ..] = fields[..] else { continue };
+    for MapSymbol { name, rva, section, object } in read_map(map)? {
         // `$ehgcr_…` labels mark __except continuations inside a function, not functions.
-        if !place.starts_with("0001:") || name.starts_with(".weak.") || name.starts_with('$') {
+        if section != 1 || object.is_empty() || name.starts_with(".weak.") || name.starts_with('$')
+        {
             continue;
         }
         // Import thunks are the kernel's, not the image's functions.
         if object.contains(".dll") || object.contains(".exe") || object.contains(".SYS") {
             continue;
         }
-        let Ok(address) = u64::from_str_radix(address, 16) else { continue };
-        if address < base {
-            continue;
-        }
-        functions.push((address - base, name.to_owned(), unit_of(name, object)));
+        let unit = unit_of(&name, &object);
+        functions.push((rva, name, unit));
     }
     functions.sort();
     functions.dedup_by_key(|function| function.0);
-    Ok((base, functions))
+    Ok(functions)
 }
 
 /// The crate of a Rust v0 symbol (its first crate root, `C<disambiguator>_<len><name>`... as
@@ -277,7 +266,7 @@ pub fn judge(image: &Path, facts: &RunFacts<'_>) -> Result<ImageReport, String> 
         nested,
         devices_offered,
     } = *facts;
-    let (_, functions) = map_functions(&image.with_extension("map"))?;
+    let functions = map_functions(&image.with_extension("map"))?;
     let statics = static_stack(image);
     let empty = Vec::new();
     let list = |key: &str| report.get(key).and_then(Value::as_array).unwrap_or(&empty);
@@ -536,7 +525,7 @@ pub fn coverage_check(
     image: &Path,
     executed: &BTreeSet<u64>,
 ) -> Result<(Vec<Coverage>, CheckResult), String> {
-    let (_, functions) = map_functions(&image.with_extension("map"))?;
+    let functions = map_functions(&image.with_extension("map"))?;
     let (coverage, not_executed) = coverage(&functions, executed);
     let own = coverage.iter().filter(|unit| unit.unit == "ppm_pep" || unit.unit == "C");
     let (total, ran) =

@@ -6,33 +6,29 @@
 //! and the image would fault on the missing bytes (bugcheck 0x50), failing every check for a
 //! reason that is not the PEP's.
 //!
-//! What is read (PE/COFF as Microsoft's "PE Format" specifies it): the DOS header's `MZ` and
-//! `e_lfanew`, the `PE\0\0` signature, the COFF header (`Machine`, `NumberOfSections`,
-//! `TimeDateStamp`, `SizeOfOptionalHeader`), the PE32+ optional header (`AddressOfEntryPoint`,
-//! `ImageBase`, `SizeOfImage`, `SizeOfHeaders`, `CheckSum`) and the section table; every
-//! section's raw data must lie in the file and its memory in `SizeOfImage`.
+//! The image is read as the runner reads it, by `ppm-image-file` ([`PeFile`]): a file that
+//! reader refuses is refused with its reason (`not a PE image ('…')`). Of what it reads, the
+//! image must have the machine x64 or ARM64, a PE32+ optional header, 1 to 96 sections whose
+//! table lies in the file and is read whole, every section's raw data in the file and its
+//! memory in `SizeOfImage`, and its entry point in a section.
 //!
 //! Whose map and `stack.txt` they are: lld-link's map names the image's `TimeDateStamp`
 //! (`Timestamp is …`), its preferred load address (the `ImageBase`) and the entry point
 //! (`entry point at SECTION:OFFSET`); `stack.txt` (written by `ppm-image-runner check`)
-//! starts with `image TimeDateStamp 0x… CheckSum 0x… SizeOfImage …`. Each must agree with the
-//! image.
+//! starts with the image's [`stack_identity`] line, `image TimeDateStamp 0x… CheckSum 0x…
+//! SizeOfImage …`. Each must agree with the image.
 
 use std::path::Path;
 
-/// The largest image read (the runner maps at most 64 MiB).
-const MAX_IMAGE_BYTES: u64 = 64 << 20;
+use ppm_image_file::{
+    MAX_IMAGE_BYTES, PE32_PLUS, PeFile, Preferred, SECTION_HEADER_BYTES, machine_name,
+    parse_pe_file, preferred_load_address, stack_identity,
+};
 
-/// `IMAGE_FILE_MACHINE_AMD64`.
-const MACHINE_X64: u16 = 0x8664;
-/// `IMAGE_FILE_MACHINE_ARM64`.
-const MACHINE_ARM64: u16 = 0xAA64;
-/// The PE32+ optional header's `Magic`.
-const PE32_PLUS: u16 = 0x20B;
-/// The bytes of one section header.
-const SECTION_HEADER_BYTES: usize = 40;
 /// The most sections the PE format allows.
 const MAX_SECTIONS: u16 = 96;
+/// The smallest PE32+ optional header (its data directories left out).
+const PE32_PLUS_OPTIONAL_HEADER_BYTES: usize = 112;
 
 /// One section of the image.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,40 +48,23 @@ pub struct PeImage {
     pub architecture: &'static str,
     /// The COFF header's `TimeDateStamp`.
     pub time_date_stamp: u32,
-    /// The optional header's `CheckSum`.
-    pub checksum: u32,
-    /// `SizeOfImage`.
-    pub size_of_image: u32,
     /// `ImageBase`.
     pub image_base: u64,
     /// `AddressOfEntryPoint`.
     pub entry_rva: u32,
-    /// The sections, in table order.
+    /// The sections, by address (the table's order in an image lld-link linked, which numbers
+    /// them so in its map).
     pub sections: Vec<Section>,
-}
-
-/// A little-endian field of `bytes` at `at`.
-fn field<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
-    bytes.get(at..at.checked_add(N)?)?.try_into().ok()
-}
-
-fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
-    field(bytes, at).map(u16::from_le_bytes)
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
-    field(bytes, at).map(u32::from_le_bytes)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
-    field(bytes, at).map(u64::from_le_bytes)
+    /// The first line of a `stack.txt` written for this image.
+    stack_identity: String,
 }
 
 impl PeImage {
     /// Reads and checks the image at `path`.
     ///
     /// # Errors
-    /// One line: `PATH: not a PE image: …`, `PATH: truncated: …` or what else is wrong.
+    /// One line naming the file: `PATH: not a PE image …`, `PATH: truncated: …` or what else is
+    /// wrong.
     pub fn read(path: &Path) -> Result<Self, String> {
         let shown = path.display();
         let length = std::fs::metadata(path)
@@ -99,73 +78,64 @@ impl PeImage {
         }
         let bytes =
             std::fs::read(path).map_err(|error| format!("{shown}: cannot read: {error}"))?;
-        Self::parse(&bytes).map_err(|error| format!("{shown}: {error}"))
+        Self::parse(path, &bytes)
     }
 
-    /// Checks an image's bytes.
+    /// Checks an image's bytes, read from `path`.
+    ///
+    /// # Errors
+    /// One line naming `path`: `PATH: not a PE image ('…')` (the reason `ppm-image-file`
+    /// refuses the file for) or what else is wrong.
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, String> {
+        let shown = path.display().to_string();
+        let pe = parse_pe_file(&shown, bytes)?;
+        Self::checked(&pe, bytes.len()).map_err(|error| format!("{shown}: {error}"))
+    }
+
+    /// Checks `pe`, a file of `length` bytes.
     ///
     /// # Errors
     /// What is wrong, without the file's name.
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+    fn checked(pe: &PeFile<'_>, length: usize) -> Result<Self, String> {
         let not_pe = |what: &str| format!("not a PE image: {what}");
-        if bytes.get(..2) != Some(b"MZ") {
-            return Err(not_pe(&format!(
-                "no MZ signature at its start ({} bytes long)",
-                bytes.len()
-            )));
-        }
-        let header = u32_at(bytes, 0x3C)
-            .and_then(|offset| usize::try_from(offset).ok())
-            .ok_or_else(|| not_pe("the DOS header ends before e_lfanew"))?;
-        match bytes.get(header..header.saturating_add(4)) {
-            Some(b"PE\0\0") => {}
-            Some(_) => return Err(not_pe(&format!("no PE signature at e_lfanew ({header:#x})"))),
-            None => {
-                return Err(format!(
-                    "truncated: the PE header (at {header:#x}) lies past the end of the file \
-                     ({} bytes)",
-                    bytes.len()
-                ));
-            }
-        }
-        let coff = header + 4;
-        let optional = coff + 20;
-        let truncated_headers = || {
-            format!("truncated: the headers end past the end of the file ({} bytes)", bytes.len())
+        let Some(architecture) = machine_name(pe.machine) else {
+            return Err(format!(
+                "machine {:#06x} is neither x64 (0x8664) nor ARM64 (0xaa64)",
+                pe.machine
+            ));
         };
-        let machine = u16_at(bytes, coff).ok_or_else(truncated_headers)?;
-        let architecture = match machine {
-            MACHINE_X64 => "x64",
-            MACHINE_ARM64 => "arm64",
-            other => {
-                return Err(format!(
-                    "machine {other:#06x} is neither x64 (0x8664) nor ARM64 (0xaa64)"
-                ));
-            }
-        };
-        let count = u16_at(bytes, coff + 2).ok_or_else(truncated_headers)?;
-        let time_date_stamp = u32_at(bytes, coff + 4).ok_or_else(truncated_headers)?;
-        let optional_size = u16_at(bytes, coff + 16).ok_or_else(truncated_headers)?;
+        let count = pe.number_of_sections;
         if count == 0 || count > MAX_SECTIONS {
             return Err(not_pe(&format!("{count} sections (1..={MAX_SECTIONS})")));
         }
-        let magic = u16_at(bytes, optional).ok_or_else(truncated_headers)?;
-        if magic != PE32_PLUS {
+        if pe.magic != PE32_PLUS {
             return Err(not_pe(&format!(
-                "optional header magic {magic:#x}, not PE32+ (0x20b): not a 64-bit image"
+                "optional header magic {:#x}, not PE32+ ({PE32_PLUS:#x}): not a 64-bit image",
+                pe.magic
             )));
         }
-        if usize::from(optional_size) < 112 {
+        let optional_size = pe.size_of_optional_header;
+        if usize::from(optional_size) < PE32_PLUS_OPTIONAL_HEADER_BYTES {
             return Err(not_pe(&format!(
                 "an optional header of {optional_size} bytes, too short for PE32+"
             )));
         }
-        let entry_rva = u32_at(bytes, optional + 16).ok_or_else(truncated_headers)?;
-        let image_base = u64_at(bytes, optional + 24).ok_or_else(truncated_headers)?;
-        let size_of_image = u32_at(bytes, optional + 56).ok_or_else(truncated_headers)?;
-        let checksum = u32_at(bytes, optional + 64).ok_or_else(truncated_headers)?;
-        let table = optional + usize::from(optional_size);
-        let sections = sections(bytes, table, count, size_of_image)?;
+        let table_end = pe.section_table() + usize::from(count) * SECTION_HEADER_BYTES;
+        if table_end > length {
+            return Err(format!(
+                "truncated: the section table ends at byte {table_end}, past the end of the \
+                 file ({length} bytes)"
+            ));
+        }
+        if pe.sections.len() != usize::from(count) {
+            return Err(not_pe(&format!(
+                "{} of its {count} section headers can be read (an empty or broken one ends \
+                 the table)",
+                pe.sections.len()
+            )));
+        }
+        let sections = sections(pe, length)?;
+        let entry_rva = pe.entry;
         let entry_in_code = sections.iter().any(|section| {
             section.rva <= entry_rva
                 && u64::from(entry_rva) < u64::from(section.rva) + u64::from(section.virtual_size)
@@ -175,12 +145,11 @@ impl PeImage {
         }
         Ok(Self {
             architecture,
-            time_date_stamp,
-            checksum,
-            size_of_image,
-            image_base,
+            time_date_stamp: pe.time_date_stamp,
+            image_base: pe.image_base,
             entry_rva,
             sections,
+            stack_identity: stack_identity(pe),
         })
     }
 
@@ -204,9 +173,9 @@ impl PeImage {
                 self.time_date_stamp
             ));
         }
-        let base = line("Preferred load address is ")
-            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-            .ok_or_else(|| format!("{shown}: not an lld-link map (no preferred load address)"))?;
+        let Some(Preferred::Address(base)) = preferred_load_address(text) else {
+            return Err(format!("{shown}: not an lld-link map (no preferred load address)"));
+        };
         if base != self.image_base {
             return Err(format!(
                 "{shown}: the map of another image: preferred load address {base:#x}, the \
@@ -234,13 +203,10 @@ impl PeImage {
         Ok(())
     }
 
-    /// The first line of a `stack.txt` written for this image.
+    /// The first line of a `stack.txt` written for this image ([`stack_identity`]).
     #[must_use]
-    pub fn stack_identity(&self) -> String {
-        format!(
-            "image TimeDateStamp {:#010x} CheckSum {:#010x} SizeOfImage {:#x}",
-            self.time_date_stamp, self.checksum, self.size_of_image
-        )
+    pub fn stack_identity(&self) -> &str {
+        &self.stack_identity
     }
 
     /// Checks that `stack.txt`'s `text` (read from `stack`) was written for this image.
@@ -264,47 +230,30 @@ impl PeImage {
     }
 }
 
-/// The section table at `table` (`count` headers) of an image of `size_of_image` bytes in
-/// memory: every section's raw data in the file, its memory in `SizeOfImage`.
-fn sections(
-    bytes: &[u8],
-    table: usize,
-    count: u16,
-    size_of_image: u32,
-) -> Result<Vec<Section>, String> {
-    let table_end = table + usize::from(count) * SECTION_HEADER_BYTES;
-    if table_end > bytes.len() {
-        return Err(format!(
-            "truncated: the section table ends at byte {table_end}, past the end of the \
-             file ({} bytes)",
-            bytes.len()
-        ));
-    }
+/// The sections `pe` read of a file of `length` bytes: every section's raw data in the file, its
+/// memory in `SizeOfImage`.
+fn sections(pe: &PeFile<'_>, length: usize) -> Result<Vec<Section>, String> {
+    let size_of_image = pe.size_of_image;
     let mut sections = Vec::new();
-    for index in 0..usize::from(count) {
-        let at = table + index * SECTION_HEADER_BYTES;
-        let raw_name = bytes.get(at..at + 8).unwrap_or_default();
-        let name = crate::text::escaped(String::from_utf8_lossy(raw_name).trim_end_matches('\0'))
+    for raw in &pe.sections {
+        let name = crate::text::escaped(String::from_utf8_lossy(&raw.name).trim_end_matches('\0'))
             .into_owned();
-        let number = |offset| u32_at(bytes, at + offset).unwrap_or(0);
-        let (virtual_size, rva) = (number(8), number(12));
-        let (raw_size, raw_offset) = (number(16), number(20));
-        let raw_end = u64::from(raw_offset) + u64::from(raw_size);
-        if raw_size > 0 && raw_end > bytes.len() as u64 {
+        let raw_end = u64::from(raw.raw_pointer) + u64::from(raw.raw_size);
+        if raw.raw_size > 0 && raw_end > length as u64 {
             return Err(format!(
                 "truncated: section {name} extends past the end of the file (its data ends \
-                 at byte {raw_end}, the file has {})",
-                bytes.len()
+                 at byte {raw_end}, the file has {length})"
             ));
         }
-        let memory_end = u64::from(rva) + u64::from(virtual_size.max(raw_size));
+        let rva = raw.virtual_address;
+        let memory_end = u64::from(rva) + u64::from(raw.virtual_size.max(raw.raw_size));
         if memory_end > u64::from(size_of_image) {
             return Err(format!(
                 "section {name} ends at RVA {memory_end:#x}, past SizeOfImage \
                  ({size_of_image:#x})"
             ));
         }
-        sections.push(Section { name, rva, virtual_size });
+        sections.push(Section { name, rva, virtual_size: raw.virtual_size });
     }
     Ok(sections)
 }
@@ -342,37 +291,65 @@ pub fn minimal_image(machine: u16) -> Vec<u8> {
 mod tests {
     use super::{PeImage, minimal_image as image};
 
+    /// The image of `bytes`, read from `ppm_pep.sys`.
+    fn parse(bytes: &[u8]) -> Result<PeImage, String> {
+        PeImage::parse(std::path::Path::new("ppm_pep.sys"), bytes)
+    }
+
     #[test]
     fn a_whole_image_is_read() {
-        let pe = PeImage::parse(&image(0x8664)).expect("a PE image");
+        let pe = parse(&image(0x8664)).expect("a PE image");
         assert_eq!(pe.architecture, "x64");
         assert_eq!(pe.time_date_stamp, 0x1234_5678);
         assert_eq!(pe.sections[0].name, ".text");
-        assert_eq!(PeImage::parse(&image(0xAA64)).expect("ARM64").architecture, "arm64");
+        assert_eq!(
+            pe.stack_identity(),
+            "image TimeDateStamp 0x12345678 CheckSum 0x00000000 SizeOfImage 0x2000"
+        );
+        assert_eq!(parse(&image(0xAA64)).expect("ARM64").architecture, "arm64");
     }
 
     #[test]
     fn a_broken_image_is_refused_with_what_is_wrong() {
         let whole = image(0x8664);
-        let truncated = PeImage::parse(&whole[..0x300]).unwrap_err();
+        let truncated = parse(&whole[..0x300]).unwrap_err();
         assert_eq!(
             truncated,
-            "truncated: section .text extends past the end of the file (its data ends at byte \
-             1024, the file has 768)"
+            "ppm_pep.sys: truncated: section .text extends past the end of the file (its data \
+             ends at byte 1024, the file has 768)"
         );
-        assert!(PeImage::parse(b"garbage").unwrap_err().starts_with("not a PE image: no MZ"));
-        assert!(PeImage::parse(&whole[..0x90]).unwrap_err().starts_with("truncated: the headers"));
+        // What ppm-image-file refuses, in its words.
+        assert_eq!(
+            parse(b"garbage").unwrap_err(),
+            "ppm_pep.sys: not a PE image ('Unable to read the DOS Header, possibly a truncated \
+             file.')"
+        );
+        assert_eq!(
+            parse(&whole[..0x90]).unwrap_err(),
+            "ppm_pep.sys: not a PE image ('File Header missing')"
+        );
         assert!(
-            PeImage::parse(&whole[..0x100])
+            parse(&whole[..0x100])
                 .unwrap_err()
-                .starts_with("truncated: the section table")
+                .starts_with("ppm_pep.sys: truncated: the section table")
         );
-        assert!(PeImage::parse(&image(0x14C)).unwrap_err().contains("machine 0x014c"));
+        assert!(parse(&image(0x14C)).unwrap_err().contains("machine 0x014c"));
+        let mut pe32 = whole.clone();
+        pe32[0x98] = 0x0B;
+        pe32[0x99] = 0x01;
+        assert!(parse(&pe32).unwrap_err().contains("optional header magic 0x10b, not PE32+"));
+        let mut empty_header = whole;
+        empty_header[0x86] = 2; // NumberOfSections 2, the second header all zeros
+        assert_eq!(
+            parse(&empty_header).unwrap_err(),
+            "ppm_pep.sys: not a PE image: 1 of its 2 section headers can be read (an empty or \
+             broken one ends the table)"
+        );
     }
 
     #[test]
     fn a_map_of_another_image_is_refused() {
-        let pe = PeImage::parse(&image(0x8664)).expect("a PE image");
+        let pe = parse(&image(0x8664)).expect("a PE image");
         let path = std::path::Path::new("ppm_pep.map");
         let map = |stamp: &str, base: &str, entry: &str| {
             format!(

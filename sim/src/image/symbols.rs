@@ -1,35 +1,11 @@
 //! Rust symbols as a reader knows them, for messages (a crash's place, the functions that never
 //! ran): `ppm_pep::driver::evt_driver_unload`, not `_RNvNtCs80f4lHhQpFG_7ppm_pep6driver…`.
 
-/// A symbol as a reader knows it: a Rust v0 symbol's identifiers joined with `::`
-/// (disambiguators, back-references and const values skipped: not a full demangler, for
-/// messages only), anything else as it is.
+/// A symbol as a reader knows it: a Rust v0 symbol as its path
+/// ([`ppm_image_file::demangle`]), anything else (a C name, a legacy `_ZN…` symbol) as it is.
 #[must_use]
 pub fn readable(name: &str) -> String {
-    let Some(body) = name.strip_prefix("_R") else { return name.to_owned() };
-    let bytes = body.as_bytes();
-    let mut words = Vec::new();
-    let mut index = 0;
-    while index < bytes.len() {
-        let byte = bytes[index];
-        if byte.is_ascii_digit() {
-            let digits = bytes[index..].iter().take_while(|byte| byte.is_ascii_digit()).count();
-            let length: usize = body[index..index + digits].parse().unwrap_or(0);
-            let mut start = index + digits;
-            if bytes.get(start) == Some(&b'_') {
-                start += 1;
-            }
-            let Some(word) = body.get(start..start + length) else { break };
-            words.push(word);
-            index = start + length;
-        } else if matches!(byte, b's' | b'B' | b'K') {
-            // Runs to the next `_`.
-            index = body[index..].find('_').map_or(bytes.len(), |end| index + end + 1);
-        } else {
-            index += 1;
-        }
-    }
-    if words.is_empty() { name.to_owned() } else { words.join("::") }
+    if name.starts_with("_R") { ppm_image_file::demangle(name) } else { name.to_owned() }
 }
 
 /// `text` with every Rust v0 symbol in it (a word starting `_R`, up to a `+` offset) made

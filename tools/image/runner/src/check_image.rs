@@ -38,9 +38,14 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
+use ppm_image_file::{
+    MACHINE_ARM64, MACHINE_X64, UNFETCHABLE, demangle, is_line_break, is_space, is_word,
+    os_error_text, parse_pe_file, quoted, read_image_file, stack_identity, wide,
+};
+
 use crate::image::{
-    self, FileError, ImageFile, Instruction, MACHINE_ARM64, MACHINE_X64, RuntimeFunction, is_space,
-    is_word, os_error_text, signed_hex, unicode_decode_error,
+    self, FileError, ImageFile, Instruction, RuntimeFunction, hex_prefix, signed_hex,
+    unicode_decode_error,
 };
 use crate::seh::Scope;
 use crate::stack;
@@ -157,7 +162,7 @@ fn lines_of(text: &str) -> Vec<&str> {
     let mut start = 0;
     let mut chars = text.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
-        if image::is_line_break(c) {
+        if is_line_break(c) {
             lines.push(&text[start..at]);
             start = at + c.len_utf8();
             if c == '\r' && chars.next_if(|&(_, next)| next == '\n').is_some() {
@@ -495,7 +500,7 @@ pub fn check_unwind(image: &ImageFile<'_>) -> Result<Vec<String>, FileError> {
         if touches_stack(image.instructions_between(rva, end)?) {
             failures.push(format!(
                 "function {} ({}) uses the stack but no .pdata entry covers it",
-                image::demangle(name),
+                demangle(name),
                 signed_hex(rva)
             ));
         }
@@ -526,18 +531,6 @@ impl Code for ImageFile<'_> {
     fn instructions_between(&self, begin: i128, end: i128) -> Result<&[Instruction], FileError> {
         Self::instructions_between(self, begin, end)
     }
-}
-
-/// The number `0x…` at the start of `operands` (a direct branch's target), hex digits
-/// lowercase.
-pub fn hex_prefix(operands: &str) -> Option<i128> {
-    let digits = operands.strip_prefix("0x")?;
-    let length = digits.bytes().take_while(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')).count();
-    if length == 0 {
-        return None;
-    }
-    let value = u128::from_str_radix(&digits[..length], 16).unwrap_or(u128::MAX);
-    Some(i128::try_from(value).unwrap_or(i128::MAX))
 }
 
 /// Whether `mnemonic` may fault in the SEH shim: `rdmsr`, `wrmsr` or a call.
@@ -723,8 +716,8 @@ pub fn code_words(image: &ImageFile<'_>) -> Result<Vec<(u64, u32)>, FileError> {
     for (start, end) in image.executable_ranges() {
         let data = image
             .pe
-            .get_data(image::wide(start), image::wide(end - start))
-            .ok_or_else(|| FileError::Fatal(image::UNFETCHABLE.to_owned()))?;
+            .get_data(wide(start), wide(end - start))
+            .ok_or_else(|| FileError::Fatal(UNFETCHABLE.to_owned()))?;
         for (index, word) in data.chunks_exact(4).enumerate() {
             let word = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
             words.push((start + 4 * index as u64, word));
@@ -867,7 +860,7 @@ pub fn run(
     let (stack_failures, notes) = stack::check(image)?;
     failures.extend(stack_failures);
     if !stack_report.is_empty() {
-        let mut text = image::stack_identity(&image.pe);
+        let mut text = stack_identity(&image.pe);
         for note in &notes {
             let _ = write!(text, "\n{note}");
         }
@@ -1012,7 +1005,7 @@ pub fn parse_arguments(args: &[String]) -> Result<Parsed, String> {
         if option == "--arch" && value != "x64" && value != "arm64" {
             return Err(format!(
                 "argument --arch: invalid choice: {} (choose from 'x64', 'arm64')",
-                image::quoted(&value)
+                quoted(&value)
             ));
         }
         values.insert(option, value);
@@ -1072,14 +1065,14 @@ pub fn check_command(args: &[String]) -> u8 {
             return 2;
         }
     };
-    let data = match image::read_pe_file(&arguments.image) {
+    let data = match read_image_file(Path::new(&arguments.image)) {
         Ok(data) => data,
         Err(error) => {
             say(&mut std::io::stderr(), &format!("check-image: {error}"));
             return 2;
         }
     };
-    let pe = match image::parse_pe_file(&arguments.image, &data) {
+    let pe = match parse_pe_file(&arguments.image, &data) {
         Ok(pe) => pe,
         Err(error) => {
             say(&mut std::io::stderr(), &format!("check-image: {error}"));
@@ -1137,10 +1130,10 @@ mod tests {
 
     use super::{
         Arguments, Code, Parsed, amu_register, arm64_thunk_target, check_guarded, crt_inputs,
-        hex_prefix, is_crt_dll, load_def, load_documented, normal_path, parse_arguments, path_name,
+        is_crt_dll, load_def, load_documented, normal_path, parse_arguments, path_name,
         touches_stack,
     };
-    use crate::image::{FileError, Instruction, RuntimeFunction};
+    use crate::image::{FileError, Instruction, RuntimeFunction, hex_prefix};
     use crate::seh::Scope;
 
     /// The project's .def files.

@@ -2,8 +2,7 @@
 //! `load`, `driver_entry`, `call`, `device_add`, `unload`, `report`, `quit`, and the runner's
 //! serving loop.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -23,72 +22,6 @@ use crate::watchdog::Watchdog;
 
 /// FP/SIMD not trapped at EL1 (Windows enables it for drivers).
 const ARM64_CPACR_FPEN: u64 = 3 << 20;
-
-/// The repository's root (the binary lives in `<root>/target/<profile>/`; else the current
-/// directory's ancestors that hold `tools/image`).
-pub fn repository() -> PathBuf {
-    let from_exe = std::env::current_exe().ok().and_then(|exe| {
-        exe.ancestors()
-            .find(|dir| dir.join("tools/image/requirements.txt").is_file())
-            .map(Path::to_path_buf)
-    });
-    from_exe
-        .or_else(|| {
-            std::env::current_dir().ok().and_then(|dir| {
-                dir.ancestors()
-                    .find(|dir| dir.join("tools/image/requirements.txt").is_file())
-                    .map(Path::to_path_buf)
-            })
-        })
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// KMDF 1.31's function names by table index and its `WdfFunctionTableNumEntries` (the
-/// function table's size), from the Windows-target check's header, read once.
-pub fn kmdf_header() -> Result<(HashMap<u64, String>, u64), Fatal> {
-    let header = repository().join("tools/windows-check/include/kmdf-1.31.h");
-    let text = std::fs::read_to_string(&header)
-        .map_err(|error| Fatal::new(format!("{}: {error}", header.display())))?;
-    let count = kmdf_function_count(&text).ok_or_else(|| {
-        Fatal::new(format!("{}: no WdfFunctionTableNumEntries", header.display()))
-    })?;
-    Ok((kmdf_names(&text), count))
-}
-
-/// The function names by table index in the header's `text` (`WdfXxxTableIndex = N`).
-fn kmdf_names(text: &str) -> HashMap<u64, String> {
-    let mut names = HashMap::new();
-    for line in text.lines() {
-        let Some(at) = line.find("TableIndex") else { continue };
-        let before = &line[..at];
-        let start =
-            before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-        let name = &before[start..];
-        if !name.starts_with("Wdf") || name == "WdfFunction" {
-            continue;
-        }
-        let rest = line[at + "TableIndex".len()..].trim_start();
-        let Some(rest) = rest.strip_prefix('=') else { continue };
-        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(index) = digits.parse::<u64>() {
-            names.insert(index, name.to_owned());
-        }
-    }
-    names
-}
-
-/// `WdfFunctionTableNumEntries = N` in the header's `text`.
-fn kmdf_function_count(text: &str) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let rest = line
-            .trim_start()
-            .strip_prefix("WdfFunctionTableNumEntries")?
-            .trim_start()
-            .strip_prefix('=')?;
-        let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
-        digits.parse().ok()
-    })
-}
 
 impl Runner {
     /// `function+0xOFFSET` (the map), an import's `dll!name`, a KMDF table entry, or the
@@ -148,7 +81,8 @@ impl Runner {
         let image = image::parse_image(Path::new(path), IMAGE_BASE, arch, arch.max_imports())
             .map_err(Fatal::new)?;
         let symbols = image::parse_map(Path::new(map_path), &image).map_err(Fatal::new)?;
-        (self.kmdf_index_names, self.kmdf_max_functions) = kmdf_header()?;
+        (self.kmdf_index_names, self.kmdf_max_functions) =
+            crate::kmdf::kmdf_header().map_err(Fatal::new)?;
         let (uc_arch, uc_mode) = arch.unicorn();
         let uc = Engine::open(uc_arch, uc_mode)?;
         if arch == Arch::Arm64 {
@@ -167,7 +101,7 @@ impl Runner {
         protect_sections(&uc, &image)?;
         self.map_stack(&uc, stack_bytes)?;
         uc.mem_map(DATA, DATA_SIZE, unicorn::PROT_READ | unicorn::PROT_WRITE)?;
-        self.unwinder = Some(hooks::Unwinding::new(arch, &image, &c_specific));
+        self.unwinder = Some(crate::unwinding::Unwinding::new(arch, &image, &c_specific));
         let capstone = if arch == Arch::X64 {
             let path = crate::capstone::find_library().map_err(Fatal::new)?;
             Some(crate::capstone::Library::load(&path).map_err(Fatal::new)?)

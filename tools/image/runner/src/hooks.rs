@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void};
 use serde_json::{Value, json};
 
 use crate::arch::{DAIF_I, DAIF_SHIFT, arm64, x86};
-use crate::image::{Arch, Arm64Site, Image, Pdata, Site, SiteKind};
+use crate::image::{Arch, Arm64Site, Site, SiteKind};
 use crate::layout::{
     ATTEMPTED_WRITE_TO_READONLY_MEMORY, IMAGE_BASE, KMDF_STUBS, KMODE_EXCEPTION_NOT_HANDLED,
     NESTED_SENTINEL, PAGE, PAGE_FAULT_IN_NONPAGED_AREA, POFX_STUBS, RFLAGS_IF, SENTINEL,
@@ -21,6 +21,7 @@ use crate::layout::{
 use crate::protocol::{Fatal, integer};
 use crate::runner::{Crash, Outcome, Runner, Stop, truthy};
 use crate::unicorn::{self, Handle};
+use crate::unwinding::Unwinding;
 use crate::{arm64_unwind, seh};
 
 /// Unicorn's ARM64 exception numbers (QEMU's `EXCP_*`).
@@ -31,33 +32,6 @@ const ARM64_EXCP_BKPT: u32 = 7;
 const ARM64_BRK_FASTFAIL: u64 = 0xF003;
 /// `MRS` of `CNTVCT_EL0`: ARM64's time-stamp read.
 const CNTVCT_EL0: (u8, u8, u8, u8, u8) = (3, 3, 14, 0, 2);
-
-/// The exception dispatcher of the image's architecture.
-pub enum Unwinding {
-    /// x64 `.pdata`/`UNWIND_INFO`.
-    X64(seh::Unwinder),
-    /// ARM64 `.pdata`/`.xdata`.
-    Arm64(arm64_unwind::Unwinder),
-}
-
-impl Unwinding {
-    /// The dispatcher over `image`'s unwind data; `c_specific`: the RVAs of
-    /// `__C_specific_handler`.
-    pub fn new(arch: Arch, image: &Image, c_specific: &[u64]) -> Self {
-        match (&image.pdata, arch) {
-            (Pdata::X64(entries), _) => {
-                let pdata: Vec<seh::RuntimeFunction> =
-                    entries.iter().map(|entry| (entry[0], entry[1], entry[2])).collect();
-                Self::X64(seh::Unwinder::new(IMAGE_BASE, image.size, &pdata, c_specific))
-            }
-            (Pdata::Arm64(entries), _) => {
-                let pdata: Vec<(u32, u32)> =
-                    entries.iter().map(|entry| (entry[0], entry[1])).collect();
-                Self::Arm64(arm64_unwind::Unwinder::new(IMAGE_BASE, image.size, &pdata, c_specific))
-            }
-        }
-    }
-}
 
 impl seh::Memory for Runner {
     type Error = Stop;

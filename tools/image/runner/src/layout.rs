@@ -262,7 +262,7 @@ pub const PEP_KERNEL_INFORMATION_SIZE_FIELD: u64 =
 ///
 /// # Errors
 /// The variable is not a whole number of milliseconds in `1..=MAX_HANG_MS`.
-pub fn hang_seconds_from_environment() -> Result<f64, crate::protocol::Fatal> {
+pub fn hang_seconds_from_environment() -> Result<f64, String> {
     let Some(value) = std::env::var_os(HANG_MS_VARIABLE) else {
         return Ok(HANG_SECONDS);
     };
@@ -272,9 +272,9 @@ pub fn hang_seconds_from_environment() -> Result<f64, crate::protocol::Fatal> {
         .ok()
         .filter(|milliseconds| (1..=MAX_HANG_MS).contains(&u64::from(*milliseconds)));
     milliseconds.map(|milliseconds| f64::from(milliseconds) / 1000.0).ok_or_else(|| {
-        crate::protocol::Fatal::new(format!(
+        format!(
             "{HANG_MS_VARIABLE} must be a whole number of milliseconds in 1..={MAX_HANG_MS}, not '{text}'"
-        ))
+        )
     })
 }
 
@@ -285,7 +285,7 @@ pub fn hang_seconds_from_environment() -> Result<f64, crate::protocol::Fatal> {
 ///
 /// # Errors
 /// The KMDF header cannot be read.
-pub fn describe() -> Result<String, crate::protocol::Fatal> {
+pub fn describe() -> Result<String, String> {
     let structures: serde_json::Map<String, serde_json::Value> = STRUCTURES
         .iter()
         .map(|structure| {
@@ -297,7 +297,7 @@ pub fn describe() -> Result<String, crate::protocol::Fatal> {
             (structure.name.to_owned(), serde_json::Value::Object(fields))
         })
         .collect();
-    let (_, kmdf_max_functions) = crate::commands::kmdf_header()?;
+    let (_, kmdf_max_functions) = crate::kmdf::kmdf_header()?;
     let layout = serde_json::json!({
         "figures": figures(),
         "structures": structures,

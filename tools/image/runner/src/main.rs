@@ -16,7 +16,9 @@ mod commands;
 mod ddi_rules;
 mod hooks;
 mod image;
+mod kmdf;
 mod layout;
+mod outcome;
 mod printf;
 mod protocol;
 mod runner;
@@ -24,6 +26,7 @@ mod seh;
 mod services;
 mod stack;
 mod unicorn;
+mod unwinding;
 mod verifier;
 mod watchdog;
 
@@ -52,7 +55,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(error) => {
-                eprintln!("ppm-image-runner: {}", error.0);
+                eprintln!("ppm-image-runner: {error}");
                 ExitCode::from(2)
             }
         },
@@ -73,8 +76,8 @@ fn main() -> ExitCode {
 fn serve() -> u8 {
     let doorbell = match protocol::Doorbell::from_environment() {
         Ok(doorbell) => doorbell,
-        Err(fatal) => {
-            eprintln!("image-runner: {}", fatal.0);
+        Err(error) => {
+            eprintln!("image-runner: {error}");
             return 2;
         }
     };
@@ -90,8 +93,8 @@ fn serve() -> u8 {
     }
     let hang_seconds = match layout::hang_seconds_from_environment() {
         Ok(seconds) => seconds,
-        Err(fatal) => {
-            eprintln!("image-runner: {}", fatal.0);
+        Err(error) => {
+            eprintln!("image-runner: {error}");
             return 2;
         }
     };

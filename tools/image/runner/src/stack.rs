@@ -28,8 +28,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::check_image::hex_prefix;
-use crate::image::{FileError, ImageFile, MACHINE_X64, demangle, is_space};
+use ppm_image_file::{MACHINE_X64, UNFETCHABLE, demangle, is_space, wide};
+
+use crate::image::{FileError, ImageFile, hex_prefix};
 
 /// `FxDriverEntry`'s budget.
 pub const DRIVER_ENTRY_BUDGET: u64 = 12 * 1024;
@@ -377,8 +378,8 @@ impl<'i, 'a> Graph<'i, 'a> {
             let data = self
                 .image
                 .pe
-                .get_data(crate::image::wide(rva), 8)
-                .ok_or_else(|| FileError::Fatal(crate::image::UNFETCHABLE.to_owned()))?;
+                .get_data(wide(rva), 8)
+                .ok_or_else(|| FileError::Fatal(UNFETCHABLE.to_owned()))?;
             if let Ok(bytes) = <[u8; 8]>::try_from(data) {
                 let target = i128::from(u64::from_le_bytes(bytes)) - i128::from(self.image.base);
                 if self.edges.frames.contains_key(&target) {

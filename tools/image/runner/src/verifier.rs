@@ -25,8 +25,8 @@ use crate::ddi_rules::{
     STATUS_INSUFFICIENT_RESOURCES,
 };
 use crate::layout::{PAGE, POOL, POOL_LIMIT};
+use crate::outcome::Crash;
 use crate::protocol::{Fatal, Message, integer, shown_value};
-use crate::runner::Crash;
 
 /// Bug check `DRIVER_VERIFIER_DETECTED_VIOLATION`.
 pub const DRIVER_VERIFIER_DETECTED_VIOLATION: u64 = 0xC4;
