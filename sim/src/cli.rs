@@ -466,6 +466,11 @@ fn run_file(request: &RunRequest, out: &mut dyn Write, err: &mut dyn Write) -> R
     } else {
         (load(file)?, output::Input::File(file))
     };
+    if matches!(request.pep, PepBackend::Image(_)) {
+        let name =
+            if file.as_os_str() == "-" { "<stdin>".to_owned() } else { file.display().to_string() };
+        crate::image_limit::check_call_limit(&scenario, &name)?;
+    }
     // Every output is checked, and its temporary file created, before the run: a long run
     // does not end in a usage error, and nothing existing is touched until the run is done.
     let collector = request

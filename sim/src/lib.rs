@@ -39,6 +39,7 @@ pub mod cli;
 pub mod cpu;
 pub mod driver_entry;
 pub mod image;
+pub mod image_limit;
 pub mod machine;
 pub mod output;
 pub mod platform;
@@ -106,8 +107,10 @@ pub const IMAGE_STACK_BYTES: u64 = 24 * 1024;
 /// process executes the image, this process is its kernel and machine (see [`image`]).
 ///
 /// # Errors
-/// When the image is missing, or the runner could not start or failed during the run (a
-/// bugcheck of the image is not an error: it fails the run's `image.bugcheck` check).
+/// When the run would make more than [`image_limit::MAX_IMAGE_CALLS`] calls
+/// ([`image_limit::check_call_limit`]), the image is missing, or the runner could not start or
+/// failed during the run (a bugcheck of the image is not an error: it fails the run's
+/// `image.bugcheck` check).
 pub fn run_image(
     scenario: &Scenario,
     options: &RunOptions,
@@ -127,6 +130,7 @@ pub fn run_image_with(
     image_path: &std::path::Path,
     verifier: Option<&image::verifier::VerifierOptions>,
 ) -> Result<RunOutput, String> {
+    image_limit::check_call_limit(scenario, &scenario.name)?;
     image::check_image(image_path, image::architecture_of(scenario))?;
     let script = image::repository().join("scripts/image-runner.sh");
     // Before the runner starts: a shared run's runner inherits the thread's processor, the

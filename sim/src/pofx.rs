@@ -52,7 +52,9 @@ mod startup;
 pub use digest::{
     CounterMetrics, NestedDigest, ReadDigest, ReadObserver, SleepDigest, TracedInterval, TracedRead,
 };
-pub use nested::{NestingSetup, PLATFORM_CALL_NS};
+pub use nested::{
+    NestingSetup, PLATFORM_CALL_NS, UNMASKED_WINDOWS_PER_READ, notifications_per_window,
+};
 pub use observations::{Observations, ProcessorRecord};
 use pep::PepUnderTest;
 pub use ppm_caller::names::{

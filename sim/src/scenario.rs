@@ -153,7 +153,7 @@ pub use types::{
     MAX_EVENTS, MAX_FREQUENCY_MHZ, MAX_MSR_READ_NS, MAX_NAME_CHARS, MAX_PMC_WIDTH,
     MAX_PROCESSOR_THREADS, MAX_PROCESSORS, MAX_READS, MAX_SLEEPS, MAX_SMI_US, MAX_SOCKETS,
     MIN_PMC_WIDTH, MIN_SLEEP_MS, PROCESSORS_PER_GROUP, Phase, PlatformSpec, PofxSpec, ProcessorSet,
-    Radix, SleepState, TemplateNumber, TemplatePart, ThreadMode,
+    Radix, SleepState, TemplateNumber, TemplatePart, ThreadMode, read_count,
 };
 
 #[cfg(test)]

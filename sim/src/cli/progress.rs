@@ -119,10 +119,7 @@ impl Progress {
     #[must_use]
     pub fn scenario(&self, label: &str, scenario: &Scenario) -> ReadObserver {
         // Each sample reads every counter a correct PEP describes.
-        let pofx = scenario.pofx;
-        let expected = u64::from(scenario.platform.processors)
-            * (u64::from(pofx.duration_ms / pofx.sample_interval_ms.max(1)) + 1)
-            * u64::from(scenario.expected_counter_count().max(1));
+        let expected = scenario.expected_reads();
         *self.shared.label.lock().unwrap_or_else(PoisonError::into_inner) =
             escaped(label).into_owned();
         self.shared.reads.store(0, Ordering::Relaxed);

@@ -26,6 +26,21 @@ use crate::platform::{self, InjectionPoint, NestingHook, PlatformOp};
 /// (about an MSR read's cost), so that the counters move between two calls.
 pub const PLATFORM_CALL_NS: u64 = 50;
 
+/// The unmasked interrupt windows of one `FEEDBACK_READ`, where nested notifications arrive.
+///
+/// `current_processor_index`, and entering and leaving the masked section (the counter reads
+/// inside it are masked; see [`crate::platform::nest`]).
+pub const UNMASKED_WINDOWS_PER_READ: u64 = 3;
+
+/// The nested notifications delivered at each unmasked window.
+///
+/// A read of the interrupted handle, a read of a foreign handle (when another processor has
+/// one), `QUERY_CAPABILITIES` and `PERF_CHECK_COMPLETE`.
+#[must_use]
+pub const fn notifications_per_window(foreign: bool) -> u64 {
+    if foreign { 4 } else { 3 }
+}
+
 /// What the sampler needs to deliver nested notifications for one processor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NestingSetup {

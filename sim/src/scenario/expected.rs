@@ -4,7 +4,7 @@
 use ppm_engine::config::{CounterSourcePreference, FeedbackCounterPolicy};
 
 use super::spec::Scenario;
-use super::types::CounterSourceKind;
+use super::types::{CounterSourceKind, read_count};
 
 impl Scenario {
     /// The counter source a correct PEP selects on this machine with this configuration, as
@@ -77,6 +77,17 @@ impl Scenario {
             (_, false) => 1,
             (_, true) => 2,
         }
+    }
+
+    /// The reads a run makes: its samples ([`read_count`], the figure `MAX_READS` bounds)
+    /// times the counters each reads ([`Self::expected_counter_count`], at least 1). The
+    /// progress line's "about N reads" and the image's call estimate
+    /// (`crate::image_limit::estimated_calls`) are this.
+    #[must_use]
+    pub fn expected_reads(&self) -> u64 {
+        let pofx = self.pofx;
+        read_count(self.platform.processors, pofx.duration_ms, pofx.sample_interval_ms)
+            * u64::from(self.expected_counter_count().max(1))
     }
 }
 

@@ -21,7 +21,7 @@ use super::types::{
     MAX_EVENTS, MAX_FREQUENCY_MHZ, MAX_MSR_READ_NS, MAX_NAME_CHARS, MAX_PMC_WIDTH, MAX_PROCESSORS,
     MAX_READS, MAX_SLEEPS, MAX_SMI_US, MAX_SOCKETS, MIN_PMC_WIDTH, MIN_SLEEP_MS, Phase,
     PlatformSpec, PofxSpec, ProcessorSet, Radix, SleepState, TemplateNumber, TemplatePart,
-    ThreadMode,
+    ThreadMode, read_count,
 };
 use super::validation::check_phases_in_perf_range;
 
@@ -521,7 +521,7 @@ fn read_pofx(pofx: &raw::Pofx, processors: u32) -> Result<PofxSpec, ScenarioErro
     let sample_interval_ms =
         optional_u32("pofx.sample_interval_ms", pofx.sample_interval_ms.as_ref(), 1..=duration_ms)?
             .unwrap_or(default_interval);
-    let reads = u64::from(processors) * (u64::from(duration_ms / sample_interval_ms) + 1);
+    let reads = read_count(processors, duration_ms, sample_interval_ms);
     if reads > MAX_READS {
         return Err(fail(
             "pofx",

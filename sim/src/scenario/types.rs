@@ -24,6 +24,16 @@ pub const MAX_DURATION_MS: u32 = 3_600_000;
 /// The most counter reads a run may make (processors × samples), to bound its time (memory no
 /// longer grows with reads: they are digested as they are made).
 pub const MAX_READS: u64 = 50_000_000;
+
+/// The samples of a run on `processors` processors, the figure [`MAX_READS`] bounds.
+///
+/// `processors × (duration_ms / sample_interval_ms + 1)`; each sample reads every counter the
+/// PEP describes ([`Scenario::expected_reads`](super::Scenario::expected_reads)).
+#[must_use]
+pub const fn read_count(processors: u32, duration_ms: u32, sample_interval_ms: u32) -> u64 {
+    let interval = if sample_interval_ms == 0 { 1 } else { sample_interval_ms };
+    processors as u64 * ((duration_ms / interval) as u64 + 1)
+}
 /// The most `[[event]]`s a scenario may have.
 ///
 /// Each event acts on up to every processor (2048 items each, and a counter discontinuity per
