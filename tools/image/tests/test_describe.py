@@ -364,3 +364,18 @@ def test_an_argument_is_refused():
     )
     assert result.returncode == 2 and result.stdout == ""
     assert "unexpected argument '--verbose'" in result.stderr
+
+
+def test_layout_prints_the_runners_figures_and_takes_no_argument():
+    result = subprocess.run(
+        [str(RUNNER), "layout"], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 0 and result.stderr == ""
+    layout = json.loads(result.stdout)
+    assert set(layout) == {"figures", "structures", "kmdf_max_functions"}
+    assert layout["structures"]["_DRIVER_OBJECT"]["sizeof"] == 0x150
+    refused = subprocess.run(
+        [str(RUNNER), "layout", "--x"], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == "ppm-image-runner: layout takes no argument, got '--x'\n"

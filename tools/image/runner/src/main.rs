@@ -49,7 +49,11 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Some("layout") if args.len() == 1 => match layout::describe() {
+        Some("layout") if args.len() > 1 => {
+            eprintln!("ppm-image-runner: layout takes no argument, got '{}'", args[1]);
+            ExitCode::from(2)
+        }
+        Some("layout") => match layout::describe() {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS
