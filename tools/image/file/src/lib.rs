@@ -23,9 +23,10 @@ pub mod test_image;
 pub use demangle::demangle;
 pub use map::{MAX_MAP_BYTES, MapSymbol, Preferred, preferred_load_address, read_map};
 pub use pe::{
-    DIRECTORY_EXCEPTION, MACHINE_ARM64, MACHINE_X64, MAX_IMAGE_BYTES, PE32_PLUS, PeFile,
-    REL_BASED_ABSOLUTE, REL_BASED_DIR64, RawExport, RawImport, RawSection, SCN_MEM_EXECUTE,
-    SCN_MEM_READ, SCN_MEM_WRITE, SECTION_HEADER_BYTES, UNFETCHABLE, machine_name, parse_pe_file,
-    read_image_file, stack_identity, u16_at, u32_at, wide,
+    DIRECTORY_BASERELOC, DIRECTORY_EXCEPTION, MACHINE_ARM64, MACHINE_X64, MAX_IMAGE_BYTES,
+    PE32_PLUS, PeFile, REL_BASED_ABSOLUTE, REL_BASED_DIR64, RawExport, RawImport, RawSection,
+    SCN_MEM_DISCARDABLE, SCN_MEM_EXECUTE, SCN_MEM_READ, SCN_MEM_WRITE, SECTION_HEADER_BYTES,
+    UNFETCHABLE, machine_name, parse_pe_file, read_image_file, stack_identity, u16_at, u32_at,
+    wide,
 };
 pub use text::{is_line_break, is_space, is_word, os_error_text, quoted, strerror};

@@ -33,6 +33,8 @@ pub const SCN_MEM_EXECUTE: u32 = 0x2000_0000;
 pub const SCN_MEM_READ: u32 = 0x4000_0000;
 /// `IMAGE_SCN_MEM_WRITE`.
 pub const SCN_MEM_WRITE: u32 = 0x8000_0000;
+/// `IMAGE_SCN_MEM_DISCARDABLE`.
+pub const SCN_MEM_DISCARDABLE: u32 = 0x0200_0000;
 
 /// `IMAGE_REL_BASED_ABSOLUTE`: padding.
 pub const REL_BASED_ABSOLUTE: u16 = 0;
@@ -46,7 +48,7 @@ const DIRECTORY_IMPORT: usize = 1;
 /// The exception directory (`.pdata`).
 pub const DIRECTORY_EXCEPTION: usize = 3;
 /// The base relocation directory.
-const DIRECTORY_BASERELOC: usize = 5;
+pub const DIRECTORY_BASERELOC: usize = 5;
 /// The debug directory: pefile parses the directories in the order import, export, resource,
 /// debug, base relocations, and stops at the first one the optional header lacks.
 const DIRECTORY_DEBUG: usize = 6;

@@ -39,8 +39,9 @@ use std::io::Write as _;
 use std::path::Path;
 
 use ppm_image_file::{
-    MACHINE_ARM64, MACHINE_X64, UNFETCHABLE, demangle, is_line_break, is_space, is_word,
-    os_error_text, parse_pe_file, quoted, read_image_file, stack_identity, wide,
+    DIRECTORY_BASERELOC, MACHINE_ARM64, MACHINE_X64, SCN_MEM_DISCARDABLE, SCN_MEM_EXECUTE,
+    SCN_MEM_WRITE, UNFETCHABLE, demangle, is_line_break, is_space, is_word, os_error_text,
+    parse_pe_file, quoted, read_image_file, stack_identity, wide,
 };
 
 use crate::image::{
@@ -82,15 +83,6 @@ const DLL_DYNAMIC_BASE: u16 = 0x0040;
 const DLL_FORCE_INTEGRITY: u16 = 0x0080;
 /// `IMAGE_SUBSYSTEM_NATIVE`.
 const SUBSYSTEM_NATIVE: u16 = 1;
-/// The base relocation directory's index.
-const DIRECTORY_BASERELOC: usize = 5;
-
-/// `IMAGE_SCN_MEM_EXECUTE`.
-const SCN_EXECUTE: u32 = 0x2000_0000;
-/// `IMAGE_SCN_MEM_WRITE`.
-const SCN_WRITE: u32 = 0x8000_0000;
-/// `IMAGE_SCN_MEM_DISCARDABLE`.
-const SCN_DISCARDABLE: u32 = 0x0200_0000;
 
 /// The SEH shim's functions (x64).
 const SEH_FUNCTIONS: [&str; 2] = ["ppm_msr_probe_read", "ppm_msr_probe_write"];
@@ -425,13 +417,13 @@ pub fn check_sections(image: &ImageFile<'_>) -> Vec<String> {
     for section in &image.pe.sections {
         let name = section_name(section.name);
         let flags = section.characteristics;
-        if flags & SCN_EXECUTE == 0 {
+        if flags & SCN_MEM_EXECUTE == 0 {
             continue;
         }
-        if flags & SCN_WRITE != 0 {
+        if flags & SCN_MEM_WRITE != 0 {
             failures.push(format!("section {name} is both writable and executable"));
         }
-        if flags & SCN_DISCARDABLE != 0 {
+        if flags & SCN_MEM_DISCARDABLE != 0 {
             failures
                 .push(format!("section {name} is discardable code (INIT-style): none is meant"));
         }
