@@ -39,30 +39,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         None => ExitCode::from(serve()),
-        Some("describe") => match image::describe_command(&args[1..]) {
-            Ok(text) => {
-                println!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                eprintln!("ppm-image-runner: {error}");
-                ExitCode::from(2)
-            }
-        },
+        Some("describe") => printed(image::describe_command(&args[1..])),
         Some("layout") if args.len() > 1 => {
-            eprintln!("ppm-image-runner: layout takes no argument, got '{}'", args[1]);
-            ExitCode::from(2)
+            printed(Err(format!("layout takes no argument, got '{}'", args[1])))
         }
-        Some("layout") => match layout::describe() {
-            Ok(text) => {
-                println!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                eprintln!("ppm-image-runner: {error}");
-                ExitCode::from(2)
-            }
-        },
+        Some("layout") => printed(layout::describe()),
         Some("check") => ExitCode::from(check_image::check_command(&args[1..])),
         Some(other) => {
             eprintln!(
@@ -71,6 +52,21 @@ fn main() -> ExitCode {
                  from an image; `layout` prints its figures; `check IMAGE --map MAP --imports DIR \
                  [--arch x64|arm64] [--objdump PATH] [--stack-report FILE]` checks a linked image)"
             );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A subcommand's answer: its text on stdout and success, or its error as one line on stderr
+/// and exit status 2.
+fn printed(answer: Result<String, String>) -> ExitCode {
+    match answer {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("ppm-image-runner: {error}");
             ExitCode::from(2)
         }
     }
