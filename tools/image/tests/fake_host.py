@@ -318,7 +318,6 @@ class ProcessRunner:
     command's final answer) the channel's next message is written to the runner."""
 
     def __init__(self, channel: FakeChannel, environment: dict[str, str] | None = None) -> None:
-        import os
         import subprocess
 
         self.channel = channel
@@ -373,6 +372,26 @@ class ProcessRunner:
             self.process.wait(timeout=10)
 
 
+@functools.cache
+def described_symbols(
+    image: Path, mtime_ns: int, size: int, map_path: Path, arch: str
+) -> dict[str, list]:
+    """The runner's `describe` of `image` (as it is at `mtime_ns` and `size`, so that a
+    rewritten file is read again) and `map_path`: its symbols. Once per image for the whole
+    test run: every Session of the same image shares it."""
+    import json
+    import subprocess
+
+    described = subprocess.run(
+        [str(RUNNER), "describe", str(image), str(map_path), arch],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(described.stdout)["symbols"]
+
+
 class Session:
     """One runner with one fake host; `command` runs a command and returns its `done`."""
 
@@ -416,21 +435,14 @@ class Session:
     def boot(self) -> dict[str, Any]:
         return self.command({"op": "driver_entry", "registry_path": REGISTRY_PATH})
 
-    @functools.cached_property
+    @property
     def symbols(self) -> dict[str, list]:
         """The map's functions of the loaded image as the runner reads them (its `describe`):
         {"rvas": [...], "names": [...]}, by ascending RVA."""
-        import json
-        import subprocess
-
-        described = subprocess.run(
-            [str(RUNNER), "describe", str(self.image_path), str(self.map_path), self.arch],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
+        image = self.image_path.stat()
+        return described_symbols(
+            self.image_path, image.st_mtime_ns, image.st_size, self.map_path, self.arch
         )
-        return json.loads(described.stdout)["symbols"]
 
     def symbol_address(self, name: str) -> int:
         """Where the function `name` of the map is loaded."""
